@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Creates (or reuses) the project's virtual environment and installs DE-Venus into it.
+# Sourced by scripts/demo.sh and scripts/test.sh; idempotent and cheap when nothing changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${DEVENUS_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+STAMP="$VENV/.devenus-install-stamp"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/requirements/lock.txt" | sha256sum | cut -c1-16)"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[devenus] creating virtual environment in $VENV"
+  "$PY" -m venv "$VENV"
+fi
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
+  echo "[devenus] installing dependencies (first run takes a few minutes)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
+  "$VENV/bin/python" -m pip install -q "torch==2.13.0"
+  "$VENV/bin/python" -m pip install -q -c "$ROOT/requirements/lock.txt" -e "$ROOT[test,plot]"
+  echo "$want" > "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"
+# The CPU is effectively one core: one torch thread is faster and steadier than two.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

@@ -1,0 +1,5 @@
+import sys
+
+from devenus.cli import main
+
+sys.exit(main())

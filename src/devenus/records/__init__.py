@@ -1,0 +1,74 @@
+"""DE-Venus persistent records: one Parquet row per sample, readable by verl's RLHFDataset unchanged.
+
+The contract is in ``docs/records.md``. This package does not import verl.
+"""
+
+from .importer import (
+    ANSWER_FIELDS,
+    ID_FIELDS,
+    QUESTION_FIELDS,
+    ImportSummary,
+    import_raw,
+    import_raw_with_summary,
+    last_boxed,
+    question_hash,
+    read_raw,
+    reduce_answer,
+)
+from .io import normalize_rows, read_records, records_to_table, write_records
+from .schema import (
+    COLUMNS,
+    EXTRA_INFO_OPTIONAL,
+    EXTRA_INFO_REQUIRED,
+    LABEL_SOURCES,
+    LABELED_SOURCES,
+    METHOD_COLUMNS,
+    NOISE_KINDS,
+    SIMULATION,
+    SIMULATION_FIELDS,
+    UNLABELED_SOURCE,
+    build_prompt,
+    make_row,
+    method_view,
+    records_schema,
+    simulation_view,
+    strip_simulation,
+)
+from .validate import Issue, RecordError, find_issues, validate_rows
+
+__all__ = [
+    "ANSWER_FIELDS",
+    "COLUMNS",
+    "EXTRA_INFO_OPTIONAL",
+    "EXTRA_INFO_REQUIRED",
+    "ID_FIELDS",
+    "ImportSummary",
+    "Issue",
+    "LABELED_SOURCES",
+    "LABEL_SOURCES",
+    "METHOD_COLUMNS",
+    "NOISE_KINDS",
+    "QUESTION_FIELDS",
+    "RecordError",
+    "SIMULATION",
+    "SIMULATION_FIELDS",
+    "UNLABELED_SOURCE",
+    "build_prompt",
+    "find_issues",
+    "import_raw",
+    "import_raw_with_summary",
+    "last_boxed",
+    "make_row",
+    "method_view",
+    "normalize_rows",
+    "question_hash",
+    "read_raw",
+    "read_records",
+    "records_schema",
+    "records_to_table",
+    "reduce_answer",
+    "simulation_view",
+    "strip_simulation",
+    "validate_rows",
+    "write_records",
+]

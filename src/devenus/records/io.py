@@ -1,0 +1,200 @@
+"""Reading and writing record files (Parquet), atomically.
+
+:func:`write_records` validates the rows, builds a table with the explicit schema
+(:func:`~devenus.records.schema.records_schema`) and writes it to a temporary file in the target's
+directory, fsyncs it and renames it over the target with :func:`os.replace`. A crash (or any
+exception) before the rename leaves an existing file untouched and removes the temporary file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .schema import (
+    EXTRA_INFO,
+    EXTRA_INFO_STANDARD,
+    METHOD_COLUMNS,
+    SIMULATION,
+    SIMULATION_FIELDS,
+    records_schema,
+)
+from .validate import Issue, RecordError, _category, as_rows, to_python, validate_rows
+
+_KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
+
+
+def _infer_type(path: str, values: list[Any]):
+    """pyarrow type of a free-form metadata field from its non-None values."""
+    import pyarrow as pa
+
+    cats = {_category(v) for v in values}
+    if not cats:
+        return pa.string()
+    if cats == {"bool"}:
+        return pa.bool_()
+    if cats == {"int"}:
+        return pa.int64()
+    if cats <= {"int", "float"}:
+        return pa.float64()
+    if cats == {"str"}:
+        return pa.string()
+    try:
+        return pa.array(values).type
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise RecordError([Issue(None, None, path, f"cannot store these values in one Parquet column: {exc}")]) from exc
+
+
+def normalize_rows(rows: Any) -> tuple[list[dict[str, Any]], Any]:
+    """Rows with every struct filled to one key set (missing keys -> None), and their schema.
+
+    Standard ``extra_info`` keys are always present; extra metadata keys found in any row are added
+    to every row; a non-null ``simulation`` gets every simulation key. Returns (rows, pyarrow schema).
+    The input rows are not modified.
+    """
+    rows = [to_python(r) for r in as_rows(rows)]
+    extra_vals: dict[str, list[Any]] = {}
+    sim_vals: dict[str, list[Any]] = {}
+    col_vals: dict[str, list[Any]] = {}
+    for r in rows:
+        for k, v in (r.get(EXTRA_INFO) or {}).items():
+            if k not in EXTRA_INFO_STANDARD:
+                extra_vals.setdefault(k, [])
+                if v is not None:
+                    extra_vals[k].append(v)
+        sim = r.get(SIMULATION)
+        if isinstance(sim, Mapping):
+            for k, v in sim.items():
+                if k not in SIMULATION_FIELDS:
+                    sim_vals.setdefault(k, [])
+                    if v is not None:
+                        sim_vals[k].append(v)
+        for k, v in r.items():
+            if k not in _KNOWN_COLUMNS:
+                col_vals.setdefault(k, [])
+                if v is not None:
+                    col_vals[k].append(v)
+
+    schema = records_schema(
+        {k: _infer_type(f"{EXTRA_INFO}.{k}", v) for k, v in extra_vals.items()},
+        {k: _infer_type(f"{SIMULATION}.{k}", v) for k, v in sim_vals.items()},
+        {k: _infer_type(k, v) for k, v in col_vals.items()},
+    )
+    extra_keys = [f.name for f in schema.field(EXTRA_INFO).type]
+    sim_keys = [f.name for f in schema.field(SIMULATION).type]
+    out = []
+    for r in rows:
+        n = {}
+        for name in schema.names:
+            v = r.get(name)
+            if name == EXTRA_INFO and isinstance(v, Mapping):
+                v = {k: v.get(k) for k in extra_keys}
+            elif name == SIMULATION and isinstance(v, Mapping):
+                v = {k: v.get(k) for k in sim_keys}
+            n[name] = v
+        out.append(n)
+    return out, schema
+
+
+def records_to_table(rows: Any, *, validate: bool = True):
+    """A ``pyarrow.Table`` of ``rows`` (list of dicts or DataFrame) with the explicit records schema.
+
+    With ``validate`` (default) the rows are checked first and a :class:`RecordError` is raised if
+    they break the contract.
+    """
+    import pyarrow as pa
+
+    rows = as_rows(rows)
+    if validate:
+        validate_rows(rows)
+    norm, schema = normalize_rows(rows)
+    try:
+        return pa.Table.from_pylist(norm, schema=schema)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise RecordError(f"cannot build a records table: {exc}") from exc
+
+
+def _write_parquet(table, fileobj) -> None:
+    """Write ``table`` as Parquet to an open binary file (one seam, so tests can simulate a crash)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, fileobj)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_records(rows: Any, path: str | os.PathLike[str], *, validate: bool = True) -> Path:
+    """Write ``rows`` (list of dicts or DataFrame) to the Parquet file ``path``, atomically.
+
+    Validates first (unless ``validate=False``); writes a temporary file next to ``path``, fsyncs it
+    and ``os.replace``-s it over ``path``. On any exception the temporary file is removed and a file
+    already at ``path`` is left as it was. Parent directories are created. Returns ``path``.
+    """
+    path = Path(path)
+    table = records_to_table(rows, validate=validate)
+    directory = path.parent if str(path.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_parquet(table, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(directory)
+    return path
+
+
+def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list[dict[str, Any]]:
+    """Read a records Parquet file into a list of plain python dicts (lists, dicts, str, ...).
+
+    Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the rows are
+    checked and a :class:`RecordError` naming the file is raised if they break the contract.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"records file not found: {path}")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+    keep = [n for n in table.column_names if not n.startswith("__index_level_")]
+    if len(keep) != len(table.column_names):
+        table = table.select(keep)
+    rows = [to_python(r) for r in table.to_pylist()]
+    if validate:
+        try:
+            validate_rows(rows)
+        except RecordError as exc:
+            raise RecordError(exc.issues, header=f"records in {path} break the contract") from None
+    return rows

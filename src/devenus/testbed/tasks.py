@@ -1,0 +1,166 @@
+"""Synthetic verifiable task families with worked solutions ending in ``\\boxed{}``.
+
+Every question has two views with the same answer (``original`` and ``paraphrase``): cross-view
+methods (Co-rewarding) need them. Worked solutions are short, line-per-step procedures a ~1M
+parameter model can learn; the last line is always ``\\boxed{answer}``.
+
+Families:
+- ``add``   (in-distribution): d-digit + d-digit addition, column by column with a running result.
+- ``count`` (out-of-distribution): how often a digit occurs in a sequence, one line per item.
+- ``max``   (out-of-distribution): the largest of k two-digit numbers, a running maximum.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Question:
+    family: str
+    difficulty: int
+    key: str  # canonical identity of the problem (independent of view), used for de-duplication
+    answer: str
+    views: dict[str, str]  # view name -> question text
+    solutions: dict[str, str]  # view name -> worked solution ending in \boxed{answer}
+
+    def text(self, view: str = "original") -> str:
+        return self.views[view]
+
+    def solution(self, view: str = "original") -> str:
+        return self.solutions[view]
+
+
+VIEWS = ("original", "paraphrase")
+
+
+def _boxed(ans: str) -> str:
+    return "\\boxed{" + ans + "}"
+
+
+# ---------------------------------------------------------------- add (ID)
+def _add_solution(x: int, y: int) -> str:
+    """One line per column, right to left: ``a+b+carry_in=s ->partial``; the last partial is the sum."""
+    xs, ys = str(x)[::-1], str(y)[::-1]
+    n = max(len(xs), len(ys))
+    lines, carry, partial = [], 0, ""
+    for i in range(n):
+        a = int(xs[i]) if i < len(xs) else 0
+        b = int(ys[i]) if i < len(ys) else 0
+        s = a + b + carry
+        partial = (str(s) if i == n - 1 else str(s % 10)) + partial
+        lines.append(f"{a}+{b}+{carry}={s} ->{partial}")
+        carry = s // 10
+    lines.append(_boxed(str(x + y)))
+    return "\n".join(lines)
+
+
+def make_add(rng: random.Random, digits: int) -> Question:
+    lo, hi = (0 if digits == 1 else 10 ** (digits - 1)), 10**digits - 1
+    x, y = rng.randint(lo, hi), rng.randint(lo, hi)
+    return Question(
+        family="add",
+        difficulty=digits,
+        key=f"add:{x}+{y}",
+        answer=str(x + y),
+        views={"original": f"Compute {x} + {y}.", "paraphrase": f"What is the sum of {y} and {x}?"},
+        solutions={"original": _add_solution(x, y), "paraphrase": _add_solution(y, x)},
+    )
+
+
+# ---------------------------------------------------------------- count (OOD)
+def _count_solution(seq: list[int], target: int) -> str:
+    lines, n = [], 0
+    for v in seq:
+        hit = v == target
+        n += hit
+        lines.append(f"{v} {'yes' if hit else 'no'} {n}")
+    lines.append(_boxed(str(n)))
+    return "\n".join(lines)
+
+
+def make_count(rng: random.Random, length: int) -> Question:
+    target = rng.randint(0, 9)
+    # Bias towards the target so answers are not almost always 0 or 1.
+    seq = [target if rng.random() < 0.3 else rng.randint(0, 9) for _ in range(length)]
+    body = " ".join(map(str, seq))
+    n = seq.count(target)
+    return Question(
+        family="count",
+        difficulty=length,
+        key=f"count:{target}:{body}",
+        answer=str(n),
+        views={
+            "original": f"How many times does {target} appear in {body}?",
+            "paraphrase": f"Count the {target}s in: {body}.",
+        },
+        solutions={"original": _count_solution(seq, target), "paraphrase": _count_solution(seq, target)},
+    )
+
+
+# ---------------------------------------------------------------- max (OOD)
+def _max_solution(nums: list[int]) -> str:
+    best = nums[0]
+    lines = [str(best)]
+    for v in nums[1:]:
+        if v > best:
+            lines.append(f"{v}>{best} so {v}")
+            best = v
+        else:
+            lines.append(f"{v}<{best} so {best}" if v < best else f"{v}={best} so {best}")
+    lines.append(_boxed(str(best)))
+    return "\n".join(lines)
+
+
+def make_max(rng: random.Random, k: int) -> Question:
+    nums = [rng.randint(10, 99) for _ in range(k)]
+    shuffled = nums[:]
+    rng.shuffle(shuffled)
+    return Question(
+        family="max",
+        difficulty=k,
+        key="max:" + ",".join(map(str, sorted(nums))),
+        answer=str(max(nums)),
+        views={
+            "original": "Which is the largest: " + ", ".join(map(str, nums)) + "?",
+            "paraphrase": "Find the maximum of " + ", ".join(map(str, shuffled)) + ".",
+        },
+        solutions={"original": _max_solution(nums), "paraphrase": _max_solution(shuffled)},
+    )
+
+
+FAMILIES: dict[str, Callable[[random.Random, int], Question]] = {
+    "add": make_add,
+    "count": make_count,
+    "max": make_max,
+}
+ID_FAMILIES = ("add",)
+OOD_FAMILIES = ("count", "max")
+
+
+def generate(
+    family: str,
+    difficulties: tuple[int, ...],
+    n: int,
+    seed: int | str,
+    exclude: set[str] | frozenset[str] = frozenset(),
+) -> list[Question]:
+    """``n`` distinct questions of one family, difficulties drawn uniformly, none whose key is excluded."""
+    if family not in FAMILIES:
+        raise KeyError(f"unknown task family {family!r}; known: {sorted(FAMILIES)}")
+    make = FAMILIES[family]
+    rng = random.Random(f"{family}:{seed}")
+    seen, out = set(exclude), []
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > 50 * n + 1000:
+            raise ValueError(f"cannot draw {n} distinct {family} questions at difficulties {difficulties}")
+        q = make(rng, rng.choice(difficulties))
+        if q.key in seen:
+            continue
+        seen.add(q.key)
+        out.append(q)
+    return out

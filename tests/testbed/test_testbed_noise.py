@@ -1,0 +1,54 @@
+import copy
+
+import pytest
+
+from devenus.testbed import tasks
+from devenus.testbed.build import question_rows
+from devenus.testbed.noise import inject_noise
+
+
+@pytest.fixture
+def rows():
+    return question_rows(tasks.generate("add", (2, 3), 100, seed=3), "train")
+
+
+def _noisy(out):
+    return [r for r in out if r["simulation"]["noise"] != "none"]
+
+
+def test_inactive_noise_ratio_targets_and_truth_kept(rows):
+    before = copy.deepcopy(rows)
+    out = inject_noise(rows, 0.3, "inactive", seed=0)
+    assert rows == before  # input untouched
+    noisy = _noisy(out)
+    assert len(noisy) == 30
+    for r in noisy:
+        gt, truth = r["reward_model"]["ground_truth"], r["simulation"]["hidden_answer"]
+        assert gt != truth and gt.startswith("-") and gt[1:].isdigit()
+        # from a method's view nothing marks the row as noisy
+        assert r["extra_info"]["labeled"] is True and r["extra_info"]["label_source"] == "gold"
+    clean = [r for r in out if r["simulation"]["noise"] == "none"]
+    assert all(r["reward_model"]["ground_truth"] == r["simulation"]["hidden_answer"] for r in clean)
+    assert inject_noise(rows, 0.3, "inactive", seed=0) == out  # deterministic
+    assert inject_noise(rows, 0.3, "inactive", seed=1) != out
+
+
+def test_active_noise_uses_observed_wrong_answers(rows):
+    keys = [r["extra_info"]["index"] for r in rows]
+    wrong = {k: (["111", "222", "111"] if i % 2 == 0 else []) for i, k in enumerate(keys)}
+    out = inject_noise(rows, 0.5, "active", seed=0, wrong_answers=wrong)
+    noisy = _noisy(out)
+    assert len(noisy) == 50
+    assert {r["reward_model"]["ground_truth"] for r in noisy} == {"111"}  # the most frequent wrong answer
+    assert all(wrong[r["extra_info"]["index"]] for r in noisy)  # only questions with an observed error
+    with pytest.raises(ValueError, match="observed wrong answer"):
+        inject_noise(rows, 0.6, "active", seed=0, wrong_answers=wrong)
+
+
+def test_noise_errors(rows):
+    with pytest.raises(ValueError, match="rho"):
+        inject_noise(rows, 1.5, "inactive", seed=0)
+    with pytest.raises(ValueError, match="regime"):
+        inject_noise(rows, 0.1, "loud", seed=0)
+    with pytest.raises(ValueError, match="wrong_answers"):
+        inject_noise(rows, 0.1, "active", seed=0)
