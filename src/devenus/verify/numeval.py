@@ -1,0 +1,225 @@
+"""A tiny, safe numeric evaluator that settles the easy symbolic checks without math-verify.
+
+Most symbolic checks in a vote compare answers that are plainly unequal (``2\\sqrt{3}`` vs
+``\\sqrt{45}``, ``(x+1)^2`` vs ``(x+2)^2``). Evaluating both sides at one fixed point settles
+those: if the values differ clearly, the expressions cannot be equal (:func:`decide` -> False).
+Equal values prove equality only for *constant* expressions of moderate size, where math-verify
+itself compares numerically (6-decimal rounding) and would say True as well (:func:`decide` ->
+True). Everything else (variables with equal values, huge magnitudes) is left to math-verify.
+
+This is a hand-written recursive-descent reader for a small LaTeX subset (numbers, ``+ - * /``,
+``\\cdot``, ``\\times``, ``^``, ``\\frac``, ``\\sqrt``, ``\\pi``, parentheses/braces and single-letter
+variables). Nothing is ever passed to ``eval``/``sympify``. It works on floats only, so no input
+can make it compute a giant integer; inputs longer than 256 characters or nested deeper than 64
+are not evaluated. Anything outside the subset, or anything ambiguous (``1/2x``, ``e``, ``i``),
+returns ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+__all__ = ["safe_eval", "decide"]
+
+_MAX_LEN = 256
+_MAX_DEPTH = 64
+_TOKEN = re.compile(r"\s*(\d+\.\d*|\.\d+|\d+|\\[A-Za-z]+|[A-Za-z]|[-+*/^(){}\[\]])")
+# Letters math-verify reads as constants (e, i) are left to math-verify. Variables are keyed by
+# lower case because math-verify folds the case of single-letter symbols.
+_CONSTANT_LETTERS = frozenset("eEiIjJ")
+_MULT_CMDS = frozenset({"\\cdot", "\\times"})
+_ATOM_START_CMDS = frozenset({"\\frac", "\\sqrt", "\\pi"})
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _var_value(name: str) -> float:
+    # A fixed, irrational-looking point per variable (no two letters share a value).
+    k = ord(name.lower()) - ord("a")
+    return 1.3247179572447 + 0.7548776662467 * k + math.sqrt(2 + k) / 10.0
+
+
+class _Reader:
+    def __init__(self, s: str) -> None:
+        toks: list[str] = []
+        pos = 0
+        while pos < len(s):
+            m = _TOKEN.match(s, pos)
+            if m is None or m.end() == pos:
+                if s[pos:].strip() == "":
+                    break
+                raise _Unsupported
+            toks.append(m.group(1))
+            pos = m.end()
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+        self.has_vars = False
+
+    def peek(self) -> str | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, expected: str | None = None) -> str:
+        t = self.peek()
+        if t is None or (expected is not None and t != expected):
+            raise _Unsupported
+        self.i += 1
+        return t
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _Unsupported
+
+    def _starts_atom(self, t: str | None) -> bool:
+        if t is None:
+            return False
+        return t[0].isdigit() or t[0] == "." or t.isalpha() or t in ("(", "{") or t in _ATOM_START_CMDS
+
+    def expr(self) -> float:
+        self._enter()
+        v = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            w = self.term()
+            v = v + w if op == "+" else v - w
+        self.depth -= 1
+        return v
+
+    def term(self) -> float:
+        v = self.unary()
+        while True:
+            t = self.peek()
+            if t == "*" or t in _MULT_CMDS:
+                self.take()
+                v *= self.unary()
+            elif t == "/":
+                self.take()
+                d = self.unary()
+                if d == 0 or self._starts_atom(self.peek()):
+                    raise _Unsupported  # division by zero, or "1/2x": ambiguous
+                v /= d
+            elif self._starts_atom(t):
+                v *= self.power()  # implicit multiplication: 2\sqrt{3}, 3x, x(x+1)
+            else:
+                return v
+
+    def unary(self) -> float:
+        t = self.peek()
+        if t == "-":
+            self.take()
+            self._enter()
+            v = -self.unary()
+            self.depth -= 1
+            return v
+        if t == "+":
+            self.take()
+            return self.unary()
+        return self.power()
+
+    def power(self) -> float:
+        base = self.atom()
+        if self.peek() != "^":
+            return base
+        self.take()
+        t = self.peek()
+        if t == "{":
+            exp = self.atom()
+        elif t is not None and len(t) == 1 and (t.isdigit() or t.isalpha()):
+            exp = self.atom()
+        else:
+            raise _Unsupported  # x^23 (LaTeX means x^2 * 3), x^-1, ...
+        if self.peek() == "^":
+            raise _Unsupported  # a^b^c is not valid LaTeX
+        if base < 0 and exp != int(exp):
+            raise _Unsupported
+        if abs(exp) > 1e4:
+            raise _Unsupported
+        try:
+            return math.pow(base, exp)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            raise _Unsupported from None
+
+    def braced(self) -> float:
+        self.take("{")
+        v = self.expr()
+        self.take("}")
+        return v
+
+    def atom(self) -> float:
+        t = self.take()
+        if t[0].isdigit() or t[0] == ".":
+            return float(t)
+        if t == "(":
+            v = self.expr()
+            self.take(")")
+            return v
+        if t == "{":
+            v = self.expr()
+            self.take("}")
+            return v
+        if t == "\\frac":
+            num = self.braced()
+            den = self.braced()
+            if den == 0:
+                raise _Unsupported
+            return num / den
+        if t == "\\sqrt":
+            index = 2.0
+            if self.peek() == "[":
+                self.take()
+                index = self.expr()
+                self.take("]")
+                if index <= 0 or index != int(index):
+                    raise _Unsupported
+            radicand = self.braced()
+            if radicand < 0:
+                raise _Unsupported
+            return math.pow(radicand, 1.0 / index)
+        if t == "\\pi":
+            return math.pi
+        if len(t) == 1 and t.isalpha() and t not in _CONSTANT_LETTERS:
+            self.has_vars = True
+            return _var_value(t)
+        raise _Unsupported
+
+
+@lru_cache(maxsize=65536)
+def safe_eval(s: str) -> tuple[float, bool] | None:
+    """``(value at the fixed variable point, has variables)`` of a normalised answer, or ``None``
+    if it is outside the supported subset."""
+    if not s or len(s) > _MAX_LEN:
+        return None
+    try:
+        r = _Reader(s)
+        v = r.expr()
+        if r.peek() is not None:
+            return None
+    except (_Unsupported, RecursionError, OverflowError, ValueError, ZeroDivisionError):
+        return None
+    if not math.isfinite(v):
+        return None
+    return v, r.has_vars
+
+
+# Constant values above this are left to math-verify: it compares large integers exactly
+# (10^{20} != 10^{20}+1), which doubles cannot.
+_EQUAL_MAX_MAGNITUDE = 1e6
+
+
+def decide(a: str, b: str) -> bool | None:
+    """True/False when the point evaluation settles ``a`` ~ ``b``; ``None`` when it cannot."""
+    ea, eb = safe_eval(a), safe_eval(b)
+    if ea is None or eb is None:
+        return None
+    (x, xv), (y, yv) = ea, eb
+    scale = max(1.0, abs(x), abs(y))
+    if abs(x - y) > 1e-4 * scale:
+        return False  # well beyond math-verify's numeric tolerance
+    if not xv and not yv and scale < _EQUAL_MAX_MAGNITUDE and abs(x - y) <= 1e-9 * scale:
+        return True
+    return None

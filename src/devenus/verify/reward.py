@@ -1,0 +1,65 @@
+"""verl custom reward function for math answers (verl loads it by file path).
+
+verl config::
+
+    reward.custom_reward_function.path=<repo>/src/devenus/verify/reward.py
+    reward.custom_reward_function.name=compute_score
+
+It reads only ``solution_str`` and ``ground_truth`` (the current target); ``extra_info`` is
+accepted and ignored on purpose, so simulation fields such as ``extra_info.hidden_answer`` can never
+leak into the reward.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+try:
+    from devenus.verify.grading import grade
+except ImportError:  # loaded by path from a checkout that is not installed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from devenus.verify.grading import grade
+
+__all__ = ["compute_score"]
+
+
+def _targets(ground_truth: Any) -> list[str]:
+    # Parquet lists arrive as numpy arrays; accept any sequence of acceptable answers.
+    if ground_truth is None:
+        return []
+    if isinstance(ground_truth, str):
+        return [ground_truth]
+    if hasattr(ground_truth, "tolist"):
+        ground_truth = ground_truth.tolist()
+    if isinstance(ground_truth, (list, tuple)):
+        return [str(t) for t in ground_truth if t is not None]
+    return [str(ground_truth)]
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Score one response: ``{"score": 1.0|0.0, "acc": bool, "pred": str}``.
+
+    ``ground_truth`` may be a string or a list of acceptable answers; ``""`` means no trusted
+    target (score 0.0, the prediction is still reported). Pass ``truncated=True`` (e.g. through
+    ``reward_kwargs`` or from an adapter that knows the response hit the length limit) to treat
+    the response as unanswered. ``pred`` is ``""`` when no answer was extracted.
+    """
+    del data_source, extra_info  # one scorer for all math sources; never read simulation fields
+    truncated = bool(kwargs.get("truncated", False))
+    targets = _targets(ground_truth) or [""]
+    score, pred = 0.0, None
+    for t in targets:
+        res = grade(solution_str or "", t, truncated=truncated)
+        pred = res.pred
+        if res.score > score:
+            score = res.score
+            break
+    return {"score": float(score), "acc": bool(score > 0.5), "pred": pred or ""}

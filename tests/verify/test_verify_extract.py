@@ -1,0 +1,77 @@
+import time
+
+import pytest
+
+from devenus.verify import ExtractConfig, extract_answer
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("so the result is \\boxed{42}.", "42"),
+        ("first \\boxed{1} then finally \\boxed{7}", "7"),
+        ("nested \\boxed{\\frac{1}{\\sqrt{2}}} end", "\\frac{1}{\\sqrt{2}}"),
+        ("set \\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),  # escaped braces do not count
+        ("spaced \\boxed {5}", "5"),
+        ("bare \\boxed 12 and more", "12"),
+        ("\\fbox{x+1}", "x+1"),
+        ("answer: $\\boxed{-3}$", "-3"),
+        # the last box is unbalanced (cut off): the last balanced one wins
+        ("\\boxed{3} but wait \\boxed{\\frac{1}{2}", "3"),
+        ("Natalia sold 48/2 = 24 clips.\n#### 72", "72"),
+        ("#### 1,000\n", "1,000"),
+        ("Thus the answer is 3.5.", "3.5"),
+        ("So The Final Answer is: $\\frac{1}{2}$. Done", "\\frac{1}{2}"),
+        ("the answer is 4. Let me check: the answer is 5", "5"),
+        # priority: boxed beats #### beats "the answer is"
+        ("the answer is 1\n#### 2\n\\boxed{3}", "3"),
+        ("the answer is 1\n#### 2", "2"),
+    ],
+)
+def test_extract(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "no answer here", "\\boxed{", "\\boxed{}", "\\boxedfoo{3}", "####   \n", "\\boxed{1{2}"],
+)
+def test_no_answer(text):
+    assert extract_answer(text) is None
+
+
+def test_truncated_counts_as_no_answer():
+    assert extract_answer("... \\boxed{5}", truncated=True) is None
+    assert extract_answer("... \\boxed{5}", truncated=False) == "5"
+
+
+def test_overlong_answer_is_rejected():
+    cfg = ExtractConfig(max_answer_chars=10)
+    assert extract_answer("\\boxed{12345678901}", cfg) is None
+    assert extract_answer("\\boxed{1234567890}", cfg) == "1234567890"
+    # an over-long final box does not fall back to an earlier box
+    assert extract_answer("\\boxed{1} \\boxed{" + "9" * 20 + "}", cfg) is None
+
+
+def test_extra_patterns_and_switches():
+    cfg = ExtractConfig(extra_patterns=(r"Answer:\s*([A-E])",))
+    assert extract_answer("blah\nAnswer: C", cfg) == "C"
+    assert extract_answer("blah\nAnswer: C") is None
+    no_box = ExtractConfig(use_boxed=False)
+    assert extract_answer("\\boxed{1}\n#### 2", no_box) == "2"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\boxed{" * 150_000,  # thousands of unbalanced boxes
+        "\\boxed{" + "{" * 300_000 + "}" * 300_000 + "}",  # deep nesting, over-long
+        "word " * 200_000 + "\\boxed{42}",
+        "the answer is " * 70_000,
+        "{" * 1_000_000,
+    ],
+)
+def test_megabyte_inputs_are_fast(text):
+    t0 = time.perf_counter()
+    extract_answer(text)
+    assert time.perf_counter() - t0 < 2.0
