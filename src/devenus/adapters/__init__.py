@@ -1,0 +1,1 @@
+"""Adapters to execution engines. Only ``adapters.verl`` imports verl."""

@@ -1,0 +1,180 @@
+"""Fast tests of the verl CPU backend: platform, shims, plugin loading, launch helpers, fixtures."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("verl")
+
+from devenus.adapters.verl.cpu import launch  # noqa: E402
+from devenus.adapters.verl.cpu.shims import collapse_backend  # noqa: E402
+
+pytestmark = pytest.mark.verl
+
+PLUGIN = "devenus.adapters.verl.cpu.plugin"
+
+PROBE = textwrap.dedent(
+    """
+    import json, os
+    import torch
+    import verl
+    from verl.utils.device import get_device_name, get_nccl_backend, get_resource_name, get_device_id
+    from verl.utils.device import get_torch_device
+    from verl.plugin.platform import PlatformRegistry
+    from verl.workers.rollout import base as rollout_base
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+    from torch.distributed.fsdp import CPUOffloadPolicy
+    out = {"registered": "cpu" in PlatformRegistry.registered_names(),
+           "hf_replica": "hf" in RolloutReplicaRegistry._registry,
+           "hf_adapter": rollout_base._ROLLOUT_REGISTRY.get(("hf", "async")),
+           "threads": torch.get_num_threads(),
+           "pin_memory": CPUOffloadPolicy(pin_memory=True).pin_memory,
+           "engine_device": os.environ.get("VERL_ENGINE_DEVICE")}
+    if out["registered"]:
+        out.update(device=get_device_name(), backend=get_nccl_backend(), resource=get_resource_name(),
+                   device_id=get_device_id(), device_available=get_torch_device().is_available())
+        from verl.workers.engine.base import EngineRegistry
+        import verl.workers.engine.fsdp.transformer_impl  # registers the FSDP engines
+        out["engine"] = EngineRegistry.get_engine_cls("language_model", "fsdp2").__name__
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("PROBE_PORT", "29611"))
+        from verl.utils.distributed import initialize_global_process_group_ray
+        initialize_global_process_group_ray()  # asks torch for "cpu:gloo,cpu:gloo"
+        out["pg_backend"] = str(torch.distributed.get_backend())
+        torch.distributed.destroy_process_group()
+    print("PROBE" + json.dumps(out))
+    """
+)
+
+
+def _probe(env_extra: dict, pythonpath: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_", "DEVENUS_VERL"))}
+    env.update(OMP_NUM_THREADS="4", PROBE_PORT=str(29600 + os.getpid() % 300))
+    env.update(env_extra)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-4000:]
+    line = [l for l in res.stdout.splitlines() if l.startswith("PROBE")][-1]
+    return json.loads(line[len("PROBE"):])
+
+
+def test_collapse_backend():
+    assert collapse_backend("cpu:gloo,cpu:gloo") == "gloo"
+    assert collapse_backend("cpu:gloo") == "gloo"
+    assert collapse_backend("cpu:gloo,cuda:nccl") == "cpu:gloo,cuda:nccl"
+    assert collapse_backend("gloo") == "gloo"
+    assert collapse_backend("nccl") == "nccl"
+    assert collapse_backend(None) is None
+
+
+def test_plugin_loads_through_env_var():
+    """VERL_USE_EXTERNAL_MODULES makes `import verl` install the whole backend."""
+    out = _probe({"VERL_USE_EXTERNAL_MODULES": PLUGIN, "VERL_PLATFORM": "cpu"})
+    assert out["registered"] and out["hf_replica"]
+    assert out["hf_adapter"] == "devenus.adapters.verl.cpu.hf_rollout.HFServerAdapter"
+    assert out["device"] == "cpu" and out["device_id"] == "cpu"
+    assert out["backend"] == "gloo" and out["resource"] == "GPU"
+    assert out["device_available"] is False
+    assert out["threads"] == 1  # one torch thread even though OMP_NUM_THREADS=4
+    assert out["pin_memory"] is False
+    assert out["engine_device"] == "cuda" and out["engine"] == "FSDPEngineWithLMHead"
+    assert out["pg_backend"] == "gloo"
+
+
+def test_plugin_autodetects_platform_without_verl_platform():
+    """Without VERL_PLATFORM, the plugin sets it (no accelerator here)."""
+    out = _probe({"VERL_USE_EXTERNAL_MODULES": PLUGIN})
+    assert out["registered"] and out["device"] == "cpu"
+
+
+def test_plugin_switch_off():
+    out = _probe({"VERL_USE_EXTERNAL_MODULES": PLUGIN, "DEVENUS_VERL_CPU": "0"})
+    assert not out["registered"] and not out["hf_replica"] and out["pin_memory"] is True
+
+
+def test_plugin_loads_through_entry_point(tmp_path):
+    """A `verl.plugins` entry point (what pyproject would declare) loads the same module."""
+    dist = tmp_path / "devenus_cpu_probe-0.0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: devenus-cpu-probe\nVersion: 0.0.0\n")
+    (dist / "entry_points.txt").write_text(f"[verl.plugins]\ndevenus_cpu = {PLUGIN}\n")
+    out = _probe({}, pythonpath=str(tmp_path))
+    assert out["registered"] and out["hf_replica"] and out["device"] == "cpu"
+
+
+def test_platform_and_device_module():
+    import torch
+
+    from devenus.adapters.verl.cpu.platform import CPUDeviceModule, PlatformCPU
+
+    p = PlatformCPU()
+    assert p.device_name == "cpu" and p.current_device() == "cpu"
+    assert p.communication_backend_name() == "gloo" and p.ray_resource_name() == "GPU"
+    assert p.ray_resource_options(1) == {"num_gpus": 1}
+    assert p.get_device_capability() == (None, None)
+    assert p.is_platform_available(use_smi_check=True) == (not torch.cuda.is_available())
+    with p.nvtx_range("x"):
+        pass
+    m = p.device_module
+    assert isinstance(m, CPUDeviceModule) and m is PlatformCPU().device_module
+    assert m.is_available() is False and m.device_count() == 1 and m.current_device() == "cpu"
+    m.empty_cache(), m.synchronize(), m.set_device(0), m.ipc_collect(), m.set_per_process_memory_fraction(0.9)
+    assert m.max_memory_allocated() > 0 and m.memory_allocated() > 0
+    free, total = m.mem_get_info()
+    assert 0 < free <= total
+    state = m.get_rng_state()
+    a = torch.rand(3)
+    m.set_rng_state(state)
+    assert torch.equal(a, torch.rand(3))
+    assert m.get_device_name() == "cpu"
+    assert m.some_future_cuda_call(1, x=2) is None  # tolerant fallback
+    with m.stream(m.current_stream()):
+        pass
+
+
+def test_launch_helpers():
+    ov = launch.cpu_overrides()
+    for needed in (
+        "actor_rollout_ref.rollout.name=hf",
+        "++ray_kwargs.ray_init.num_gpus=1",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        "reward.num_workers=1",
+        "+actor_rollout_ref.model.override_config.attn_implementation=eager",
+        "actor_rollout_ref.actor.strategy=fsdp2",
+        "trainer.device=cpu",
+        "trainer.n_gpus_per_node=1",
+        "data.dataloader_num_workers=0",
+        "actor_rollout_ref.model.use_remove_padding=False",
+        "trainer.use_v1=False",
+    ):
+        assert needed in ov
+    assert any(o.startswith("ray_kwargs.ray_init.num_cpus=") for o in ov)
+    assert len({o.split("=")[0] for o in ov}) == len(ov)
+    ov2 = launch.cpu_overrides(num_cpus=8, n_ranks=2)
+    assert "trainer.n_gpus_per_node=2" in ov2 and "++ray_kwargs.ray_init.num_gpus=2" in ov2
+    assert "ray_kwargs.ray_init.num_cpus=8" in ov2
+    env = launch.cpu_env({"VERL_USE_EXTERNAL_MODULES": "other.mod"})
+    assert env["VERL_USE_EXTERNAL_MODULES"] == f"other.mod,{PLUGIN}"
+    assert env["VERL_PLATFORM"] == "cpu" and env["OMP_NUM_THREADS"] == "1" and env["VERL_ENGINE_DEVICE"] == "cuda"
+    assert launch.cpu_env(env)["VERL_USE_EXTERNAL_MODULES"] == env["VERL_USE_EXTERNAL_MODULES"]
+    import torch
+
+    assert launch.has_accelerator() == torch.cuda.is_available()
+
+
+def test_fixture_tokenizer_matches_how_verl_loads_it(verl_cpu_fx):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(verl_cpu_fx["model"])
+    assert type(tok).__name__ == "Qwen2Tokenizer"
+    assert len(tok.encode("\n", add_special_tokens=False)) == 1  # verl's prompt builder needs this
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    text = tok.apply_chat_template([{"role": "user", "content": "What is 3+4?"}], tokenize=False,
+                                   add_generation_prompt=True)
+    assert text == "<|im_start|>user\nWhat is 3+4?<|im_end|>\n<|im_start|>assistant\n"
+    s = "12+34=46\n\\boxed{46}  two  spaces"
+    assert tok.decode(tok.encode(s, add_special_tokens=False)) == s
