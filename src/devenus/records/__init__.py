@@ -15,6 +15,7 @@ from .importer import (
     read_raw,
     reduce_answer,
 )
+from .labels import hide_labels
 from .io import normalize_rows, read_records, records_to_table, write_records
 from .schema import (
     COLUMNS,
@@ -55,6 +56,7 @@ __all__ = [
     "UNLABELED_SOURCE",
     "build_prompt",
     "find_issues",
+    "hide_labels",
     "import_raw",
     "import_raw_with_summary",
     "last_boxed",

@@ -1,0 +1,83 @@
+"""DeVenusTaskRunner: assembles verl's execution context once, then builds the method's trainer.
+
+Injected through verl's documented seam ``run_ppo(config, task_runner_class)``; the context (workers,
+resource pools, datasets, tokenizer) is the same whatever the method, only the trainer class and the
+method object come from WeakTrainerInterface.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import ray
+from omegaconf import OmegaConf
+from verl.trainer.main_ppo_v0 import BaseTaskRunner
+
+from devenus.online.registry import WeakTrainerInterface
+
+
+def import_plugins(config) -> None:
+    for mod in config.devenus.get("plugins", None) or []:
+        importlib.import_module(mod)
+
+
+def resolve_trainer_class(path: str):
+    from devenus.adapters.verl.trainer import DeVenusTrainer
+
+    module, _, name = path.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, DeVenusTrainer)):
+        raise TypeError(f"trainer {path!r} is not a subclass of DeVenusTrainer")
+    return cls
+
+
+def build_method(config):
+    import_plugins(config)
+    spec = WeakTrainerInterface.get(config.devenus.method)
+    raw = config.devenus.get("method_config", None)
+    method_cfg = OmegaConf.to_container(raw, resolve=True) if raw is not None else {}
+    return spec, spec.build(method_cfg)
+
+
+@ray.remote
+class DeVenusTaskRunner(BaseTaskRunner):
+    def run(self, config):
+        from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler, need_critic, need_reference_policy
+        from verl.utils.config import omega_conf_to_dataclass, validate_config
+        from verl.utils.dataset.rl_dataset import collate_fn
+        from verl.workers.config import HFModelConfig
+
+        OmegaConf.resolve(config)
+        spec, method = build_method(config)
+        trainer_cls = resolve_trainer_class(spec.trainer)
+
+        actor_rollout_cls, ray_worker_group_cls = self.add_actor_rollout_worker(config)
+        self.add_critic_worker(config)
+        self.add_reward_model_resource_pool(config)
+        self.add_teacher_model_resource_pool(config)
+        self.add_ref_policy_worker(config, actor_rollout_cls)
+        validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+
+        model_config: HFModelConfig = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+        tokenizer, processor = model_config.tokenizer, model_config.processor
+        resource_pool_manager = self.init_resource_pool_mgr(config)
+        train_dataset = create_rl_dataset(config.data.train_files, config.data, tokenizer, processor, is_train=True,
+                                          max_samples=config.data.get("train_max_samples", -1))
+        val_dataset = create_rl_dataset(config.data.val_files, config.data, tokenizer, processor, is_train=False,
+                                        max_samples=config.data.get("val_max_samples", -1))
+        trainer = trainer_cls(
+            config=config,
+            tokenizer=tokenizer,
+            processor=processor,
+            role_worker_mapping=self.role_worker_mapping,
+            resource_pool_manager=resource_pool_manager,
+            ray_worker_group_cls=ray_worker_group_cls,
+            train_dataset=train_dataset,
+            val_dataset=val_dataset,
+            collate_fn=collate_fn,
+            train_sampler=create_rl_sampler(config.data, train_dataset),
+            method=method,
+        )
+        print(f"[devenus] method {spec.name} ({type(method).__name__}) with {trainer_cls.__name__}")
+        trainer.init_workers()
+        trainer.fit()

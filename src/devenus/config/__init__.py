@@ -1,0 +1,1 @@
+"""Hydra configs shipped with DE-Venus (a package so Hydra can find them as pkg://devenus.config)."""

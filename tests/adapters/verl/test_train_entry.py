@@ -1,0 +1,95 @@
+"""``python -m devenus.train``: clear errors before Ray starts, and end-to-end runs on the CPU testbed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from devenus.recipes.testbed_train import RunConfig, overrides, parse_console_metrics
+
+PLUGINS = Path(__file__).parent / "plugins"
+
+
+def train_cmd(tb, out, cfg, *extra):
+    return [sys.executable, "-m", "devenus.train", *overrides(tb, Path(out), cfg), *extra]
+
+
+def run_train(cmd, timeout=600, env_extra=None):
+    env = {**os.environ, "PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}", **(env_extra or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["devenus.method=no_such_method"], "unknown DE-Venus method 'no_such_method'; registered methods: grpo"),
+        (["devenus.method=ttrl", "+devenus.method_config.min_agree=0.5"], "unknown config key(s) ['min_agree']"),
+        (["devenus.method=ttrl"], "every training row is labeled"),
+    ],
+)
+def test_clear_errors_before_ray(base_testbed, tmp_path, extra, message):
+    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1), *extra), timeout=300)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr  # a message, not a stack trace from deep inside Ray
+
+
+def test_dataset_breaking_the_contract_is_named(base_testbed, tmp_path):
+    import pandas as pd
+
+    df = pd.read_parquet(base_testbed.split("train")).head(8)
+    infos = list(df["extra_info"])
+    infos[3] = dict(infos[2])  # duplicate sample key
+    df["extra_info"] = infos
+    bad = tmp_path / "bad.parquet"
+    df.to_parquet(bad)
+    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad))), timeout=300)
+    assert r.returncode == 2
+    assert "breaks the record contract" in r.stderr and "duplicate" in r.stderr.lower()
+    assert df.loc[2, "extra_info"]["index"] in r.stderr
+
+
+def _small(cfg_kwargs=None):
+    base = dict(method="test_visit_counter", steps=4, prompts_per_step=4, rollouts_per_prompt=4, save_freq=2,
+                extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
+    base.update(cfg_kwargs or {})
+    return RunConfig(**base)
+
+
+@pytest.mark.slow
+def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
+    """Uninterrupted run vs. a run killed after its step-2 checkpoint and resumed: same decisions at steps 3-4."""
+    plugin = ["devenus.plugins=[visit_counter]"]
+    full = run_train(train_cmd(base_testbed, tmp_path / "full", _small(), *plugin), timeout=900)
+    assert full.returncode == 0, full.stdout[-4000:] + full.stderr[-4000:]
+    want = {m["step"]: m for m in parse_console_metrics(full.stdout.splitlines())}
+    assert set(want) == {1, 2, 3, 4}
+    assert all(want[s]["actor/grad_norm"] >= 0 for s in want if "actor/grad_norm" in want[s])
+
+    # Start the same run, kill it once step 2's checkpoint (with the method's state) is on disk.
+    out = tmp_path / "killed"
+    cmd = train_cmd(base_testbed, out, _small(), *plugin)
+    env = {**os.environ, "PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    state = out / "checkpoints" / "global_step_2" / "devenus_method.pt"
+    deadline = time.time() + 600
+    while not state.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert state.exists(), "no step-2 checkpoint appeared"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)
+
+    resumed = run_train(cmd, timeout=900)
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    assert "restored test_visit_counter state" in resumed.stdout + resumed.stderr
+    got = {m["step"]: m for m in parse_console_metrics(resumed.stdout.splitlines())}
+    assert set(got) == {3, 4}
+    for s in (3, 4):
+        key = "devenus/test_visit_counter/decision_digest"
+        assert got[s][key] == want[s][key], f"step {s} decided differently after resume"
+        assert got[s]["devenus/test_visit_counter/total_visits"] == want[s]["devenus/test_visit_counter/total_visits"]
