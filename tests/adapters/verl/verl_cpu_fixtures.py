@@ -6,18 +6,12 @@ Also a script: ``python tests/adapters/verl/verl_cpu_fixtures.py OUT_DIR`` build
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from pathlib import Path
 
-PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
+from devenus.testbed.tokenizer import IM_END, IM_START, PAD  # one tokenizer for the whole project
+
 DATA_SOURCE = "devenus/add"
 
 
@@ -38,48 +32,10 @@ def corpus(n: int = 400, seed: int = 0) -> list[str]:
     return out
 
 
-def _local_tokenizer(texts: list[str], vocab_size: int):
-    """Byte-level BPE trained with Qwen2Tokenizer's own pipeline, saved through Qwen2Tokenizer."""
-    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, trainers
-    from tokenizers.models import BPE
-    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX, Qwen2Tokenizer
-
-    tok = Tokenizer(BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[PAD, IM_START, IM_END],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer=trainer)
-    model = json.loads(tok.to_str())["model"]
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
-    hf = Qwen2Tokenizer(
-        vocab=model["vocab"], merges=merges, unk_token=None, eos_token=IM_END, pad_token=PAD,
-        extra_special_tokens=[IM_START],
-    )
-    hf.chat_template = CHAT_TEMPLATE
-    return hf
-
-
 def build_tokenizer(vocab_size: int = 320):
-    texts = corpus()
-    try:  # the project's testbed tokenizer, when present
-        from devenus.testbed.tokenizer import build_tokenizer as testbed_build_tokenizer
+    from devenus.testbed.tokenizer import build_tokenizer as testbed_build_tokenizer
 
-        tok = testbed_build_tokenizer(texts, vocab_size=vocab_size)
-    except ImportError:
-        tok = _local_tokenizer(texts, vocab_size)
-    tok.chat_template = CHAT_TEMPLATE
-    return tok
+    return testbed_build_tokenizer(corpus(), vocab_size=vocab_size)
 
 
 def build_model_dir(out: Path, hidden: int = 64, layers: int = 2, seed: int = 0) -> Path:
