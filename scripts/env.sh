@@ -13,11 +13,14 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
-  echo "[devenus] installing dependencies (first run takes a few minutes)"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
-  "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-  "$VENV/bin/python" -m pip install -q -c "$ROOT/requirements/lock.txt" -e "$ROOT[test,plot]"
+  LOG="$VENV/install.log"
+  echo "[devenus] installing dependencies into $VENV (first run takes a few minutes; log: $LOG)"
+  {
+    "$VENV/bin/python" -m pip install --upgrade pip &&
+    # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
+    "$VENV/bin/python" -m pip install "torch==2.13.0" &&
+    "$VENV/bin/python" -m pip install -c "$ROOT/requirements/lock.txt" -e "$ROOT[test,plot]"
+  } > "$LOG" 2>&1 || { tail -n 40 "$LOG"; echo "[devenus] installation failed; full log: $LOG" >&2; exit 1; }
   echo "$want" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

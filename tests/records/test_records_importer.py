@@ -13,7 +13,6 @@ from devenus.records import (
     RecordError,
     import_raw,
     import_raw_with_summary,
-    last_boxed,
     question_hash,
     reduce_answer,
     validate_rows,
@@ -83,30 +82,9 @@ def test_reduce_answer_none(value, field, reason):
     assert ans is None and reason in why
 
 
-def test_last_boxed_edge_cases():
-    assert last_boxed("no box") is None
-    assert last_boxed("\\boxed{a{b}c}") == "a{b}c"
-    assert last_boxed("\\boxed {3}") == "3"
-    assert last_boxed("\\boxed") is None
-
-
-def test_boxed_uses_verify_extract_when_present(monkeypatch):
-    import types
-
-    mod = types.ModuleType("devenus.verify.extract")
-    mod.extract_answer = lambda text: "FROM-VERIFY"
-    pkg = types.ModuleType("devenus.verify")
-    pkg.extract = mod
-    monkeypatch.setitem(sys.modules, "devenus.verify", pkg)
-    monkeypatch.setitem(sys.modules, "devenus.verify.extract", mod)
-    assert reduce_answer("so \\boxed{3}", "solution") == ("FROM-VERIFY", None)
-    mod.extract_answer = lambda text: None  # falls back to the local extractor
-    assert reduce_answer("so \\boxed{3}", "solution") == ("3", None)
-
-
-def test_boxed_falls_back_without_verify_module(monkeypatch):
-    monkeypatch.setitem(sys.modules, "devenus.verify.extract", None)  # import raises ImportError
-    assert reduce_answer("so \\boxed{3}", "solution") == ("3", None)
+def test_boxed_answers_are_extracted_like_the_verifier():
+    assert reduce_answer("so \\boxed{a{b}c}", "solution") == ("a{b}c", None)
+    assert reduce_answer("first \\boxed{1} then \\boxed{\\frac{1}{2}}", "solution") == ("\\frac{1}{2}", None)
 
 
 # --- formats ------------------------------------------------------------------------------------------

@@ -163,51 +163,12 @@ def _missing(value: Any) -> bool:
     return False
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces balanced.
-
-    ``\\boxed 5`` (no braces) gives ``5``. Returns None when there is no box or its braces do not
-    close.
-    """
-    pos = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if pos < 0:
-        return None
-    i = pos + (len("\\boxed") if text.startswith("\\boxed", pos) else len("\\fbox"))
-    j = i
-    while j < len(text) and text[j] in " \t\n":
-        j += 1
-    if j >= len(text) or text[j] != "{":
-        if j > i and text.startswith(" ", i):  # "\boxed 5"
-            m = re.match(r"[^\s$]+", text[j:])
-            return m.group(0) if m else None
-        return None
-    i = j
-    depth, start = 0, i + 1
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == "\\":
-            continue
-        if c == "{" and (j == 0 or text[j - 1] != "\\"):
-            depth += 1
-        elif c == "}" and (j == 0 or text[j - 1] != "\\"):
-            depth -= 1
-            if depth == 0:
-                return text[start:j].strip()
-    return None
-
-
 def _boxed_answer(text: str) -> str | None:
-    """The boxed final answer: ``devenus.verify.extract.extract_answer`` when that module exists
-    (so targets match what the verifier extracts), else :func:`last_boxed`."""
-    try:
-        from devenus.verify.extract import extract_answer  # type: ignore[import-not-found]
-    except ImportError:
-        extract_answer = None
-    if extract_answer is not None:
-        got = extract_answer(text)
-        if isinstance(got, str) and got.strip():
-            return got.strip()
-    return last_boxed(text)
+    """The boxed final answer, extracted exactly as the verifier extracts it (targets match predictions)."""
+    from devenus.verify.extract import extract_answer
+
+    got = extract_answer(text)
+    return got.strip() if isinstance(got, str) and got.strip() else None
 
 
 _NUMBER_WITH_COMMAS = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")

@@ -68,7 +68,7 @@ def _compile_extra(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p) for p in patterns)
 
 
-def _match_brace(text: str, open_pos: int, endpos: int) -> int | None:
+def match_brace(text: str, open_pos: int, endpos: int) -> int | None:
     """Index of the brace closing ``text[open_pos] == '{'``, searching before ``endpos``."""
     depth = 0
     for tok in _BRACE_TOKEN.finditer(text, open_pos, endpos):
@@ -100,7 +100,7 @@ def _last_boxed(text: str, cfg: ExtractConfig) -> str | None | object:
         if j < len(text) and text[j] == "{":
             if j >= unbalanced_from:  # cannot happen for well-formed input; be safe
                 continue
-            close = _match_brace(text, j, unbalanced_from)
+            close = match_brace(text, j, unbalanced_from)
             if close is None:
                 unbalanced_from = j
                 continue

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from devenus.verify.extract import match_brace
+
 __all__ = ["normalize", "as_number", "ParsedNumber", "parse_number"]
 
 # Strings longer than this are normalised without caching (so the cache cannot hold megabytes)
@@ -42,7 +44,6 @@ _UNICODE_MAP.update(
 
 _BOX_HEAD = re.compile(r"^\\(?:boxed|fbox) ?\{")
 _TEXT_WHOLE = re.compile(r"^\\(?:text|textbf|textrm|mbox|mathrm) ?\{([^{}]*)\}$")
-_BRACE_TOKEN = re.compile(r"\\[\\{}]|[{}]")
 _SUBS = (
     (re.compile(r"\\?\$"), ""),
     (re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])"), ""),
@@ -82,16 +83,7 @@ _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 
 def _closes_at_end(s: str, open_pos: int) -> bool:
     """Does the brace at ``s[open_pos]`` close exactly at the last character?"""
-    depth = 0
-    for tok in _BRACE_TOKEN.finditer(s, open_pos):
-        t = tok.group()
-        if t == "{":
-            depth += 1
-        elif t == "}":
-            depth -= 1
-            if depth == 0:
-                return tok.end() == len(s)
-    return False
+    return match_brace(s, open_pos, len(s)) == len(s) - 1
 
 
 def _peel(s: str) -> str:
