@@ -78,8 +78,8 @@ def cmd_demo(args) -> int:
 
         for m in parse_console_metrics([line]):
             if m["step"] > 0 and "critic/score/mean" in m:
+                bar.set_postfix(reward=f"{m['critic/score/mean']:.2f}", refresh=False)
                 bar.update(1)
-                bar.set_postfix(reward=f"{m['critic/score/mean']:.2f}")
 
     res = run(tb, out, cfg, on_line=on_line)
     bar.close()
@@ -106,6 +106,18 @@ def cmd_hide_labels(args) -> int:
     write_records(rows, args.out)
     n = sum(r["extra_info"]["labeled"] for r in rows)
     print(f"wrote {args.out}: {n}/{len(rows)} rows labeled")
+    return 0
+
+
+def cmd_pair_views(args) -> int:
+    from devenus.records.pairs import pair_view_files
+
+    try:
+        rows = pair_view_files(args.original, args.paraphrase, args.out)
+    except (ValueError, FileNotFoundError) as e:  # RecordError is a ValueError
+        print(f"devenus data pair-views: error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.out}: {len(rows) // 2} pairs ({len(rows)} rows), each original followed by its rewrite")
     return 0
 
 
@@ -150,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--seed", type=int, default=0)
     h.add_argument("--out", required=True)
     h.set_defaults(fn=cmd_hide_labels)
+    pv = data.add_parser("pair-views", help="merge originals and their rewrites (joined by extra_info.pair_key)")
+    pv.add_argument("original")
+    pv.add_argument("paraphrase")
+    pv.add_argument("--out", required=True)
+    pv.set_defaults(fn=cmd_pair_views)
     return p
 
 

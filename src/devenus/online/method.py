@@ -17,14 +17,14 @@ Labeled rows keep their verified reward and target unless the method sets ``may_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from devenus.online.rollouts import RolloutBatch
 
 #: what a method may require of the data or the step; checked before training starts
-NEEDS = frozenset({"labels", "unlabeled", "token_stats", "responses", "paraphrases"})
+NEEDS = frozenset({"labels", "unlabeled", "token_stats", "self_certainty", "responses", "paraphrases"})
 
 
 @dataclass
@@ -54,6 +54,15 @@ class OnlineMethod:
 
     def advantage_weights(self, batch: RolloutBatch) -> np.ndarray | None:
         return None
+
+    # ---- generation-only rollouts (e.g. TTRL's vote-on-N / train-on-M) ----------------------------
+    def extra_rollouts(self, n: int) -> Sequence[float | None]:
+        """Extra rollouts per prompt, beyond the ``n`` that train: one entry per extra rollout, its
+        sampling temperature (None = the rollout's own). They are generated in the same call as the
+        training rollouts, seen only by ``construct_targets`` (``batch.fields["vote_only"]`` marks
+        them) and dropped, as one aligned selection, before the log-prob passes. Raise ValueError for
+        a config that cannot work with ``n`` (it is checked before training starts)."""
+        return ()
 
     # ---- which surfaces this method implements (the adapter skips the others entirely) -----------
     @classmethod

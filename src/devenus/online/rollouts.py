@@ -7,6 +7,7 @@ separately, see :mod:`devenus.online.diagnostics`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,24 @@ class RolloutBatch:
 
     def __len__(self) -> int:
         return len(self.uid)
+
+    def select(self, idx) -> "RolloutBatch":
+        """The rows ``idx`` (in that order) of every per-row field; the vote marker and token stats are dropped."""
+        idx = np.asarray(idx, dtype=np.int64)
+        return dataclasses.replace(
+            self,
+            uid=self.uid[idx],
+            key=self.key[idx],
+            labeled=self.labeled[idx],
+            target=self.target[idx].copy(),
+            pred=[self.pred[i] for i in idx],
+            score=self.score[idx].copy(),
+            response_length=self.response_length[idx],
+            truncated=self.truncated[idx],
+            response=None if self.response is None else [self.response[i] for i in idx],
+            fields={k: np.asarray(v)[idx] for k, v in self.fields.items() if k != "vote_only"},
+            token_stats={},
+        )
 
     def groups(self) -> list[np.ndarray]:
         """Row indices of each prompt group, in order of first appearance."""

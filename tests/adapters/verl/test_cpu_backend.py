@@ -81,7 +81,7 @@ def test_plugin_loads_through_env_var():
     assert out["device_available"] is False
     assert out["threads"] == 1  # one torch thread even though OMP_NUM_THREADS=4
     assert out["pin_memory"] is False
-    assert out["engine_device"] == "cuda" and out["engine"] == "FSDPEngineWithLMHead"
+    assert out["engine_device"] == "cuda" and out["engine"] in ("FSDPEngineWithLMHead", "TokenStatsFSDPEngine")
     assert out["pg_backend"] == "gloo"
 
 

@@ -93,7 +93,7 @@ class MajorityEverywhere(OnlineMethod):
 
 def bare_trainer(method):
     t = DeVenusTrainer.__new__(DeVenusTrainer)
-    t.method, t.tokenizer, t.global_steps, t._pending = method, CharTokenizer(), 3, {}
+    t.method, t.tokenizer, t.global_steps, t._pending, t._hook_s = method, CharTokenizer(), 3, {}, 0.0
     t._late = "token_stats" in method.needs
     return t
 

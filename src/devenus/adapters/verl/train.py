@@ -35,6 +35,7 @@ def check_setup(config) -> None:
         spec, method = build_method(config)
     except (KeyError, ValueError, TypeError) as e:
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
+    _check_rollouts(config, spec.name, method)
     if not config.devenus.get("validate_data", True):
         return
     from devenus.records import RecordError, read_records
@@ -62,6 +63,31 @@ def check_setup(config) -> None:
             f"method {spec.name!r} constructs supervision for unlabeled rows, but every training row is labeled "
             f"(hide labels with `devenus data hide-labels`)"
         )
+    if "paraphrases" in method.needs:
+        from devenus.records.pairs import pair_problems
+
+        problems = pair_problems(train_rows)
+        if problems:
+            raise SetupError(f"method {spec.name!r} trains on paired views of each question (extra_info.pair_key), "
+                             f"but the training data is not paired (build it with `devenus data pair-views`):\n  "
+                             + "\n  ".join(problems))
+
+
+def _check_rollouts(config, name: str, method) -> None:
+    """Vote-on-N settings and the batch shapes the pair sampler needs."""
+    n = int(config.actor_rollout_ref.rollout.n)
+    try:
+        extra = list(method.extra_rollouts(n))
+    except ValueError as e:
+        raise SetupError(f"devenus.method_config of {name!r}: {e}") from None
+    batch = int(config.data.get("gen_batch_size", None) or config.data.train_batch_size)
+    workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
+    if extra and (batch * (n + len(extra))) % workers:
+        raise SetupError(f"{batch} prompts x {n + len(extra)} votes = {batch * (n + len(extra))} rollouts cannot be split "
+                         f"evenly over actor_rollout_ref.rollout.agent.num_workers={workers}")
+    if "paraphrases" in method.needs and batch % 2:
+        raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
+                         f"must be even (pairs x 2), got {batch}")
 
 
 def main(argv: list[str] | None = None) -> int:

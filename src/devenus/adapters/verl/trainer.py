@@ -8,7 +8,8 @@ Where each surface runs (the seams verl 0.9.1 offers; see docs/trainer.md):
   need no token statistics also get S_b / S_r / S_a there.
 - after the actor's log-prob pass: ``_compute_old_log_prob`` gives methods that need per-token log-probs
   and entropy (``needs`` contains ``token_stats``) their S_b / S_r / S_a; rewards are edited in place in
-  ``rm_scores``, the tensor fit() already holds as its reward.
+  ``rm_scores``, the tensor fit() already holds as its reward. ``needs`` with ``self_certainty`` also get
+  it from that same forward (the engine extension in :mod:`devenus.adapters.verl.token_stats`).
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
 - checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's.
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -25,6 +28,7 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from devenus.adapters.verl import surfaces as S
+from devenus.adapters.verl import token_stats as TS
 from devenus.online import diagnostics as D
 from devenus.online.method import OnlineMethod
 
@@ -33,33 +37,78 @@ METHOD_STATE_FILE = "devenus_method.pt"
 
 class DeVenusTrainer(RayPPOTrainer):
     def __init__(self, *args, method: OnlineMethod, **kwargs):
+        self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         super().__init__(*args, **kwargs)
-        self.method = method
         self._late = "token_stats" in method.needs  # S_b/S_r/S_a wait for the log-prob pass
         self._pending: dict[str, float] = {}
+        self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
+
+    @contextmanager
+    def _timed(self):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._hook_s += time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------ after rollout
     def init_workers(self):
+        from devenus.adapters.verl import votes as V
+
+        extra, n, default_agent = [], 0, ""
+        if self.method.implements("extra_rollouts"):  # vote-on-N: generation-only rollouts per prompt
+            n = int(self.config.actor_rollout_ref.rollout.n)
+            extra = list(self.method.extra_rollouts(n))
+            default_agent = self.config.actor_rollout_ref.rollout.agent.default_agent_loop
+            if any(t is not None for t in extra):
+                V.install_vote_agent_loop(self.config)  # per-row temperatures, registered before workers start
+        TS.check_installed(TS.requested_stats(self.method.needs))  # before any worker starts
         super().init_workers()
         manager = self.async_rollout_manager
         generate = manager.generate_sequences
 
         def generate_with_supervision(prompts: DataProto) -> DataProto:
-            outputs = generate(prompts)
             if prompts.meta_info.get("validate", False):
-                return outputs  # validation batches are never touched
-            return self.on_rollouts(prompts, outputs)
+                return generate(prompts)  # validation batches are never touched
+            if not extra:
+                outputs = generate(prompts)
+                with self._timed():
+                    return self.on_rollouts(prompts, outputs)
+            # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
+            big, train = V.expand_for_votes(prompts, n, extra, default_agent)
+            outputs = generate(big)
+            V.drop_added_columns(outputs, had_agent=V.AGENT_KEY in prompts.non_tensor_batch)
+            with self._timed():
+                return self.on_rollouts(big, outputs, train_rows=train)
 
         manager.generate_sequences = generate_with_supervision
 
-    def on_rollouts(self, prompts: DataProto, outputs: DataProto) -> DataProto:
-        """S_y (and, for methods without token statistics, S_b/S_r/S_a) on one step's training rollouts."""
+    def on_rollouts(self, prompts: DataProto, outputs: DataProto, train_rows: np.ndarray | None = None) -> DataProto:
+        """S_y (and, for methods without token statistics, S_b/S_r/S_a) on one step's training rollouts.
+
+        With ``train_rows`` (vote-on-N), ``construct_targets`` sees every rollout (``fields["vote_only"]``
+        marks the extra ones); then one aligned selection keeps the training rows of prompts, outputs and
+        view alike, and everything after (re-scoring, diagnostics, S_b/S_r/S_a) sees only those.
+        """
         m = self.method
         view = S.rollout_view(prompts, outputs, self.tokenizer, self.global_steps,
                               decode=m.implements("construct_targets") or "responses" in m.needs)
+        new = None
+        if m.implements("construct_targets"):
+            if train_rows is not None:
+                view.fields["vote_only"] = ~np.asarray(train_rows, bool)
+            new = m.construct_targets(view)
+            if new is not None and len(new) != len(view):
+                raise ValueError(f"{m.name}.construct_targets returned {len(new)} targets for {len(view)} rows")
+        if train_rows is not None:
+            idx = np.flatnonzero(train_rows)
+            self._pending["devenus/votes/per_prompt"] = len(view) / max(1, len(set(view.uid.tolist())))
+            self._pending["devenus/votes/extra_rows"] = len(view) - len(idx)
+            prompts, outputs = S.select_rows(prompts, idx), S.select_rows(outputs, idx)
+            view = view.select(idx)
+            new = None if new is None else np.asarray(new, dtype=object)[idx]
         constructed = np.full(len(view), None, dtype=object)
         if m.implements("construct_targets"):
-            new = m.construct_targets(view)
             if new is not None:
                 constructed = self._substitute_targets(view, np.asarray(new, dtype=object), outputs)
             hidden = D.hidden_answers(prompts.non_tensor_batch.get("simulation"))
@@ -73,8 +122,6 @@ class DeVenusTrainer(RayPPOTrainer):
     def _substitute_targets(self, view, new: np.ndarray, outputs: DataProto) -> np.ndarray:
         from devenus.verify import grade
 
-        if len(new) != len(view):
-            raise ValueError(f"{self.method.name}.construct_targets returned {len(new)} targets for {len(view)} rows")
         allowed = np.ones(len(view), bool) if self.method.may_change_labeled else ~view.labeled
         proposed = np.array([t is not None for t in new])
         self._pending["devenus/target/labeled_protected"] = int((proposed & ~allowed).sum())
@@ -118,7 +165,14 @@ class DeVenusTrainer(RayPPOTrainer):
 
     # ------------------------------------------------------------------------------ after log-probs
     def _compute_old_log_prob(self, batch: DataProto):
-        old_log_prob, mfu = super()._compute_old_log_prob(batch)
+        # extra per-token statistics (e.g. self-certainty) from the same forward, only if the method needs them
+        with TS.collect_extra_stats(self.actor_rollout_wg, self.method) as extra:
+            old_log_prob, mfu = super()._compute_old_log_prob(batch)
+        with self._timed():
+            self._late_surfaces(batch, old_log_prob, extra)
+        return old_log_prob, mfu
+
+    def _late_surfaces(self, batch: DataProto, old_log_prob: DataProto, extra: dict | None = None) -> None:
         if self._late:
             view = S.rollout_view(batch, batch, self.tokenizer, self.global_steps, decode="responses" in self.method.needs)
             if S.TARGET_KEY in batch.non_tensor_batch:
@@ -127,12 +181,22 @@ class DeVenusTrainer(RayPPOTrainer):
                 "log_probs": old_log_prob.batch["old_log_probs"],
                 "entropy": old_log_prob.batch["entropys"],
                 "response_mask": S.response_mask(batch),
+                **(extra or {}),
             }
             self._row_surfaces(view, batch.batch["rm_scores"], S.response_mask(batch), batch.non_tensor_batch)
-        return old_log_prob, mfu
 
     # ------------------------------------------------------------------------------ before update
     def _update_actor(self, batch: DataProto) -> DataProto:
+        with self._timed():
+            train, metrics, skip = self._prepare_update(batch)
+        if skip:
+            return DataProto.from_single_dict(data={}, meta_info={"metrics": metrics})
+        out = super()._update_actor(train)
+        out.meta_info["metrics"].update(metrics)
+        return out
+
+    def _prepare_update(self, batch: DataProto):
+        """Admission and advantage weights on a shallow copy of the batch, plus this step's metrics."""
         nt = batch.non_tensor_batch
         labeled, _, _ = S.label_state(nt["extra_info"], nt["reward_model"])
         train = DataProto(batch=batch.batch.copy(), non_tensor_batch=nt, meta_info=batch.meta_info)
@@ -143,13 +207,12 @@ class DeVenusTrainer(RayPPOTrainer):
             S.scale_advantages(train, nt[S.WEIGHT_KEY])
         self._pending.update(self._reward_advantage_metrics(train, labeled))
         self._pending.update({f"devenus/{self.method.name}/{k}": v for k, v in self.method.pop_metrics().items()})
-        metrics, self._pending = self._pending, {}
-        if keep is not None and not np.asarray(keep, bool).any():
-            metrics["devenus/update_skipped"] = 1  # nothing admitted: no gradient step this time
-            return DataProto.from_single_dict(data={}, meta_info={"metrics": metrics})
-        out = super()._update_actor(train)
-        out.meta_info["metrics"].update(metrics)
-        return out
+        skip = keep is not None and not np.asarray(keep, bool).any()
+        if skip:
+            self._pending["devenus/update_skipped"] = 1  # nothing admitted: no gradient step this time
+        self._pending["devenus/timing_s/hooks"] = self._hook_s
+        metrics, self._pending, self._hook_s = self._pending, {}, 0.0
+        return train, metrics, skip
 
     @staticmethod
     def _reward_advantage_metrics(data: DataProto, labeled: np.ndarray) -> dict[str, float]:
@@ -160,6 +223,18 @@ class DeVenusTrainer(RayPPOTrainer):
         out = D.by_label_state("devenus/reward", reward, labeled, valid)
         out.update(D.by_label_state("devenus/advantage", adv.cpu().numpy(), labeled, valid))
         return out
+
+    # ------------------------------------------------------------------------------ data
+    def _create_dataloader(self, train_dataset, val_dataset, collate_fn, train_sampler):
+        """verl's dataloaders, with DE-Venus's sampler seam (``data.sampler.class_path`` / pair sampler)."""
+        from devenus.adapters.verl.samplers import create_train_sampler
+
+        if train_dataset is not None:
+            custom = create_train_sampler(self.config.data, train_dataset, self.method.needs)
+            if custom is not None:
+                print(f"[devenus] train sampler: {type(custom).__name__}")
+                train_sampler = custom
+        super()._create_dataloader(train_dataset, val_dataset, collate_fn, train_sampler)
 
     # ------------------------------------------------------------------------------ checkpoints
     def _step_folder(self) -> str:
@@ -200,3 +275,4 @@ class DeVenusTrainer(RayPPOTrainer):
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
                                         f"{self.method.name} cannot make the same decisions without its state")
         return result
+

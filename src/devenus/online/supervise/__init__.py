@@ -1,3 +1,4 @@
 """Weak supervision construction: methods that build a training signal for rows without a trusted target."""
 
-from devenus.online.supervise import grpo, ttrl  # noqa: F401  (registration)
+from devenus.online.supervise import corewarding, grpo, ttrl  # noqa: F401  (registration)
+from devenus.online.supervise import emrl, intuitor  # noqa: F401  (registration)

@@ -1,0 +1,166 @@
+"""Extra per-token statistics from the actor's existing log-prob forward pass (no second forward).
+
+verl 0.9.1's FSDP engine turns the model's logits into ``log_probs``, ``entropy`` and
+``sum_pi_squared`` in ``FSDPEngineWithLMHead.prepare_model_outputs``; every key it returns travels,
+generically, through micro-batch concatenation, the worker's post-processing and the dp collect back
+to ``RayPPOTrainer._compute_old_log_prob``. :class:`TokenStatsFSDPEngine` subclasses that engine and
+adds ``self_certainty`` (``SC_t = logsumexp(z_t) - mean_j z_t,j - log V``, chunked over tokens, from
+the same logits, at the same temperature as the log-probs) when the micro-batch carries the non-tensor
+flag ``calculate_self_certainty``. Without the flag it does nothing beyond the parent.
+
+:func:`install` swaps it into verl's ``EngineRegistry`` in place of ``FSDPEngineWithLMHead`` for every
+(backend, device) key that maps to exactly that class (fsdp/fsdp2 x cuda/npu; a vendor-specific engine
+registered by someone else is left alone). It runs in every process that imports verl through the
+plugin :mod:`devenus.adapters.verl.plugin`. On the driver side, :func:`collect_extra_stats` wraps the
+actor worker group's ``compute_log_prob`` for the duration of one ``_compute_old_log_prob`` call: it
+adds the flag and keeps the extra outputs, re-padded to ``[rows, response_len]``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+import torch
+
+from devenus.online.supervise.confidence import DEFAULT_CHUNK_SIZE, self_certainty_from_logits
+
+SELF_CERTAINTY = "self_certainty"
+FLAG = "calculate_self_certainty"  # non-tensor flag on the log-prob batch
+CHUNK_KEY = "self_certainty_chunk_size"  # optional non-tensor: tokens per chunk
+#: statistics this extension can add, by the name a method lists in ``needs``
+EXTRA_STATS = (SELF_CERTAINTY,)
+
+_INSTALLED = False
+TokenStatsFSDPEngine: type | None = None  # the engine class, built by install() (importing verl's engine lazily)
+
+
+def requested_stats(needs: Iterable[str]) -> tuple[str, ...]:
+    """The extra statistics a method's ``needs`` ask for (empty: the log-prob pass is verl's own)."""
+    needs = set(needs)
+    return tuple(s for s in EXTRA_STATS if s in needs)
+
+
+def _engine_class():
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.fsdp.transformer_impl import DTensor, FSDPEngineWithLMHead
+
+    class TokenStatsFSDPEngine(FSDPEngineWithLMHead):
+        """verl's FSDP LM engine, plus ``self_certainty`` when the batch asks for it."""
+
+        def prepare_model_outputs(self, output, output_args, micro_batch, logits_processor_func):
+            model_output = super().prepare_model_outputs(output, output_args, micro_batch, logits_processor_func)
+            if tu.get_non_tensor_data(data=micro_batch, key=FLAG, default=False):
+                chunk = int(tu.get_non_tensor_data(data=micro_batch, key=CHUNK_KEY, default=DEFAULT_CHUNK_SIZE))
+                model_output[SELF_CERTAINTY] = self._self_certainty(output, output_args, micro_batch, chunk, DTensor)
+            return model_output
+
+        def _self_certainty(self, output, output_args, micro_batch, chunk: int, dtensor_cls):
+            use_rmpad = tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True)
+            if tu.get_non_tensor_data(data=micro_batch, key="use_fused_kernels", default=False):
+                raise NotImplementedError(
+                    "self-certainty needs the full logits; fused kernels never materialise them "
+                    "(set actor_rollout_ref.model.use_fused_kernels=False)")
+            is_one = output_args.get("temperature_is_one", False)
+            cu_seqlens = micro_batch["input_ids"].offsets()
+            logits = output.logits
+            if isinstance(logits, dtensor_cls):  # vocab-sharded under TP: the same gather verl does
+                logits = logits.full_tensor()
+            if use_rmpad:
+                temp = None if is_one else output_args["temperature_rmpad"]
+                sc = self_certainty_from_logits(logits.squeeze(0), chunk, temp)  # ((nnz / sp) + pad,)
+                sc = self._gather_and_unpad_packed(sc, output_args["pad_size"])
+            else:  # padded [bsz, seqlen, V], sequences left-aligned: only each row's valid prefix
+                temp = output_args["temperature"]
+                lengths = cu_seqlens.diff().tolist()
+                sc = torch.cat([
+                    self_certainty_from_logits(logits[b, :n], chunk, None if is_one else temp[b])
+                    for b, n in enumerate(lengths)
+                ])
+            return torch.nested.nested_tensor_from_jagged(sc, cu_seqlens)
+
+    TokenStatsFSDPEngine.__module__ = __name__
+    TokenStatsFSDPEngine.__qualname__ = "TokenStatsFSDPEngine"
+    return TokenStatsFSDPEngine
+
+
+def install() -> type:
+    """Register :class:`TokenStatsFSDPEngine` where verl's registry holds ``FSDPEngineWithLMHead``.
+
+    Idempotent; returns the engine class. ``EngineRegistry.register`` refuses to overwrite a key, so
+    the entries of its class-level table are replaced directly (only those naming exactly the parent).
+    """
+    global _INSTALLED, TokenStatsFSDPEngine
+    from verl.workers.engine.base import EngineRegistry
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+
+    if not _INSTALLED:
+        TokenStatsFSDPEngine = _engine_class()
+        _INSTALLED = True
+    for backends in EngineRegistry._engines.get("language_model", {}).values():
+        for key, cls in list(backends.items()):
+            if cls is FSDPEngineWithLMHead:
+                backends[key] = TokenStatsFSDPEngine
+    return TokenStatsFSDPEngine
+
+
+def is_installed() -> bool:
+    """Whether :func:`install` ran in this process (the plugin was loaded when verl was imported)."""
+    return _INSTALLED
+
+
+def check_installed(stats: tuple[str, ...]) -> None:
+    """Fail before any worker starts when a method needs extra statistics and the plugin is not loaded.
+
+    Ray workers load the same plugins as this process (same environment and installed entry points),
+    so the driver-side state is the proxy for theirs.
+    """
+    if stats and not _INSTALLED:
+        raise RuntimeError(
+            f"this method needs {list(stats)} from the actor's log-prob pass, but the DE-Venus engine "
+            f"extension is not loaded: set VERL_USE_EXTERNAL_MODULES=devenus.adapters.verl.plugin (Ray workers "
+            f"inherit it) or install DE-Venus with its verl.plugins entry point for that module")
+
+
+@contextmanager
+def collect_extra_stats(worker_group, method) -> Iterator[dict]:
+    """Within the block, ``worker_group.compute_log_prob`` also returns the extra statistics the method's
+    ``needs`` name; they land in the yielded dict as ``[rows, response_len]`` float tensors (row order of
+    the log-prob batch). Tokens per chunk: the method config's ``chunk_size`` if it has one.
+
+    A method that needs none leaves the worker group untouched (other methods pay nothing).
+    """
+    stats = requested_stats(method.needs)
+    chunk_size = int(getattr(method.config, "chunk_size", DEFAULT_CHUNK_SIZE))
+    found: dict[str, torch.Tensor] = {}
+    if not stats:
+        yield found
+        return
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.utils.padding import no_padding_2_padding
+
+    own = "compute_log_prob" in vars(worker_group)  # verl binds worker methods on the instance
+    original = worker_group.compute_log_prob
+
+    def compute_log_prob(batch_td, *args, **kwargs):
+        if SELF_CERTAINTY in stats:
+            tu.assign_non_tensor(batch_td, **{FLAG: True, CHUNK_KEY: int(chunk_size)})
+        output = original(batch_td, *args, **kwargs)
+        for name in stats:
+            value = tu.get(output, name)
+            if value is None:
+                raise RuntimeError(
+                    f"the actor's log-prob pass returned no {name!r}: the DE-Venus engine extension is not "
+                    f"loaded in the actor workers. Load `devenus.adapters.verl.plugin` in every Ray process "
+                    f"(VERL_USE_EXTERNAL_MODULES=devenus.adapters.verl.plugin, or its verl.plugins entry point).")
+            found[name] = no_padding_2_padding(value, batch_td).float()
+        return output
+
+    worker_group.compute_log_prob = compute_log_prob
+    try:
+        yield found
+    finally:
+        if own:
+            worker_group.compute_log_prob = original
+        else:
+            del worker_group.compute_log_prob
