@@ -41,7 +41,10 @@ class Arm:
 def arms() -> list[Arm]:
     out = [Arm("grpo_full", "grpo", 1.0), Arm("grpo@10", "grpo", 0.1)]
     label_free = {
-        "ttrl": {},
+        # 16 votes and a 0.5 agreement floor: with 8 votes and no floor TTRL's pseudo-label accuracy fell
+        # from 0.40 to 0.00 within 5 steps (bench/trainer_overhead.py run); chosen on training-side
+        # pseudo-label accuracy, never on the held-out splits
+        "ttrl": {"votes": 16, "min_agreement": 0.5},
         "corewarding": {},
         "intuitor": {},
         "emrl": {"variant": "token_entropy"},
@@ -54,12 +57,13 @@ def arms() -> list[Arm]:
 
 @dataclass
 class Budget:
+    # one lr and KL for every arm (label-free arms collapse at the demo's lr 2e-4 without KL)
     steps: int
     prompts_per_step: int = 16
     rollouts_per_prompt: int = 8
     val_n: int = 2
-    kl_coef: float = 0.0
-    lr: float = 2e-4
+    kl_coef: float = 0.01
+    lr: float = 5e-5
 
 
 QUICK = Budget(steps=20)
@@ -72,12 +76,22 @@ def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
     from devenus.testbed import build_testbed
 
     tb = build_testbed()
+    train = read_records(tb.split("train"))
     data = work / f"train_{arm.labeled_fraction:g}_s{seed}.parquet"
     if arm.labeled_fraction < 1.0 and not data.exists():
-        write_records(hide_labels(read_records(tb.split("train")), arm.labeled_fraction, seed=seed), data)
+        write_records(hide_labels(train, arm.labeled_fraction, seed=seed), data)
+    if arm.method == "corewarding":  # both views of each question; a pair shares its label state
+        data = work / f"pairs_{arm.labeled_fraction:g}_s{seed}.parquet"
+        if not data.exists():
+            from devenus.records.pairs import pair_views
+
+            originals = hide_labels(train, arm.labeled_fraction, seed=seed)
+            hidden = {r["extra_info"]["index"] for r in originals if not r["extra_info"]["labeled"]}
+            para = read_records(tb.split("train_paraphrase"))
+            para = hide_labels([p for p in para if p["extra_info"]["pair_key"] in hidden], 0.0) + [
+                p for p in para if p["extra_info"]["pair_key"] not in hidden]
+            write_records(pair_views(originals, para), data)
     extra = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()] + list(arm.overrides)
-    if arm.method == "corewarding":
-        extra.append(f"data.train_files={work / f'pairs_{arm.labeled_fraction:g}_s{seed}.parquet'}")
     cfg = RunConfig(
         method=arm.method,
         steps=budget.steps,
@@ -87,7 +101,7 @@ def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
         kl_coef=budget.kl_coef,
         val_n=budget.val_n,
         seed=seed,
-        train_file=str(data) if arm.labeled_fraction < 1.0 else None,
+        train_file=str(data) if (arm.labeled_fraction < 1.0 or arm.method == "corewarding") else None,
         extra_overrides=tuple(extra),
     )
     out_dir = work / f"{arm.name}_s{seed}"
