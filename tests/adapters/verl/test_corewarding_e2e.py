@@ -1,45 +1,15 @@
 """Co-rewarding I through ``python -m devenus.train``: paired testbed views (hidden labels), both views of
 a question in every step via the pair sampler, two steps on the CPU; plus its setup errors."""
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("verl")
 
 from devenus.adapters.verl.train import SetupError, check_setup  # noqa: E402
-from devenus.recipes.testbed_train import RunConfig, overrides, parse_console_metrics  # noqa: E402
+from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
 from devenus.records.pairs import pair_views  # noqa: E402
-
-TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
-
-
-def run_devenus_train(tb, out: Path, cfg: RunConfig) -> tuple[int, str]:
-    """Run in its own process group; on timeout the whole group (Ray included) is killed."""
-    cmd = [sys.executable, "-m", "devenus.train", *overrides(tb, out, cfg)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        text, _ = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        text, _ = proc.communicate()
-        pytest.fail(f"devenus.train timed out after {TIMEOUT_S}s:\n{text[-4000:]}")
-    (out / "train.log").write_text(text)
-    return proc.returncode, text
-
-
-def compose(*extra):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
-    with initialize_config_module(config_module="devenus.config", version_base=None):
-        return hydra_compose("devenus_trainer", overrides=list(extra))
+from e2e import compose, run_devenus_train  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Intuitor and EMRL end to end: ``python -m devenus.train`` on the CPU testbed, 2 steps each.
 
 Semi-supervised data (a quarter of the labels kept); the engine extension is loaded in every Ray process
-through ``VERL_USE_EXTERNAL_MODULES`` (the CPU launch appends its own plugin to it).
+through DE-Venus's ``verl.plugins`` entry point.
 """
 
 import math
@@ -9,9 +9,7 @@ import math
 import pytest
 
 from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from test_train_entry import run_train, train_cmd
-
-PLUGIN_ENV = {"VERL_USE_EXTERNAL_MODULES": "devenus.adapters.verl.plugin"}
+from e2e import run_train, train_cmd
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +31,7 @@ def semi_supervised_file(base_testbed, tmp_path_factory):
 def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp_path, method, extra, score):
     cfg = RunConfig(method=method, steps=2, prompts_per_step=4, rollouts_per_prompt=4, train_file=semi_supervised_file,
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
-    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *extra), timeout=900, env_extra=PLUGIN_ENV)
+    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *extra), timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     steps = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
     assert set(steps) == {1, 2}

@@ -9,18 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, overrides, parse_console_metrics
-
-PLUGINS = Path(__file__).parent / "plugins"
-
-
-def train_cmd(tb, out, cfg, *extra):
-    return [sys.executable, "-m", "devenus.train", *overrides(tb, Path(out), cfg), *extra]
-
-
-def run_train(cmd, timeout=600, env_extra=None):
-    env = {**os.environ, "PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}", **(env_extra or {})}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
+from e2e import PLUGINS, run_train, train_cmd
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,53 @@
+"""Helpers for end-to-end tests through ``python -m devenus.train`` (imported by the e2e test modules)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devenus.recipes.testbed_train import RunConfig, overrides
+
+PLUGINS = Path(__file__).parent / "plugins"
+TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
+
+
+def train_cmd(tb, out, cfg: RunConfig, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "devenus.train", *overrides(tb, Path(out), cfg), *extra]
+
+
+def run_train(cmd: list[str], timeout: float = TIMEOUT_S, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """Run in its own process group (test plugins on PYTHONPATH); on timeout the whole group, Ray included, is killed."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}",
+           **(env_extra or {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"devenus.train timed out after {timeout}s:\n{(out + err)[-4000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def run_devenus_train(tb, out: Path, cfg: RunConfig) -> tuple[int, str]:
+    """``run_train`` for a recipe config; returns (exit code, combined output), also kept in ``out/train.log``."""
+    r = run_train(train_cmd(tb, out, cfg))
+    text = r.stdout + r.stderr
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "train.log").write_text(text)
+    return r.returncode, text
+
+
+def compose(*extra: str):
+    """The composed DE-Venus training config (verl's ppo_trainer + overlay), without starting anything."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+
+    with initialize_config_module(config_module="devenus.config", version_base=None):
+        return hydra_compose("devenus_trainer", overrides=list(extra))
