@@ -10,6 +10,10 @@ Surfaces (architecture.md, "The online step"):
   entropy from the actor's existing forward pass.
 - ``advantage_weights`` (S_a): a per-row weight in [0, 1] that scales GRPO advantages.
 
+``needs`` is read from the method *instance* (by the adapter and by the setup check before Ray starts).
+The class attribute is the default; a method whose requirements depend on its config overrides
+:meth:`OnlineMethod.needs_from_config` (e.g. self-certainty only when its reward weight is non-zero).
+
 Labeled rows keep their verified reward and target unless the method sets ``may_change_labeled``
 (label refinement methods such as OLR do): the adapter enforces this, not the method.
 """
@@ -35,12 +39,20 @@ class MethodConfig:
 class OnlineMethod:
     name: ClassVar[str] = ""
     config_class: ClassVar[type[MethodConfig]] = MethodConfig
-    needs: ClassVar[frozenset[str]] = frozenset()
+    needs: frozenset[str] = frozenset()  # the class default; each instance holds its own (needs_from_config)
     may_change_labeled: ClassVar[bool] = False
 
     def __init__(self, config: MethodConfig | None = None):
         self.config = config if config is not None else self.config_class()
         self._metrics: dict[str, float] = {}
+        needs = frozenset(self.needs_from_config())
+        if needs - NEEDS:
+            raise ValueError(f"{type(self).__name__} declares unknown needs {sorted(needs - NEEDS)}; known: {sorted(NEEDS)}")
+        self.needs = needs
+
+    def needs_from_config(self) -> frozenset[str]:
+        """What this instance needs, given ``self.config`` (default: the class's ``needs``)."""
+        return type(self).needs
 
     # ---- surfaces (None = identity) -------------------------------------------------------------
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray | None:

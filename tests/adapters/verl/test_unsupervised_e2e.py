@@ -16,7 +16,7 @@ from verl import DataProto  # noqa: E402
 from devenus.online.registry import WeakTrainerInterface  # noqa: E402
 from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
 from test_surfaces import bare_trainer, make_batch  # noqa: E402
-from test_train_entry import run_train, train_cmd  # noqa: E402
+from e2e import run_train, train_cmd  # noqa: E402
 
 PLUGIN_ENV = {"VERL_USE_EXTERNAL_MODULES": "devenus.adapters.verl.plugin"}
 
@@ -81,7 +81,7 @@ def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp
     weights = ["+devenus.method_config.w_self_certainty=1", "+devenus.method_config.w_entropy=0.5",
                "+devenus.method_config.w_seq_prob=0.25", "+devenus.method_config.w_agreement=1",
                "+devenus.method_config.seq_prob=mean"]
-    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *weights), timeout=900, env_extra=PLUGIN_ENV)
+    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *weights), env_extra=PLUGIN_ENV)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     steps = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
     assert set(steps) == {1, 2}

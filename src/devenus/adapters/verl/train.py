@@ -33,7 +33,7 @@ def check_setup(config) -> None:
 
     try:
         spec, method = build_method(config)
-    except (KeyError, ValueError, TypeError) as e:
+    except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
     if not config.devenus.get("validate_data", True):

@@ -2,3 +2,4 @@
 
 from devenus.online.supervise import corewarding, grpo, ttrl  # noqa: F401  (registration)
 from devenus.online.supervise import emrl, intuitor  # noqa: F401  (registration)
+from devenus.online.supervise import unsupervised  # noqa: F401  (registration)
