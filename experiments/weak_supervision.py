@@ -48,6 +48,7 @@ def arms() -> list[Arm]:
         "corewarding": {},
         "intuitor": {},
         "emrl": {"variant": "token_entropy"},
+        "unsupervised": {},  # defaults: negative entropy + vote agreement, z-scored per group
     }
     for method, cfg in label_free.items():
         for frac, tag in ((0.0, "0"), (0.1, "10")):
