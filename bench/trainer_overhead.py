@@ -61,8 +61,6 @@ def run_arm(cmd: list[str], env: dict, log: Path) -> tuple[float, int, list[str]
         proc.wait()
         stop.set()
         t.join()
-    # Ray's own daemons outlive the driver's process tree only until `ray stop`
-    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)
     if proc.returncode != 0:
         raise SystemExit(f"{log}: exit code {proc.returncode}")
     return time.perf_counter() - t0, peak[0], log.read_text().splitlines()

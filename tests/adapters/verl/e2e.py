@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,10 +28,28 @@ def run_train(cmd: list[str], timeout: float = TIMEOUT_S, env_extra: dict | None
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid)
         out, err = proc.communicate()
         pytest.fail(f"devenus.train timed out after {timeout}s:\n{(out + err)[-4000:]}")
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and every descendant (Ray's raylet, GCS and workers included), and nothing else:
+    unlike `ray stop --force`, other Ray clusters on the machine are left alone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=30)
 
 
 def run_devenus_train(tb, out: Path, cfg: RunConfig) -> tuple[int, str]:

@@ -1,16 +1,13 @@
 """``python -m devenus.train``: clear errors before Ray starts, and end-to-end runs on the CPU testbed."""
 
 import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import PLUGINS, run_train, train_cmd
+from e2e import PLUGINS, kill_tree, run_train, train_cmd
 
 
 @pytest.mark.parametrize(
@@ -70,9 +67,7 @@ def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     while not state.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.5)
     assert state.exists(), "no step-2 checkpoint appeared"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)
+    kill_tree(proc.pid)  # the driver and every Ray process it started, as a crash would leave them
 
     resumed = run_train(cmd, timeout=900)
     assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
