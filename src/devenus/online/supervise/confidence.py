@@ -232,13 +232,27 @@ class CollapseMonitor:
 
 
 # ------------------------------------------------------------------------------------ method base
+class MonitoredState:
+    """Method state of a method with a ``self.monitor`` (:class:`CollapseMonitor`): saved with checkpoints."""
+
+    def state_dict(self) -> dict[str, Any]:
+        st = self.monitor.state_dict()
+        return {"collapse_monitor": st} if st["lengths"] else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        unknown = set(state) - {"collapse_monitor"}
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown state keys {sorted(unknown)}")
+        self.monitor.load_state_dict(state.get("collapse_monitor", {}))
+
+
 @dataclass
 class ConfidenceConfig(MethodConfig):
     collapse_baseline_steps: int = 3  # steps whose mean response length is the collapse baseline
     collapse_length_ratio: float = 0.5  # warn below this fraction of the baseline length (while confidence rises)
 
 
-class ConfidenceMethod(OnlineMethod):
+class ConfidenceMethod(MonitoredState, OnlineMethod):
     """S_r = a per-response confidence score from the actor's log-prob pass, for unlabeled rows.
 
     Labeled rows get NaN (the adapter keeps their verified reward anyway). GRPO normalises rewards per
@@ -288,12 +302,3 @@ class ConfidenceMethod(OnlineMethod):
         self.log(**metrics)
         return np.where(unl, score, np.nan)
 
-    def state_dict(self) -> dict[str, Any]:
-        st = self.monitor.state_dict()
-        return {"collapse_monitor": st} if st["lengths"] else {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        unknown = set(state) - {"collapse_monitor"}
-        if unknown:
-            raise ValueError(f"{type(self).__name__}: unknown state keys {sorted(unknown)}")
-        self.monitor.load_state_dict(state.get("collapse_monitor", {}))

@@ -34,6 +34,7 @@ from devenus.online.supervise.confidence import (
     CollapseMonitor,
     ConfidenceConfig,
     ConfidenceMethod,
+    MonitoredState,
     auroc,
     group_normalize,
     mean_log_prob,
@@ -124,7 +125,7 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @WeakTrainerInterface.register
-class Unsupervised(OnlineMethod):
+class Unsupervised(MonitoredState, OnlineMethod):
     """S_r = a weighted sum of per-group-normalised label-free signals, for unlabeled rows."""
 
     name = "unsupervised"
@@ -235,14 +236,3 @@ class Unsupervised(OnlineMethod):
         w = self.config.weights
         conf = [s for s in CONFIDENCE_SIGNALS if s in w]
         return max(conf, key=lambda s: abs(w[s])) if conf else None  # max keeps the first of equal weights
-
-    # ---------------------------------------------------------------------------------- state
-    def state_dict(self) -> dict[str, Any]:
-        st = self.monitor.state_dict()
-        return {"collapse_monitor": st} if st["lengths"] else {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        unknown = set(state) - {"collapse_monitor"}
-        if unknown:
-            raise ValueError(f"{type(self).__name__}: unknown state keys {sorted(unknown)}")
-        self.monitor.load_state_dict(state.get("collapse_monitor", {}))
