@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 
