@@ -126,6 +126,10 @@ def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
     return record
 
 
+def _pm(mean: float, ci: float) -> str:
+    return f"{mean:.3f}" if math.isnan(ci) else f"{mean:.3f} ± {ci:.3f}"
+
+
 def _ci(xs: list[float]) -> tuple[float, float]:
     m = statistics.mean(xs)
     if len(xs) < 2:
@@ -140,7 +144,7 @@ def report() -> None:
     by_arm: dict[str, list[dict]] = {}
     for r in recs:
         by_arm.setdefault(r["arm"]["name"], []).append(r)
-    lines = ["| arm | seeds | ID (final) | OOD (final) | ID change | pseudo-label acc (last 5 steps) | failed runs |",
+    lines = ["| arm | seeds | ID (final; ± 95% CI over seeds) | OOD (final) | ID change | pseudo-label acc (last 5 steps) | failed runs |",
              "|---|---|---|---|---|---|---|"]
     summary = {}
     for name in [a.name for a in arms() if a.name in by_arm]:
@@ -157,9 +161,14 @@ def report() -> None:
         pl = [statistics.mean(c["devenus/target/accuracy"] for c in r["curves"][-5:] if "devenus/target/accuracy" in c)
               for r in rs if any("devenus/target/accuracy" in c for c in r["curves"][-5:])]
         pls = f"{statistics.mean(pl):.3f}" if pl else "-"
-        lines.append(f"| {name} | {len(rs)} | {idm:.3f} ± {idc:.3f} | {odm:.3f} ± {odc:.3f} | {dm:+.3f} | {pls} | {failed} |")
+        lines.append(f"| {name} | {len(rs)} | {_pm(idm, idc)} | {_pm(odm, odc)} | {dm:+.3f} | {pls} | {failed} |")
         summary[name] = (idm, idc, odm, odc)
-    table = "\n".join(lines)
+    budgets = {json.dumps(r["budget"], sort_keys=True) for r in recs}
+    seeds = sorted({r["seed"] for r in recs})
+    header = (f"Testbed, verl on the CPU; seeds {seeds}; budget(s) {', '.join(sorted(budgets))}. Held-out sampled "
+              f"pass@1 (T=1, avg@val_n) from verl's validation at the last step; 'ID change' is against the same "
+              f"run's step-0 validation. Pseudo-label accuracy is against hidden truth (methods never see it).\n\n")
+    table = header + "\n".join(lines)
     print(table)
     (RESULTS.parent / "weak_supervision.md").write_text(table + "\n")
     _plot(summary, by_arm)
@@ -177,11 +186,15 @@ def _plot(summary: dict, by_arm: dict) -> None:
     for off, (idx, label) in zip((-0.2, 0.2), ((0, "ID"), (2, "OOD"))):
         ax1.bar([i + off for i in x], [summary[n][idx] for n in names], 0.4,
                 yerr=[0 if math.isnan(summary[n][idx + 1]) else summary[n][idx + 1] for n in names], label=label, capsize=3)
+    ok = [r for rs in by_arm.values() for r in rs if r["returncode"] == 0 and r["validation"]]
+    for split, color in (("ID", "C0"), ("OOD", "C1")):  # the base model, before any RL
+        base = [r["validation"][min(r["validation"], key=int)][split]["sampled"]["mean"] for r in ok]
+        ax1.axhline(statistics.mean(base), color=color, linestyle="--", linewidth=1, label=f"{split} before RL")
     ax1.set_xticks(list(x), names, rotation=45, ha="right")
     ax1.set_ylabel("held-out sampled pass@1 (final)")
     ax1.legend()
     for name, rs in by_arm.items():
-        for r in rs[:1]:
+        for r in [r for r in rs if r["returncode"] == 0][:1]:
             pts = [(c["step"], c["devenus/target/accuracy"]) for c in r["curves"] if "devenus/target/accuracy" in c]
             if pts:
                 ax2.plot(*zip(*pts), label=name)
