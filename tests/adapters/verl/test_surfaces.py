@@ -134,3 +134,26 @@ def test_validation_batches_pass_through_unchanged():
     prompts.meta_info["validate"] = False
     out = t.async_rollout_manager.generate_sequences(prompts)
     assert out.batch["rm_scores"].sum() == 2.0  # training batches are supervised
+
+
+def test_methods_never_see_simulation_truth():
+    """The view handed to every method carries nothing from the `simulation` column."""
+    prompts = make_batch([10] * 4, [False] * 4, [""] * 4, ["7", "7", "3", "3"], ["a", "a", "b", "b"])
+    prompts.non_tensor_batch["simulation"] = np.array(
+        [{"hidden_answer": "SECRET-4242", "noise": "none"}] * 4, dtype=object)
+    outputs = DataProto.from_dict(tensors={k: prompts.batch[k].clone() for k in ("responses", "response_mask", "rm_scores")})
+    view = S.rollout_view(prompts, outputs, CharTokenizer(), step=1, decode=True)
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                yield from walk(k)
+                yield from walk(v)
+        elif isinstance(x, (list, tuple, np.ndarray)):
+            for v in x:
+                yield from walk(v)
+        else:
+            yield x
+
+    values = [getattr(view, f) for f in view.__dataclass_fields__]
+    assert not [v for v in walk(values) if isinstance(v, str) and ("SECRET-4242" in v or v == "simulation")]
