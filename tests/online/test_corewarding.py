@@ -1,29 +1,15 @@
 """Co-rewarding I on hand-built RolloutBatches: each view is labelled by its partner view's majority."""
 
-import numpy as np
 import pytest
 
-from devenus.online import RolloutBatch, WeakTrainerInterface
+from devenus.online import WeakTrainerInterface
+from batches import vote_batch
 
 
 def batch(groups, vote_only=None):
     """``groups``: (pair_key, labeled, target, answers) per prompt; views of a pair share pair_key."""
-    uid, key, lab, tgt, pred, info = [], [], [], [], [], []
-    for g, (pk, labeled, target, answers) in enumerate(groups):
-        for a in answers:
-            uid.append(f"u{g}")
-            key.append(f"k{g}")
-            lab.append(labeled)
-            tgt.append(target)
-            pred.append(a)
-            info.append({"index": f"k{g}", "pair_key": pk})
-    n = len(uid)
-    fields = {"extra_info": np.array(info, dtype=object)}
-    if vote_only is not None:
-        fields["vote_only"] = np.asarray(vote_only, bool)
-    return RolloutBatch(uid=np.array(uid, object), key=np.array(key, object), labeled=np.array(lab),
-                        target=np.array(tgt, object), pred=pred, score=np.zeros(n), response_length=np.full(n, 5),
-                        truncated=np.zeros(n, bool), fields=fields)
+    return vote_batch([(labeled, target, answers, {"pair_key": pk}) for pk, labeled, target, answers in groups],
+                      vote_only)
 
 
 def cor(**cfg):

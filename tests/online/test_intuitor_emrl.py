@@ -2,38 +2,16 @@
 
 import numpy as np
 import pytest
-import torch
 
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.online.supervise.emrl import EMRL, EMRLConfig
 from devenus.online.supervise.intuitor import Intuitor, IntuitorConfig
+from batches import token_stats_batch
 
 
 def make_batch(labeled, lengths, width=6, score=None, seed=0):
-    n = len(labeled)
-    g = torch.Generator().manual_seed(seed)
-    mask = torch.zeros(n, width, dtype=torch.long)
-    for i, L in enumerate(lengths):
-        mask[i, :L] = 1
-    stats = {
-        "log_probs": -torch.rand(n, width, generator=g) * 3,
-        "entropy": torch.rand(n, width, generator=g) * 2,
-        "self_certainty": torch.rand(n, width, generator=g) * 5,
-        "response_mask": mask,
-    }
-    return RolloutBatch(
-        uid=np.array([f"g{i // 2}" for i in range(n)], dtype=object),
-        key=np.array([f"k{i // 2}" for i in range(n)], dtype=object),
-        labeled=np.asarray(labeled, bool),
-        target=np.array(["1" if lab else "" for lab in labeled], dtype=object),
-        pred=["1"] * n,
-        score=np.asarray(score if score is not None else [0.0] * n, dtype=np.float64),
-        response_length=np.asarray(lengths, dtype=np.int64),
-        truncated=np.zeros(n, bool),
-        step=1,
-        token_stats=stats,
-    )
+    return token_stats_batch(["1"] * len(labeled), lengths, labeled=labeled, group_size=2, width=width,
+                             score=score, seed=seed)
 
 
 def manual_mean(x, mask):

@@ -3,27 +3,15 @@
 import numpy as np
 import pytest
 
-from devenus.online import RolloutBatch, WeakTrainerInterface
+from devenus.online import WeakTrainerInterface
 from devenus.online.supervise.ttrl import TTRL, TTRLConfig, extra_vote_temperatures
+from batches import vote_batch
 
 
 def batch(groups, labeled=None, targets=None, vote_only=None):
     """``groups``: one list of extracted answers per prompt (None = no answer)."""
-    uid, key, lab, tgt, pred = [], [], [], [], []
-    for g, answers in enumerate(groups):
-        for a in answers:
-            uid.append(f"u{g}")
-            key.append(f"k{g}")
-            lab.append(bool(labeled[g]) if labeled else False)
-            tgt.append(targets[g] if targets else "")
-            pred.append(a)
-    n = len(uid)
-    fields = {"extra_info": np.array([{"index": k} for k in key], dtype=object)}
-    if vote_only is not None:
-        fields["vote_only"] = np.asarray(vote_only, bool)
-    return RolloutBatch(uid=np.array(uid, object), key=np.array(key, object), labeled=np.array(lab),
-                        target=np.array(tgt, object), pred=pred, score=np.zeros(n), response_length=np.full(n, 5),
-                        truncated=np.zeros(n, bool), fields=fields)
+    return vote_batch([(bool(labeled[g]) if labeled else False, targets[g] if targets else "", answers, {})
+                       for g, answers in enumerate(groups)], vote_only)
 
 
 def ttrl(**cfg):

@@ -4,39 +4,14 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from devenus.online.registry import WeakTrainerInterface, config_from_dict
-from devenus.online.rollouts import RolloutBatch
 from devenus.online.supervise.intuitor import Intuitor
 from devenus.online.supervise.unsupervised import Unsupervised, UnsupervisedConfig
+from batches import token_stats_batch
 
 
-def make_batch(preds, lengths, labeled=None, group_size=4, width=7, score=None, seed=0):
-    n = len(preds)
-    labeled = [False] * n if labeled is None else labeled
-    g = torch.Generator().manual_seed(seed)
-    mask = torch.zeros(n, width, dtype=torch.long)
-    for i, L in enumerate(lengths):
-        mask[i, :L] = 1
-    stats = {
-        "log_probs": -torch.rand(n, width, generator=g) * 3,
-        "entropy": torch.rand(n, width, generator=g) * 2,
-        "self_certainty": torch.rand(n, width, generator=g) * 5,
-        "response_mask": mask,
-    }
-    return RolloutBatch(
-        uid=np.array([f"g{i // group_size}" for i in range(n)], dtype=object),
-        key=np.array([f"k{i // group_size}" for i in range(n)], dtype=object),
-        labeled=np.asarray(labeled, bool),
-        target=np.array(["1" if lab else "" for lab in labeled], dtype=object),
-        pred=list(preds),
-        score=np.asarray(score if score is not None else [0.0] * n, dtype=np.float64),
-        response_length=np.asarray(lengths, dtype=np.int64),
-        truncated=np.zeros(n, bool),
-        step=1,
-        token_stats=stats,
-    )
+make_batch = token_stats_batch
 
 
 def method(**cfg):
