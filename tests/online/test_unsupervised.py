@@ -7,8 +7,13 @@ import pytest
 
 from devenus.online.registry import WeakTrainerInterface, config_from_dict
 from devenus.online.supervise.intuitor import Intuitor
-from devenus.online.supervise.unsupervised import Unsupervised, UnsupervisedConfig
-from batches import token_stats_batch
+from devenus.online.supervise.unsupervised import (
+    Unsupervised,
+    UnsupervisedConfig,
+    distinct_candidates,
+    verdict_probability,
+)
+from batches import token_stats_batch, vote_batch
 
 
 make_batch = token_stats_batch
@@ -88,7 +93,9 @@ def test_hydra_style_values_load():
 @pytest.mark.parametrize(
     "cfg, exc, msg",
     [
-        ({"w_self_verification": 1.0}, NotImplementedError, "self-verification is not implemented"),
+        ({"w_self_verification": 1.0, "verification_template": "Is {answer} right?"}, ValueError, "{question}"),
+        ({"w_self_verification": 1.0, "verdicts": ["yes", "yes"]}, ValueError, "verdicts"),
+        ({"w_self_verification": 1.0, "verdicts": ["yes"]}, ValueError, "verdicts"),
         ({"w_entropy": 0, "w_agreement": 0}, ValueError, "every signal weight is 0"),
         ({"normalize": "minmax"}, ValueError, "normalize"),
         ({"seq_prob": "max"}, ValueError, "seq_prob"),
@@ -103,16 +110,39 @@ def test_bad_config_is_refused_at_load(cfg, exc, msg):
         WeakTrainerInterface.get("unsupervised").build(cfg)
 
 
-def test_self_verification_is_a_setup_error_before_ray():
-    pytest.importorskip("verl")
-    from omegaconf import OmegaConf
+def test_self_verification_needs_follow_its_weight():
+    build = WeakTrainerInterface.get("unsupervised").build
+    assert "self_verification" not in build({}).needs
+    m = build({"w_entropy": 0.0, "w_agreement": 0.0, "w_self_verification": 1.0})
+    assert m.needs == {"unlabeled", "self_verification"}  # no token statistics needed for it
 
-    from devenus.adapters.verl.train import SetupError, check_setup
 
-    config = OmegaConf.create({"devenus": {"method": "unsupervised", "plugins": [],
-                                           "method_config": {"w_self_verification": 1.0}}})
-    with pytest.raises(SetupError, match="self-verification is not implemented"):
-        check_setup(config)
+def test_verdict_probability_renormalises_the_two_verdicts():
+    p = verdict_probability(np.log([0.3, 0.01, 0.2]), np.log([0.1, 0.01, 0.6]))
+    np.testing.assert_allclose(p, [0.75, 0.5, 0.25])
+    assert verdict_probability(-1000.0, 0.0) == pytest.approx(0.0) and verdict_probability(0.0, -1000.0) == 1.0
+
+
+def test_distinct_candidates_verifies_each_answer_of_a_question_once():
+    pairs, idx = distinct_candidates(["q1", "q1", "q1", "q2", "q2"], ["3", "3", None, "3", "4"])
+    assert pairs == [("q1", "3"), ("q2", "3"), ("q2", "4")]
+    assert idx.tolist() == [0, 0, -1, 1, 2]
+
+
+def test_self_verification_signal_is_group_normalised_into_the_reward():
+    m = WeakTrainerInterface.get("unsupervised").build(
+        {"w_entropy": 0.0, "w_agreement": 0.0, "w_self_verification": 2.0, "normalize": "center"})
+    b = vote_batch([(False, "", ["3", "3", "4", None], {}), (True, "1", ["1", "2", "1", "1"], {})])
+    b.fields["self_verification"] = np.array([0.9, 0.9, 0.3, np.nan, 0.8, 0.1, 0.8, 0.8])
+    b.score[4:] = [1.0, 0.0, 1.0, 1.0]  # verified against the gold "1"
+    r = m.construct_rewards(b)
+    mean = (0.9 + 0.9 + 0.3) / 3  # the row without an answer takes the group's (neutral) mean
+    np.testing.assert_allclose(r[:4], 2.0 * (np.array([0.9, 0.9, 0.3, mean]) - mean), atol=1e-12)
+    assert np.isnan(r[4:]).all()  # labeled rows keep their verified reward
+    met = m.pop_metrics()
+    assert met["self_verification/labeled_auroc"] == 1.0  # the verdicts rank the verified answers perfectly
+    with pytest.raises(ValueError, match="fields\\['self_verification'\\]"):
+        m.construct_rewards(vote_batch([(False, "", ["3"], {})]))
 
 
 # ------------------------------------------------------------------------------------- signals

@@ -28,7 +28,8 @@ import numpy as np
 from devenus.online.rollouts import RolloutBatch
 
 #: what a method may require of the data or the step; checked before training starts
-NEEDS = frozenset({"labels", "unlabeled", "token_stats", "self_certainty", "responses", "paraphrases"})
+NEEDS = frozenset({"labels", "unlabeled", "token_stats", "self_certainty", "responses", "paraphrases", "teacher",
+                   "self_verification"})
 
 
 @dataclass

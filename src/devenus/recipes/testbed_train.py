@@ -36,6 +36,8 @@ class RunConfig:
     seed: int = 0
     train_file: str | None = None  # default: the testbed's train split
     save_freq: int = -1
+    val_before_train: bool = True  # the step-0 evaluation (several runs from one base can share one)
+    val_only: bool = False  # evaluate the base model and stop
     extra_overrides: Sequence[str] = field(default_factory=tuple)
 
 
@@ -77,7 +79,8 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         f"trainer.experiment_name={cfg.method}_s{cfg.seed}",
         f"trainer.total_training_steps={cfg.steps}",
         "trainer.total_epochs=100",
-        "trainer.val_before_train=True",
+        f"trainer.val_before_train={cfg.val_before_train or cfg.val_only}",
+        f"trainer.val_only={cfg.val_only}",
         f"trainer.test_freq={cfg.steps}",
         f"trainer.save_freq={cfg.save_freq}",
         f"trainer.default_local_dir={out_dir / 'checkpoints'}",

@@ -1,5 +1,5 @@
 """The unsupervised trainer through DeVenusTrainer: where its rewards land (bare trainer, no Ray), and
-``python -m devenus.train`` on the CPU testbed for 2 steps with every implemented signal switched on.
+``python -m devenus.train`` on the CPU testbed for 2 steps with every signal switched on.
 
 The engine extension (self-certainty) is loaded in every Ray process through ``VERL_USE_EXTERNAL_MODULES``.
 """
@@ -70,7 +70,7 @@ def semi_supervised_file(base_testbed, tmp_path_factory):
     return str(write_records(rows, tmp_path_factory.mktemp("semi") / "semi.parquet"))
 
 
-SIGNALS = ("self_certainty", "neg_entropy", "seq_logprob", "agreement")
+SIGNALS = ("self_certainty", "neg_entropy", "seq_logprob", "agreement", "self_verification")
 
 
 @pytest.mark.slow
@@ -80,7 +80,7 @@ def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
     weights = ["+devenus.method_config.w_self_certainty=1", "+devenus.method_config.w_entropy=0.5",
                "+devenus.method_config.w_seq_prob=0.25", "+devenus.method_config.w_agreement=1",
-               "+devenus.method_config.seq_prob=mean"]
+               "+devenus.method_config.w_self_verification=1", "+devenus.method_config.seq_prob=mean"]
     r = run_train(train_cmd(base_testbed, tmp_path, cfg, *weights), env_extra=PLUGIN_ENV)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     steps = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
@@ -100,6 +100,8 @@ def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp
             assert math.isfinite(m[f"{p}{k}/mean"])
         assert m[p + "self_certainty/mean"] >= 0 and m[p + "neg_entropy/mean"] <= 0
         assert 0 <= m[p + "agreement/mean"] <= 1
+        assert 0 < m[p + "self_verification/mean"] < 1  # P(yes) from the actor's verdict pass
+        assert m["devenus/self_verification/candidates"] >= 1
         # the combined reward is what the update saw (no KL in the reward here)
         assert m["devenus/reward/unlabeled/mean"] == pytest.approx(m[p + "reward/mean"], abs=1e-4)
     assert any("devenus/unsupervised/reward/mean" in m for m in steps.values())

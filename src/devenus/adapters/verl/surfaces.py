@@ -55,6 +55,17 @@ def select_rows(data: DataProto, idx) -> DataProto:
     return data.select_idxs(idx)
 
 
+def append_rows(first: DataProto, more: DataProto) -> DataProto:
+    """``first``'s rows then ``more``'s (same columns and widths), with ``first``'s meta_info only:
+    ``DataProto.concat`` asserts equal meta_info, and two generate calls never time alike."""
+    keys = lambda d: (None if d.batch is None else sorted(d.batch.keys()), sorted(d.non_tensor_batch))  # noqa: E731
+    if keys(first) != keys(more):
+        raise ValueError(f"cannot append rows with other columns: {keys(first)} vs {keys(more)}")
+    batch = None if first.batch is None else torch.cat([first.batch, more.batch], dim=0)
+    non_tensor = {k: np.concatenate([v, more.non_tensor_batch[k]], axis=0) for k, v in first.non_tensor_batch.items()}
+    return DataProto(batch=batch, non_tensor_batch=non_tensor, meta_info=dict(first.meta_info))
+
+
 def apply_admission(data: DataProto, keep: np.ndarray) -> int:
     """Zero-weight padding for dropped groups: their response tokens leave the loss (mask and advantage 0).
 

@@ -52,6 +52,14 @@ class DeVenusTaskRunner(BaseTaskRunner):
         trainer_cls = resolve_trainer_class(spec.trainer)
 
         actor_rollout_cls, ray_worker_group_cls = self.add_actor_rollout_worker(config)
+        worker_cls = trainer_cls.actor_rollout_worker_class()
+        if worker_cls is not None:  # a trainer that extends the actor worker (e.g. the EMA teacher's)
+            from verl.trainer.ppo.ray_trainer import Role
+
+            for role in (Role.ActorRollout, Role.ActorRolloutRef):
+                if role in self.role_worker_mapping:
+                    self.role_worker_mapping[role] = ray.remote(worker_cls)
+            actor_rollout_cls = worker_cls
         self.add_critic_worker(config)
         self.add_reward_model_resource_pool(config)
         self.add_teacher_model_resource_pool(config)

@@ -85,6 +85,10 @@ def _check_rollouts(config, name: str, method) -> None:
     if extra and (batch * (n + len(extra))) % workers:
         raise SetupError(f"{batch} prompts x {n + len(extra)} votes = {batch * (n + len(extra))} rollouts cannot be split "
                          f"evenly over actor_rollout_ref.rollout.agent.num_workers={workers}")
+    if "teacher" in method.needs and (batch * method.teacher_rollouts(n)) % workers:
+        k = method.teacher_rollouts(n)
+        raise SetupError(f"{batch} prompts x {k} teacher votes = {batch * k} rollouts cannot be split evenly over "
+                         f"actor_rollout_ref.rollout.agent.num_workers={workers}")
     if "paraphrases" in method.needs and batch % 2:
         raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
                          f"must be even (pairs x 2), got {batch}")

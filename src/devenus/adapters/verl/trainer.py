@@ -39,9 +39,15 @@ class DeVenusTrainer(RayPPOTrainer):
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         super().__init__(*args, **kwargs)
-        self._late = "token_stats" in method.needs  # S_b/S_r/S_a wait for the log-prob pass
+        # S_b/S_r/S_a wait for the log-prob pass (self-verification runs the actor too, so it waits as well)
+        self._late = bool({"token_stats", "self_verification"} & method.needs)
         self._pending: dict[str, float] = {}
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
+
+    @classmethod
+    def actor_rollout_worker_class(cls):
+        """A subclass of verl's ``ActorRolloutRefWorker`` to run the actor with, or None for verl's own."""
+        return None
 
     @contextmanager
     def _timed(self):
@@ -70,18 +76,31 @@ class DeVenusTrainer(RayPPOTrainer):
         def generate_with_supervision(prompts: DataProto) -> DataProto:
             if prompts.meta_info.get("validate", False):
                 return generate(prompts)  # validation batches are never touched
-            if not extra:
-                outputs = generate(prompts)
-                with self._timed():
-                    return self.on_rollouts(prompts, outputs)
-            # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
-            big, train = V.expand_for_votes(prompts, n, extra, default_agent)
-            outputs = generate(big)
-            V.drop_added_columns(outputs, had_agent=V.AGENT_KEY in prompts.non_tensor_batch)
+            train, step_prompts = None, prompts
+            if extra:  # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
+                had_agent = V.AGENT_KEY in prompts.non_tensor_batch
+                prompts, train = V.expand_for_votes(prompts, n, extra, default_agent)
+            outputs = generate(prompts)
+            if extra:
+                V.drop_added_columns(outputs, had_agent=had_agent)
+            t0 = time.perf_counter()
+            votes = self.vote_rollouts(step_prompts, generate)
+            if votes is not None:  # more vote-only rows, from another generation (e.g. a teacher's)
+                self._pending["devenus/timing_s/vote_rollouts"] = time.perf_counter() - t0
+                if train is None:
+                    train = np.ones(len(outputs), bool)
+                prompts, outputs = S.append_rows(prompts, votes[0]), S.append_rows(outputs, votes[1])
+                train = np.concatenate([train, np.zeros(len(votes[1]), bool)])
             with self._timed():
-                return self.on_rollouts(big, outputs, train_rows=train)
+                return self.on_rollouts(prompts, outputs, train_rows=train)
 
         manager.generate_sequences = generate_with_supervision
+
+    def vote_rollouts(self, prompts: DataProto, generate) -> tuple[DataProto, DataProto] | None:
+        """Vote-only rollouts from a separate generation, as (prompts, outputs) with the uids of
+        ``prompts`` (the step's training prompts, ``rollout.n`` rows each). None: no such votes (the
+        default); :class:`devenus.adapters.verl.teacher.EMATeacherTrainer` returns its teacher's."""
+        return None
 
     def on_rollouts(self, prompts: DataProto, outputs: DataProto, train_rows: np.ndarray | None = None) -> DataProto:
         """S_y (and, for methods without token statistics, S_b/S_r/S_a) on one step's training rollouts.
@@ -183,7 +202,25 @@ class DeVenusTrainer(RayPPOTrainer):
                 "response_mask": S.response_mask(batch),
                 **(extra or {}),
             }
+            if "self_verification" in self.method.needs:
+                view.fields["self_verification"] = self._self_verification(batch, view)
             self._row_surfaces(view, batch.batch["rm_scores"], S.response_mask(batch), batch.non_tensor_batch)
+
+    def _self_verification(self, batch: DataProto, view) -> np.ndarray:
+        """Per row, the actor's P(yes) verdict on the row's answer (NaN: no answer); one actor pass over
+        the step's distinct (question, answer) pairs."""
+        from devenus.adapters.verl.self_verification import question_text, verdict_probabilities
+        from devenus.online.supervise.unsupervised import distinct_candidates
+
+        cfg = self.method.config
+        questions = [question_text(batch.non_tensor_batch, i) for i in range(len(view))]
+        pairs, idx = distinct_candidates(questions, view.pred)
+        t0 = time.perf_counter()
+        probs = verdict_probabilities(self, [q for q, _ in pairs], [a for _, a in pairs],
+                                      cfg.verification_template, tuple(cfg.verdicts))
+        self._pending["devenus/self_verification/candidates"] = len(pairs)
+        self._pending["devenus/timing_s/self_verification"] = time.perf_counter() - t0
+        return np.where(idx >= 0, probs[np.maximum(idx, 0)] if len(probs) else np.nan, np.nan)
 
     # ------------------------------------------------------------------------------ before update
     def _update_actor(self, batch: DataProto) -> DataProto:

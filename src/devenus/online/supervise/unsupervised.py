@@ -8,7 +8,11 @@ Each signal is a per-response score, "higher = better" (NaN = no value for that 
   per-token mean with ``seq_prob=mean`` (EMRL trajectory-level);
 - ``agreement``: 1 if the response's extracted answer lies in the unique majority cluster of its group
   (:func:`devenus.verify.majority_vote`, as in TTRL, Zuo et al. 2025), else 0 (abstentions, ties and
-  groups without a majority: 0).
+  groups without a majority: 0);
+- ``self_verification``: the policy's own verdict on the response's answer, ``P(yes)`` with the
+  question and the answer in ``verification_template``, read off the actor by the adapter
+  (:mod:`devenus.adapters.verl.self_verification`) once per distinct (question, answer); rows
+  without an answer have no value.
 
 Per prompt group every signal is normalised (``zscore`` / ``center`` / ``rank`` via
 :func:`confidence.group_normalize`, or ``none``) and the reward is ``sum_k w_k * norm_k``. A row whose
@@ -21,7 +25,7 @@ Labeled rows get NaN: the adapter keeps their verified reward. See docs/methods/
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -49,17 +53,14 @@ SIGNALS = {
     "w_entropy": "neg_entropy",
     "w_seq_prob": "seq_logprob",
     "w_agreement": "agreement",
+    "w_self_verification": "self_verification",
 }
 CONFIDENCE_SIGNALS = ("self_certainty", "neg_entropy", "seq_logprob")  # from the actor's log-prob pass
 NORMALIZE = ("zscore", "center", "rank", "none")
 SEQ_PROB = ("sum", "mean")
 
-SELF_VERIFICATION_MESSAGE = (
-    "w_self_verification (unsupervised): self-verification is not implemented. It needs a second, short "
-    "forward of the actor per (question, candidate answer) on a verification prompt, read as the probability "
-    "of the 'correct' verdict token; DeVenusTrainer has no such pass yet (see docs/methods/unsupervised.md, "
-    "'Self-verification'). Use w_self_certainty / w_entropy / w_seq_prob / w_agreement, or leave "
-    "w_self_verification at 0."
+DEFAULT_VERIFICATION_TEMPLATE = (
+    "Question: {question}\nProposed answer: {answer}\nIs the proposed answer correct? Reply yes or no."
 )
 
 
@@ -69,7 +70,9 @@ class UnsupervisedConfig(ConfidenceConfig):
     w_entropy: float = 1.0  # weight of the negative mean token entropy
     w_seq_prob: float = 0.0  # weight of the sequence log-probability
     w_agreement: float = 1.0  # weight of majority-vote agreement
-    w_self_verification: float = 0.0  # not implemented: any non-zero value is refused
+    w_self_verification: float = 0.0  # weight of the policy's P(yes) verdict on its own answer
+    verification_template: str = DEFAULT_VERIFICATION_TEMPLATE  # user turn; {question} and {answer} filled in
+    verdicts: list = field(default_factory=lambda: ["yes", "no"])  # the [correct, incorrect] verdict replies
     normalize: str = "zscore"  # per-group normalisation of each signal before weighting: one of NORMALIZE
     seq_prob: str = "sum"  # seq_logprob = sum (sequence log-probability) or mean (per token) of log p(y_t)
     chunk_size: int = DEFAULT_CHUNK_SIZE  # tokens per chunk when the engine computes self-certainty
@@ -81,8 +84,15 @@ class UnsupervisedConfig(ConfidenceConfig):
                 if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
                     raise ValueError(f"+devenus.method_config.{f.name} (unsupervised) must be a finite number, got {w!r}")
                 setattr(self, f.name, float(w))
-        if self.w_self_verification != 0.0:
-            raise NotImplementedError(SELF_VERIFICATION_MESSAGE)
+        for slot in ("{question}", "{answer}"):
+            if slot not in self.verification_template:
+                raise ValueError(f"+devenus.method_config.verification_template (unsupervised) must contain {slot}")
+        v = self.verdicts
+        if (not isinstance(v, (list, tuple)) or len(v) != 2 or not all(isinstance(x, str) and x.strip() for x in v)
+                or v[0] == v[1]):
+            raise ValueError(f"+devenus.method_config.verdicts (unsupervised) must be two different non-empty "
+                             f"strings [correct, incorrect], got {v!r}")
+        self.verdicts = [str(x) for x in v]
         if not any(getattr(self, k) != 0.0 for k in SIGNALS):
             raise ValueError(f"unsupervised: every signal weight is 0; set at least one of {list(SIGNALS)}")
         if self.normalize not in NORMALIZE:
@@ -98,6 +108,22 @@ class UnsupervisedConfig(ConfidenceConfig):
     def weights(self) -> dict[str, float]:
         """Signal name -> weight, for the signals with a non-zero weight (the ones computed)."""
         return {name: getattr(self, k) for k, name in SIGNALS.items() if getattr(self, k) != 0.0}
+
+
+def verdict_probability(lp_yes, lp_no) -> np.ndarray:
+    """``P(yes)`` from the two verdicts' log-probabilities, renormalised against each other."""
+    d = np.asarray(lp_no, dtype=np.float64) - np.asarray(lp_yes, dtype=np.float64)
+    return 1.0 / (1.0 + np.exp(np.clip(d, -700, 700)))
+
+
+def distinct_candidates(questions, preds) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """The distinct (question, answer) pairs to verify, and per row its pair's index (-1: no answer)."""
+    pairs: dict[tuple[str, str], int] = {}
+    idx = np.full(len(preds), -1, dtype=np.int64)
+    for i, (q, a) in enumerate(zip(questions, preds)):
+        if a is not None:
+            idx[i] = pairs.setdefault((str(q), str(a)), len(pairs))
+    return list(pairs), idx
 
 
 def _fill_missing(values: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
@@ -142,6 +168,8 @@ class Unsupervised(MonitoredState, OnlineMethod):
             needs.add("token_stats")
         if "self_certainty" in w:
             needs.add("self_certainty")
+        if "self_verification" in w:
+            needs.add("self_verification")
         return frozenset(needs)
 
     # ---------------------------------------------------------------------------------- signals
@@ -161,6 +189,12 @@ class Unsupervised(MonitoredState, OnlineMethod):
                 out["seq_logprob"] = f(ts(batch, "log_probs"), mask)
         if "agreement" in w:
             out["agreement"] = self.agreement(batch, votes)
+        if "self_verification" in w:
+            sv = batch.fields.get("self_verification")
+            if sv is None:
+                raise ValueError("w_self_verification needs fields['self_verification'] (P(yes) per row), which the "
+                                 "adapter adds when the method's needs hold 'self_verification'")
+            out["self_verification"] = sv
         return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
     @staticmethod
