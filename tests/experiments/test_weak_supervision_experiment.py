@@ -56,7 +56,7 @@ def test_report_pairs_each_run_with_its_seeds_base(ws):
     table = (ws.RESULTS.parent / "weak_supervision.md").read_text()
     row = next(line for line in table.splitlines() if line.startswith("| ttrl@0 "))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == "3" and cells[2].startswith("0.533 ± ")
+    assert cells[1] == "3" and cells[2] == "0.533 ± 0.143"  # Student t with 2 degrees of freedom
     assert cells[4].startswith("+0.283 ± ")  # mean of 0.3, 0.2, 0.35: paired with each seed's own base
     assert cells[5] == "0.430"  # pseudo-label accuracy over the last 5 steps
     assert "| grpo_full | 0 | - | - | - | - | 1 |" in table
