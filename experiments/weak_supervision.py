@@ -258,7 +258,9 @@ def _plot(summary: dict, by_arm: dict, base: dict) -> None:
     ax1.set_xticks(list(x), names, rotation=45, ha="right")
     ax1.set_ylabel("held-out sampled pass@1 (final; 95% CI over seeds)")
     ax1.legend(fontsize=8)
-    for i, (name, rs) in enumerate(by_arm.items()):
+    methods = sorted({n.split("@")[0] for n, rs in by_arm.items()
+                      if any("devenus/target/accuracy" in c for r in rs for c in r["curves"])})
+    for name, rs in by_arm.items():
         per_step: dict[int, list[float]] = {}
         for r in rs:
             for c in r["curves"]:
@@ -266,10 +268,12 @@ def _plot(summary: dict, by_arm: dict, base: dict) -> None:
                     per_step.setdefault(int(c["step"]), []).append(c["devenus/target/accuracy"])
         if per_step:
             steps = sorted(per_step)
-            ax2.plot(steps, [statistics.mean(per_step[s]) for s in steps], label=name,
-                     linestyle="-" if name.endswith("@0") else "--", color=f"C{i % 10}")
+            mean = [statistics.mean(per_step[s]) for s in steps]
+            smooth = [statistics.mean(mean[max(0, i - 2): i + 1]) for i in range(len(mean))]  # trailing 3 steps
+            ax2.plot(steps, smooth, label=name, linestyle="-" if name.endswith("@0") else "--",
+                     color=f"C{methods.index(name.split('@')[0])}")
     ax2.set_xlabel("step")
-    ax2.set_ylabel("pseudo-label accuracy vs hidden truth (mean over seeds)")
+    ax2.set_ylabel("pseudo-label accuracy vs hidden truth\n(mean over seeds, trailing 3-step mean)")
     ax2.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(RESULTS.parent / "weak_supervision.png", dpi=110)
