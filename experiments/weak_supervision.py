@@ -280,6 +280,7 @@ def _plot(summary: dict, by_arm: dict, base: dict) -> None:
 
 
 def main() -> None:
+    global RESULTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="every arm, seed 0")
@@ -290,7 +291,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="arms run side by side")
     ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
     ap.add_argument("--work", default="outputs/weak_supervision")
+    ap.add_argument("--results", default=str(RESULTS),
+                    help="per-run JSONs go here; the table and plot beside it (default: the committed results)")
     args = ap.parse_args()
+    RESULTS = Path(args.results)
     if args.report:
         return report()
     if not (args.quick or args.full or args.arm):
