@@ -111,36 +111,18 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path | None:
 def _run_config(seed: int, budget: Budget, **kw):
     from devenus.recipes.testbed_train import RunConfig
 
-    return RunConfig(steps=budget.steps, prompts_per_step=budget.prompts_per_step,
-                     rollouts_per_prompt=budget.rollouts_per_prompt, lr=budget.lr, kl_coef=budget.kl_coef,
-                     val_n=budget.val_n, seed=seed, **kw)
+    return RunConfig(**asdict(budget), seed=seed, **kw)  # Budget's fields are RunConfig's, by name
 
 
-def run_base(seed: int, budget: Budget, work: Path) -> dict:
-    """The base model's held-out accuracy, with this seed's validation sampling: every arm's step 0."""
+def _run_and_save(name: str, arm: dict, seed: int, budget: Budget, cfg, work: Path) -> dict:
+    """Train (or only evaluate) through verl; the result JSON keeps the held-out accuracy and step curves."""
     from devenus.recipes.testbed_train import run
     from devenus.testbed import build_testbed
 
     t0 = time.perf_counter()
-    res = run(build_testbed(), work / f"base_s{seed}", _run_config(seed, budget, val_only=True))
-    return _save(f"base_s{seed}", {"arm": {"name": "base"}, "seed": seed, "budget": asdict(budget),
-                                   "returncode": res.returncode, "wall_s": round(time.perf_counter() - t0, 1),
-                                   "validation": {str(k): v for k, v in res.validation.items()}, "curves": [],
-                                   "log": str(res.log)})
-
-
-def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
-    from devenus.recipes.testbed_train import run
-    from devenus.testbed import build_testbed
-
-    data = train_file(arm, seed, work)
-    extra = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()] + list(arm.overrides)
-    cfg = _run_config(seed, budget, method=arm.method, train_file=str(data) if data else None,
-                      val_before_train=False, extra_overrides=tuple(extra))
-    t0 = time.perf_counter()
-    res = run(build_testbed(), work / f"{arm.name}_s{seed}", cfg)
-    return _save(f"{arm.name}_s{seed}", {
-        "arm": asdict(arm),
+    res = run(build_testbed(), work / name, cfg)
+    return _save(name, {
+        "arm": arm,
         "seed": seed,
         "budget": asdict(budget),
         "returncode": res.returncode,
@@ -152,6 +134,20 @@ def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
         ],
         "log": str(res.log),
     })
+
+
+def run_base(seed: int, budget: Budget, work: Path) -> dict:
+    """The base model's held-out accuracy, with this seed's validation sampling: every arm's step 0."""
+    return _run_and_save(f"base_s{seed}", {"name": "base"}, seed, budget,
+                         _run_config(seed, budget, val_only=True), work)
+
+
+def run_arm(arm: Arm, seed: int, budget: Budget, work: Path) -> dict:
+    data = train_file(arm, seed, work)
+    extra = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()] + list(arm.overrides)
+    cfg = _run_config(seed, budget, method=arm.method, train_file=str(data) if data else None,
+                      val_before_train=False, extra_overrides=tuple(extra))
+    return _run_and_save(f"{arm.name}_s{seed}", asdict(arm), seed, budget, cfg, work)
 
 
 def _save(name: str, record: dict) -> dict:

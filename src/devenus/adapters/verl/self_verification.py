@@ -17,6 +17,7 @@ from verl import DataProto
 from verl.protocol import pad_dataproto_to_divisor, unpad_dataproto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+from devenus.online.supervise.confidence import sum_log_prob
 from devenus.online.supervise.unsupervised import verdict_probability
 
 
@@ -87,6 +88,5 @@ def verdict_probabilities(trainer: RayPPOTrainer, questions: list[str], answers:
     out, _ = RayPPOTrainer._compute_old_log_prob(trainer, data)  # verl's pass, without DE-Venus's hooks
     out = unpad_dataproto(out, pad)
     data = unpad_dataproto(data, pad)
-    lp = (out.batch["old_log_probs"] * data.batch["response_mask"]).sum(dim=1).double().cpu().numpy()
-    lp = lp.reshape(len(prompts), len(verdicts))
+    lp = sum_log_prob(out.batch["old_log_probs"], data.batch["response_mask"]).reshape(len(prompts), len(verdicts))
     return verdict_probability(lp[:, 0], lp[:, 1])

@@ -22,7 +22,6 @@ passes, like TTRL's extra votes. Cost per step: one generation of the votes and 
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 import torch
@@ -31,11 +30,11 @@ from verl.single_controller.base.decorator import Dispatch, register
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
 from devenus.adapters.verl import votes as V
-from devenus.adapters.verl.trainer import DeVenusTrainer
+from devenus.adapters.verl.trainer import DeVenusTrainer, save_atomically
 from devenus.online.supervise.corewarding2 import ema_update_, tensor_checksum
 
 TEACHER_DIR = "devenus_teacher"
-TEACHER_OPS = ("init", "update", "swap_in", "swap_out", "save", "load", "checksum")
+TEACHER_OPS = ("init", "update", "swap_in", "swap_out", "save", "load")
 
 
 def _rank() -> int:
@@ -92,17 +91,9 @@ class TeacherWorker(ActorRolloutRefWorker):
             elif op == "save":
                 d = os.path.join(folder, TEACHER_DIR)
                 os.makedirs(d, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=d, prefix=f"rank_{_rank()}_", suffix=".tmp")
-                os.close(fd)
-                try:
-                    torch.save({k: v.detach().cpu() for k, v in teacher.items()}, tmp)
-                    os.replace(tmp, os.path.join(d, f"rank_{_rank()}.pt"))
-                except BaseException:
-                    if os.path.exists(tmp):
-                        os.remove(tmp)
-                    raise
-            out["teacher_checksum"] = tensor_checksum(teacher.values())
-            out["actor_checksum"] = tensor_checksum(actor.values())
+                save_atomically({k: v.detach().cpu() for k, v in teacher.items()}, os.path.join(d, f"rank_{_rank()}.pt"))
+            elif op == "load":  # a fingerprint of what was restored, for the log (a pass over the weights: only here)
+                out["teacher_checksum"] = tensor_checksum(teacher.values())
             return out
 
 

@@ -82,13 +82,15 @@ def _check_rollouts(config, name: str, method) -> None:
         raise SetupError(f"devenus.method_config of {name!r}: {e}") from None
     batch = int(config.data.get("gen_batch_size", None) or config.data.train_batch_size)
     workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
-    if extra and (batch * (n + len(extra))) % workers:
-        raise SetupError(f"{batch} prompts x {n + len(extra)} votes = {batch * (n + len(extra))} rollouts cannot be split "
-                         f"evenly over actor_rollout_ref.rollout.agent.num_workers={workers}")
-    if "teacher" in method.needs and (batch * method.teacher_rollouts(n)) % workers:
-        k = method.teacher_rollouts(n)
-        raise SetupError(f"{batch} prompts x {k} teacher votes = {batch * k} rollouts cannot be split evenly over "
-                         f"actor_rollout_ref.rollout.agent.num_workers={workers}")
+    generations = []  # (rollouts per prompt, what they are) of each generate call that is not verl's own
+    if extra:
+        generations.append((n + len(extra), "votes"))
+    if "teacher" in method.needs:
+        generations.append((method.teacher_rollouts(n), "teacher votes"))
+    for k, what in generations:
+        if (batch * k) % workers:
+            raise SetupError(f"{batch} prompts x {k} {what} = {batch * k} rollouts cannot be split evenly over "
+                             f"actor_rollout_ref.rollout.agent.num_workers={workers}")
     if "paraphrases" in method.needs and batch % 2:
         raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
                          f"must be even (pairs x 2), got {batch}")

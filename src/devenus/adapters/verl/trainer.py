@@ -35,6 +35,21 @@ from devenus.online.method import OnlineMethod
 METHOD_STATE_FILE = "devenus_method.pt"
 
 
+def save_atomically(obj, path: str) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then rename it over ``path``: a crash never
+    leaves a half-written state file."""
+    folder, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{os.path.splitext(name)[0]}_", suffix=".tmp")  # torch rejects dot-files
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 class DeVenusTrainer(RayPPOTrainer):
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
@@ -287,15 +302,7 @@ class DeVenusTrainer(RayPPOTrainer):
         folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
         os.makedirs(folder, exist_ok=True)
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="devenus_method_", suffix=".tmp")  # torch rejects dot-files
-        os.close(fd)
-        try:
-            torch.save(payload, tmp)
-            os.replace(tmp, os.path.join(folder, METHOD_STATE_FILE))
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
 
     def _load_checkpoint(self):
         result = super()._load_checkpoint()
@@ -312,4 +319,3 @@ class DeVenusTrainer(RayPPOTrainer):
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
                                         f"{self.method.name} cannot make the same decisions without its state")
         return result
-
