@@ -1,0 +1,157 @@
+"""``devenus eval``: evaluate a checkpoint with the field's protocol (or the testbed's).
+
+    devenus eval testbed                                   # the testbed base model, testbed protocol
+    devenus eval outputs/run/checkpoints --protocol testbed   # a verl checkpoint (merged by verl's merger)
+    devenus eval Qwen3-4B-run/ --data-dir benchmarks/ --max-new-tokens 3072 --backend vllm
+
+Prints a table, writes ``results.json``, ``samples.jsonl`` and ``accuracy.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run_eval"]
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for v in values or []:
+        name, sep, rest = v.partition("=")
+        if not sep or not name or not rest:
+            raise ValueError(f"{what}: expected NAME=VALUE, got {v!r}")
+        out[name.strip()] = rest.strip()
+    return out
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "eval", help="evaluate a checkpoint: avg@k, pass@k, maj@k per benchmark, ID/OOD averages, 95% CIs",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="an HF model folder, a verl checkpoint (run root, global_step_N or its actor/), "
+                                 "or 'testbed' (the testbed's base model)")
+    p.add_argument("--protocol", choices=("paper", "testbed"), default=None,
+                   help="benchmarks, samples and decoding (default: testbed for 'testbed' and testbed runs, else paper)")
+    p.add_argument("--benchmarks", default=None, help="comma-separated subset of the protocol's benchmarks")
+    p.add_argument("--data-dir", default=None, help="folder holding the benchmark files (see docs/evaluate.md)")
+    p.add_argument("--file", action="append", metavar="NAME=PATH", help="one benchmark's file (repeatable)")
+    p.add_argument("--records", action="append", metavar="GROUP/NAME=PATH",
+                   help="also evaluate a record-contract Parquet file, e.g. OOD/near=near_ood.parquet (repeatable)")
+    p.add_argument("--k", action="append", metavar="NAME=K", help="samples per question for one benchmark "
+                   "(off-protocol; e.g. a CPU smoke run)")
+    p.add_argument("--limit", type=int, default=None, help="the first N questions of each benchmark only")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="the training run's max response length (required by the paper protocol)")
+    p.add_argument("--temperature", type=float, default=None, help="override the protocol's (off-protocol)")
+    p.add_argument("--top-p", type=float, default=None, help="override the protocol's (off-protocol)")
+    p.add_argument("--backend", choices=("auto", "hf", "vllm"), default="auto",
+                   help="auto: vllm where importable with a GPU, else hf")
+    p.add_argument("--batch-size", type=int, default=256, help="hf: sequences per generate call")
+    p.add_argument("--device", default="cpu", help="hf: torch device")
+    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
+    p.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
+    p.add_argument("--out", default=None, help="output folder (default outputs/eval/<model name>)")
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--testbed-seed", type=int, default=0, help="which testbed ('testbed' model and testbed splits)")
+    p.add_argument("--cache-dir", default=None, help="testbed cache (default $DEVENUS_CACHE or ~/.cache/devenus)")
+    p.set_defaults(fn=run_eval)
+    return p
+
+
+def _testbed(args):
+    from devenus.testbed import TestbedConfig, build_testbed
+
+    return build_testbed(TestbedConfig(seed=args.testbed_seed), cache_dir=args.cache_dir)
+
+
+def resolve_model(model: str, args) -> tuple[str, str]:
+    """(HF folder, how it was found)."""
+    if model == "testbed":
+        return str(_testbed(args).model_dir), "testbed base model"
+    p = Path(model)
+    if (p / "config.json").is_file():
+        return str(p), "HF folder"
+    if not p.exists():
+        raise FileNotFoundError(f"model not found: {p}")
+    from devenus.adapters.verl.checkpoint import merge_to_hf  # the only verl-importing step
+
+    print(f"merging the verl checkpoint {p} with verl's model merger ...", file=sys.stderr)
+    return str(merge_to_hf(p)), "verl checkpoint, merged"
+
+
+def run_eval(args) -> int:
+    try:
+        return _run(args)
+    except (ValueError, FileNotFoundError, KeyError) as e:  # BenchmarkError is a ValueError
+        print(f"devenus eval: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    from devenus.evaluate.backends import Sampling, make_backend
+    from devenus.evaluate.benchmarks import PROTOCOLS, find_file, prepare, record_benchmark
+    from devenus.evaluate.report import format_table, write_outputs
+    from devenus.evaluate.run import evaluate
+
+    is_testbed = args.model == "testbed"
+    protocol = PROTOCOLS[args.protocol or ("testbed" if is_testbed else "paper")]
+    names = [n.strip() for n in args.benchmarks.split(",")] if args.benchmarks else None
+    protocol = protocol.select(names)
+    extra = []
+    for spec, path in _pairs(args.records, "--records").items():
+        group, _, name = spec.partition("/")
+        extra.append((record_benchmark(name, group, 4), path))
+    protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(b for b, _ in extra))
+    files = _pairs(args.file, "--file") | {b.name: p for b, p in extra}
+    ks = {n: int(v) for n, v in _pairs(args.k, "--k").items()}
+
+    max_new = args.max_new_tokens or protocol.max_new_tokens
+    if max_new is None:
+        raise ValueError(f"protocol {protocol.name!r} samples up to the training run's max response length: "
+                         f"pass --max-new-tokens (data.max_response_length of the run)")
+    sampling = Sampling(protocol.temperature if args.temperature is None else args.temperature,
+                        protocol.top_p if args.top_p is None else args.top_p, max_new, args.seed)
+
+    # prepare every benchmark before loading the model: a bad file fails in seconds, not after an hour
+    items = {}
+    tb = None
+    for b in protocol.benchmarks:
+        if b.name in ("testbed_id", "testbed_ood") and b.name not in files:
+            tb = tb or _testbed(args)
+            path = tb.split("test_id" if b.name == "testbed_id" else "test_ood")
+        else:
+            path = find_file(b, args.data_dir, files)
+        items[b.name] = prepare(b, path, args.limit)
+    model_dir, how = resolve_model(args.model, args)
+    out = Path(args.out or Path("outputs") / "eval" / (Path(model_dir).name if not is_testbed else "testbed"))
+    off = [f"{n} k={k}" for n, k in ks.items()] + (["temperature"] if args.temperature is not None else []) + \
+          (["top-p"] if args.top_p is not None else []) + ([f"--limit {args.limit}"] if args.limit else [])
+    print(f"model: {model_dir} ({how})")
+    print(f"protocol {protocol.name}: {', '.join(f'{b.name} ({len(items[b.name])} x {ks.get(b.name, b.k)})' for b in protocol.benchmarks)}"
+          + (f"; off-protocol: {', '.join(off)}" if off else ""))
+
+    backend = make_backend(args.backend, model_dir, batch_size=args.batch_size, device=args.device,
+                           tensor_parallel_size=args.tensor_parallel_size, seed=args.seed,
+                           max_model_len=None)
+    bars = []
+
+    def progress(name: str, total: int):
+        bar = tqdm(total=total, desc=name, unit="q", file=sys.stderr)
+        bars.append(bar)
+        return bar.update
+
+    res = evaluate(backend, protocol, items, sampling, args.bootstrap, ks, progress, model=model_dir)
+    for bar in bars:
+        bar.close()
+    print()
+    print(format_table(res))
+    paths = write_outputs(res, out, plot=not args.no_plot)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
