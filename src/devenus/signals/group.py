@@ -1,0 +1,79 @@
+"""Statistics over rows that share a group (a prompt's rollouts) or over a whole batch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+NORMALIZATIONS = ("zscore", "center", "rank")
+
+
+def group_normalize(values, group_ids, mode: str = "zscore", eps: float = 1e-6) -> np.ndarray:
+    """Normalise ``values`` within each group (rows sharing a ``group_ids`` value); NaN rows stay NaN.
+
+    Modes: ``zscore`` ((v - mean) / (std + eps); a constant group becomes 0), ``center`` (v - mean),
+    ``rank`` (ranks scaled to [0, 1], ties averaged; a single row gets 0.5).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    g = np.asarray(group_ids)
+    if v.shape != g.shape or v.ndim != 1:
+        raise ValueError(f"values {v.shape} and group_ids {g.shape} must be equal 1-D shapes")
+    if mode not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalisation mode {mode!r}; known: {list(NORMALIZATIONS)}")
+    out = np.full_like(v, np.nan)
+    for key in dict.fromkeys(g.tolist()):
+        rows = np.flatnonzero((g == key) & ~np.isnan(v))
+        if not len(rows):
+            continue
+        x = v[rows]
+        if mode == "center":
+            out[rows] = x - x.mean()
+        elif mode == "zscore":
+            out[rows] = (x - x.mean()) / (x.std() + eps)
+        else:
+            order = np.argsort(x, kind="stable")
+            ranks = np.empty(len(x))
+            ranks[order] = np.arange(len(x), dtype=np.float64)
+            for u in np.unique(x):  # average ties
+                ranks[x == u] = ranks[x == u].mean()
+            out[rows] = ranks / (len(x) - 1) if len(x) > 1 else 0.5
+    return out
+
+
+def fill_missing(values, group_ids) -> np.ndarray:
+    """NaN rows take their group's mean over valid rows (0 when the group has none): a neutral value."""
+    values = np.asarray(values, dtype=np.float64)
+    group_ids = np.asarray(group_ids)
+    out = values.copy()
+    missing = np.isnan(out)
+    if not missing.any():
+        return out
+    for g in np.unique(group_ids[missing]):
+        rows = group_ids == g
+        valid = rows & ~missing
+        out[rows & missing] = values[valid].mean() if valid.any() else 0.0
+    return out
+
+
+def auroc(scores, positive) -> float:
+    """Area under the ROC curve of ``scores`` for predicting ``positive`` (ties count half); NaN if one class."""
+    s, p = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
+    keep = ~np.isnan(s)
+    s, p = s[keep], p[keep]
+    n_pos, n_neg = int(p.sum()), int((~p).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    diff = s[p][:, None] - s[~p][None, :]
+    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / (n_pos * n_neg))
+
+
+def pearson(a, b) -> float:
+    """Pearson correlation over rows where both are finite; NaN when either is constant or < 2 rows."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 2:
+        return float("nan")
+    x, y = a[ok] - a[ok].mean(), b[ok] - b[ok].mean()
+    den = math.sqrt(float((x * x).sum()) * float((y * y).sum()))
+    return float((x * y).sum() / den) if den > 1e-12 else float("nan")
