@@ -27,13 +27,9 @@ from .schema import (
     SIMULATION,
     SIMULATION_FIELDS,
     UNLABELED_SOURCE,
-    build_prompt,
-    make_row,
-    method_view,
     records_schema,
-    simulation_view,
-    strip_simulation,
 )
+from .rows import build_prompt, make_row, method_view, simulation_view, strip_simulation
 from .validate import Issue, RecordError, find_issues, validate_rows
 
 __all__ = [

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .schema import EXTRA_INFO, make_row
+from .rows import make_row
+from .schema import EXTRA_INFO
 from .validate import Issue, RecordError, as_rows, to_python, validate_rows
 
 #: question column names tried in order (a column is used only if its values are strings)

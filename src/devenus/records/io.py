@@ -143,32 +143,115 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+# Temporary files are named ``.<target name>.devenus-<pid>-<random>.tmp`` so that one killed by
+# SIGKILL (which no ``finally`` survives) can be recognised as ours and removed by the next write to
+# the same target: the pid says whether its writer is still alive.
+_TMP_MARK = ".devenus-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but belongs to someone else: not ours to judge
+    return True
+
+
+def clean_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporary files of our own naming for ``path`` whose writing process is gone.
+
+    Returns the removed paths. Files of other processes still running (and of this one) are kept.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    removed = []
+    prefix = f".{path.name}{_TMP_MARK}"
+    try:
+        candidates = [p for p in directory.iterdir() if p.name.startswith(prefix) and p.name.endswith(".tmp")]
+    except OSError:
+        return removed
+    for p in candidates:
+        try:
+            pid = int(p.name[len(prefix):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _pid_alive(pid):
+            continue  # a live writer (possibly another thread of this process) still owns it
+        try:
+            p.unlink()
+            removed.append(p)
+        except OSError:
+            pass
+    return removed
+
+
+def temp_path(path: str | os.PathLike[str]) -> Path:
+    """A fresh temporary file beside ``path`` (created empty, our naming); stale ones are removed first."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_MARK}{os.getpid()}-", suffix=".tmp", dir=directory)
+    os.close(fd)
+    return Path(tmp)
+
+
+def commit_temp(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, sync_dir: bool = True) -> Path:
+    """fsync ``tmp``, give it umask permissions and rename it over ``path`` (atomic on POSIX)."""
+    tmp, path = Path(tmp), Path(path)
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, path)
+    if sync_dir:
+        _fsync_dir(path.parent if str(path.parent) else Path("."))
+    return path
+
+
+def discard_temp(tmp: str | os.PathLike[str] | None) -> None:
+    if tmp is None:
+        return
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
 def write_records(rows: Any, path: str | os.PathLike[str], *, validate: bool = True) -> Path:
     """Write ``rows`` (list of dicts or DataFrame) to the Parquet file ``path``, atomically.
 
     Validates first (unless ``validate=False``); writes a temporary file next to ``path``, fsyncs it
     and ``os.replace``-s it over ``path``. On any exception the temporary file is removed and a file
     already at ``path`` is left as it was. Parent directories are created. Returns ``path``.
+
+    This writes a bare file; a dataset *version* (a command's output) goes through
+    :func:`devenus.records.versions.write_version`, which adds the manifest.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"output {path} is a directory (expected a .parquet file path)")
     table = records_to_table(rows, validate=validate)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    tmp = temp_path(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             _write_parquet(table, f)
             f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        commit_temp(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        discard_temp(tmp)
         raise
-    _fsync_dir(directory)
+    return path
+
+
+def check_input(path: str | os.PathLike[str], what: str = "input") -> Path:
+    """``path`` as a Path if it is a readable file; a clear error (not found / is a directory) if not."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{what} {path} is a directory (expected a file)")
+    if not path.exists():
+        raise FileNotFoundError(f"{what} not found: {path}")
     return path
 
 
@@ -182,8 +265,7 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
     import pyarrow.parquet as pq
 
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"records file not found: {path}")
+    check_input(path, "records file")
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
