@@ -1,0 +1,257 @@
+"""The evidence table: what online steps and probe passes observed per sample, for offline tools.
+
+One row per (sample key, round, step, kind, method) observation, keyed by ``extra_info.index``
+(never verl's ``uid``). Online methods append every step through :class:`EvidenceWriter` (buffered in
+memory, flushed as atomic Parquet part files); offline tools (transitions, selection, reports) read
+every part with :func:`read_evidence`, filtered by kind / round / method / keys. Method state that a
+later round needs (e.g. a pass-rate trajectory) belongs here, so that it can be read without
+unpickling verl's checkpoint.
+
+Layout: a directory of ``part-<seq>-r<round>-s<first step>-<last step>.parquet`` files, ``seq``
+increasing across writers (a writer starts after the highest part already there). When a resumed run
+records an observation again, the reader keeps the one from the later part.
+
+Columns (:func:`evidence_schema`):
+
+=====================  ==========  =================================================================
+``key``                string      the sample key (``extra_info.index``)
+``round``              int64       dataset round k of D(k)
+``step``               int64       trainer step (probe passes: the step they ran after)
+``kind``               string      what was observed, e.g. ``vote``, ``probe``, ``trajectory``
+``method``             string      the method (or tool) that recorded it
+``majority_answer``    string      the group's majority answer, null if none
+``majority_pass_rate`` double      share of the group agreeing with it, null if unknown
+``target_pass_rate``   double      share of the group matching the current target, null if none
+``values``             string      method-specific values: a JSON object, keys sorted (any JSON
+                                   values; decoded to a dict by the reader)
+=====================  ==========  =================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .io import commit_temp, discard_temp, temp_path
+
+EVIDENCE_COLUMNS: tuple[str, ...] = (
+    "key", "round", "step", "kind", "method", "majority_answer", "majority_pass_rate",
+    "target_pass_rate", "values",
+)
+#: the columns that identify one observation (a later part's row with the same identity wins)
+IDENTITY: tuple[str, ...] = ("key", "round", "step", "kind", "method")
+_PART = re.compile(r"^part-(\d{6,})-r(-?\d+)-s(-?\d+)-(-?\d+)\.parquet$")
+SCHEMA_METADATA = {b"devenus.evidence": b"1"}
+
+
+class EvidenceError(ValueError):
+    """An evidence row is malformed, or an evidence directory cannot be read."""
+
+
+def evidence_schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("key", pa.string(), nullable=False),
+            pa.field("round", pa.int64(), nullable=False),
+            pa.field("step", pa.int64(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("method", pa.string(), nullable=False),
+            pa.field("majority_answer", pa.string()),
+            pa.field("majority_pass_rate", pa.float64()),
+            pa.field("target_pass_rate", pa.float64()),
+            pa.field("values", pa.string()),
+        ],
+        metadata=SCHEMA_METADATA,
+    )
+
+
+def _rate(name: str, v: Any, where: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise EvidenceError(f"{where}: {name}: expected a number in [0, 1] or None, found {type(v).__name__} {v!r:.40}")
+    v = float(v)
+    if math.isnan(v):
+        return None
+    if not 0.0 <= v <= 1.0:
+        raise EvidenceError(f"{where}: {name}: expected a number in [0, 1] or None, found {v!r}")
+    return v
+
+
+def _row(key: Any, round: Any, step: Any, kind: Any, method: Any, majority_answer: Any,
+         majority_pass_rate: Any, target_pass_rate: Any, values: Any) -> dict[str, Any]:
+    where = f"evidence for key {key!r}"
+    if not isinstance(key, str) or not key:
+        raise EvidenceError(f"evidence row: key: expected a non-empty str (extra_info.index), found {key!r:.60}")
+    for name, v in (("round", round), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise EvidenceError(f"{where}: {name}: expected an int, found {type(v).__name__} {v!r:.40}")
+    for name, v in (("kind", kind), ("method", method)):
+        if not isinstance(v, str) or not v:
+            raise EvidenceError(f"{where}: {name}: expected a non-empty str, found {v!r:.40}")
+    if majority_answer is not None and not isinstance(majority_answer, str):
+        raise EvidenceError(f"{where}: majority_answer: expected a str or None, found {type(majority_answer).__name__}")
+    if values is not None and not isinstance(values, Mapping):
+        raise EvidenceError(f"{where}: values: expected a dict or None, found {type(values).__name__}")
+    try:
+        text = None if values is None else json.dumps(dict(values), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise EvidenceError(f"{where}: values: expected JSON values (finite numbers, str, lists, dicts): {exc}") from exc
+    return {
+        "key": key, "round": round, "step": step, "kind": kind, "method": method,
+        "majority_answer": majority_answer,
+        "majority_pass_rate": _rate("majority_pass_rate", majority_pass_rate, where),
+        "target_pass_rate": _rate("target_pass_rate", target_pass_rate, where),
+        "values": text,
+    }
+
+
+def _parts(directory: Path) -> list[tuple[int, Path]]:
+    if not directory.is_dir():
+        return []
+    out = []
+    for p in directory.iterdir():
+        m = _PART.match(p.name)
+        if m:
+            out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+class EvidenceWriter:
+    """Buffered appender of evidence rows for one method and round.
+
+    ``append`` checks a row and keeps it in memory (a dict; no IO); every ``flush_rows`` rows, on
+    :meth:`flush` and on :meth:`close` the buffer becomes one Parquet part file, written atomically.
+    Rows still buffered when the process dies are lost, so call :meth:`flush` where the run's state
+    is saved (verl's checkpoint) to keep the evidence and the checkpoint in step.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, method: str, round: int = 0, flush_rows: int = 65536):
+        if not isinstance(method, str) or not method:
+            raise EvidenceError(f"method: expected a non-empty str, found {method!r}")
+        if flush_rows < 1:
+            raise ValueError(f"flush_rows must be >= 1, got {flush_rows}")
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise EvidenceError(f"evidence directory {self.directory} is a file")
+        self.method = method
+        self.round = round
+        self.flush_rows = flush_rows
+        self._buf: list[dict[str, Any]] = []
+        parts = _parts(self.directory)
+        self._seq = (parts[-1][0] + 1) if parts else 0
+        self.written: list[Path] = []
+
+    def append(self, key: str, step: int, kind: str, *, majority_answer: str | None = None,
+               majority_pass_rate: float | None = None, target_pass_rate: float | None = None,
+               values: Mapping[str, Any] | None = None) -> None:
+        self._buf.append(_row(key, self.round, step, kind, self.method, majority_answer,
+                              majority_pass_rate, target_pass_rate, values))
+        if len(self._buf) >= self.flush_rows:
+            self.flush()
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append dicts with the :meth:`append` arguments as keys (``key``, ``step``, ``kind``, ...)."""
+        for r in rows:
+            r = dict(r)
+            try:
+                key, step, kind = r.pop("key"), r.pop("step"), r.pop("kind")
+            except KeyError as exc:
+                raise EvidenceError(f"evidence row {r!r:.80}: missing {exc}") from None
+            self.append(key, step, kind, **r)
+
+    def flush(self) -> Path | None:
+        """Write the buffered rows as one part file (atomic); returns it, or None if nothing was buffered."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buf:
+            return None
+        steps = [r["step"] for r in self._buf]
+        path = self.directory / f"part-{self._seq:06d}-r{self.round}-s{min(steps)}-{max(steps)}.parquet"
+        table = pa.Table.from_pylist(self._buf, schema=evidence_schema())
+        tmp = temp_path(path)
+        try:
+            pq.write_table(table, str(tmp))
+            commit_temp(tmp, path)
+        except BaseException:
+            discard_temp(tmp)
+            raise
+        self._buf = []
+        self._seq += 1
+        self.written.append(path)
+        return path
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> "EvidenceWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+
+
+def evidence_table(directory: str | os.PathLike[str], *, kind: str | Iterable[str] | None = None,
+                   round: int | Iterable[int] | None = None, method: str | Iterable[str] | None = None,
+                   keys: Iterable[str] | None = None):
+    """Every evidence row under ``directory`` as a ``pyarrow.Table``, filtered; a later part's row
+    replaces an earlier one with the same (key, round, step, kind, method). Rows keep part order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise EvidenceError(f"evidence directory not found: {directory}")
+
+    def as_set(v):
+        if v is None:
+            return None
+        return {v} if isinstance(v, (str, int)) else set(v)
+
+    rounds, kinds, methods = as_set(round), as_set(kind), as_set(method)
+    key_set = None if keys is None else set(keys)
+    tables = []
+    for seq, p in _parts(directory):
+        if rounds is not None and int(_PART.match(p.name).group(2)) not in rounds:
+            continue
+        try:
+            t = pq.read_table(p, schema=evidence_schema())
+        except (pa.ArrowException, OSError) as exc:
+            raise EvidenceError(f"cannot read evidence part {p}: {exc}") from exc
+        mask = None
+        for col, allowed in (("kind", kinds), ("round", rounds), ("method", methods), ("key", key_set)):
+            if allowed is not None:
+                m = pc.is_in(t[col], value_set=pa.array(sorted(allowed), type=t.schema.field(col).type))
+                mask = m if mask is None else pc.and_(mask, m)
+        if mask is not None:
+            t = t.filter(mask)
+        tables.append(t.append_column("_part", pa.array([seq] * t.num_rows, pa.int64())))
+    if not tables:
+        return evidence_schema().empty_table()
+    t = pa.concat_tables(tables)
+    ids = list(zip(*(t[c].to_pylist() for c in IDENTITY)))
+    last: dict[tuple, int] = {}
+    for i, ident in enumerate(ids):
+        last[ident] = i
+    if len(last) != len(ids):
+        keep = sorted(last.values())
+        t = t.take(pa.array(keep, pa.int64()))
+    return t.drop_columns(["_part"]).replace_schema_metadata(SCHEMA_METADATA)
+
+
+def read_evidence(directory: str | os.PathLike[str], **filters: Any) -> list[dict[str, Any]]:
+    """:func:`evidence_table` as a list of dicts, ``values`` decoded to a dict (``{}`` when null)."""
+    rows = evidence_table(directory, **filters).to_pylist()
+    for r in rows:
+        r["values"] = json.loads(r["values"]) if r["values"] else {}
+    return rows
