@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from devenus.records import (
+    DEFAULT_PROMPT_TEMPLATE,
     RecordError,
     import_raw,
     import_raw_with_summary,
@@ -95,7 +96,8 @@ def test_jsonl_gsm8k(tmp_path):
     assert summary.id_field is None and summary.rows == 3 and summary.labeled == 3
     r = rows[0]
     assert r["data_source"] == "gsm8k" and r["ability"] == "math"
-    assert r["prompt"] == [{"role": "user", "content": GSM[0]["question"]}]
+    # the default prompt asks for a boxed final answer, which is what the verifier extracts
+    assert r["prompt"] == [{"role": "user", "content": DEFAULT_PROMPT_TEMPLATE.replace("{question}", GSM[0]["question"])}]
     ei = r["extra_info"]
     assert ei["index"] == f"gsm8k/{question_hash(GSM[0]['question'])}"
     assert ei["labeled"] is True and ei["label_source"] == "gold"

@@ -5,10 +5,13 @@ The contract is in ``docs/records.md``. This package does not import verl.
 
 from .importer import (
     ANSWER_FIELDS,
+    DEFAULT_CHOICE_TEMPLATE,
+    DEFAULT_PROMPT_TEMPLATE,
     ID_FIELDS,
     QUESTION_FIELDS,
     ImportSummary,
     import_raw,
+    import_file,
     import_raw_with_summary,
     question_hash,
     read_raw,
@@ -34,6 +37,8 @@ from .validate import Issue, RecordError, find_issues, validate_rows
 
 __all__ = [
     "ANSWER_FIELDS",
+    "DEFAULT_CHOICE_TEMPLATE",
+    "DEFAULT_PROMPT_TEMPLATE",
     "COLUMNS",
     "EXTRA_INFO_OPTIONAL",
     "EXTRA_INFO_REQUIRED",
@@ -53,6 +58,7 @@ __all__ = [
     "find_issues",
     "hide_labels",
     "import_raw",
+    "import_file",
     "import_raw_with_summary",
     "make_row",
     "method_view",

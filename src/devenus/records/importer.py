@@ -1,17 +1,27 @@
-"""Importing raw question/answer data (JSONL, JSON, CSV/TSV, Parquet, or rows in memory) as records.
+"""Importing raw question/answer data (JSONL, JSON, CSV/TSV, Parquet, rows in memory, verl Parquet).
 
-* The question column is auto-detected (:data:`QUESTION_FIELDS`, first match whose values are
-  strings) unless ``question_field`` is given; likewise the answer column (:data:`ANSWER_FIELDS`).
-* Answers are reduced to a final target: GSM8K-style ``"... #### 42"`` -> ``"42"``; a MATH-style
-  ``solution`` (or any answer holding ``\\boxed{...}``) -> the content of its last box.
-* Keys (``extra_info.index``): ``f"{source}/{id}"`` when an id column exists (``id_field`` or one of
-  :data:`ID_FIELDS`), else ``f"{source}/{sha1(normalised question)[:16]}"``; the second, third, ...
-  copy of an identical question gets ``-2``, ``-3``, ... in file order. Re-importing the same input
-  gives the same keys; hash keys of distinct questions do not depend on row order.
-* ``labeled=True``: every row needs an answer (rows without one are errors). ``labeled="auto"``:
-  labeled iff an answer exists. ``labeled=False``: every row is unlabeled (``ground_truth=""``); an
-  answer that exists is kept as simulation truth (``simulation.hidden_answer``) unless
-  ``hidden_answers=False``.
+The import runs in stages, each a function of its own:
+
+1. **read** (:func:`iter_raw`): records in batches, each with its location (``line 7`` / ``row 7``);
+   JSONL, CSV/TSV and Parquet stream with bounded memory, ``.json`` is one document and is loaded
+   whole. Malformed input is reported by line: invalid JSON, a non-UTF-8 byte, an integer too long to
+   convert, an unterminated quote or a ragged CSV row.
+2. **map fields** (:func:`scan_columns` -> :func:`detect_fields`): the question, answer, id and
+   metadata columns, auto-detected over the whole input (:data:`QUESTION_FIELDS`, ...) unless named;
+   multiple-choice layouts (GPQA, ARC, MMLU / MMLU-Pro) are recognised; ``from_verl`` reads verl's
+   own layout (``prompt[-1].content``, ``reward_model.ground_truth``, ``extra_info.index``).
+3. **normalise** (:func:`normalise_target`, :class:`KeyBuilder`): the final target (``#### 42``, the
+   last ``\\boxed{}``), numbers as canonical decimal strings (``1e-07`` -> ``0.0000001``), keys.
+   A target no answer can ever match (a bool, a non-finite number, unbalanced braces, longer than
+   the verifier extracts) is *refused*: the row is left out and listed with its field and reason.
+4. **validate** (:func:`build_record`): label modes and per-row errors; every bad row at once.
+5. **write** (:func:`import_file`): one dataset version through :mod:`.versions` (Parquet +
+   manifest whose parent is the raw input's hash); :func:`import_raw` returns the rows instead.
+
+Keys (``extra_info.index``): ``f"{source}/{id}"`` when an id column exists, else
+``f"{source}/{sha1(normalised question)[:16]}"``; repeated questions get ``-2``, ``-3``, ... in file
+order. Label modes: ``labeled=True`` (every row needs an answer), ``"auto"`` (labeled iff it has one),
+``False`` (all unlabeled; answers kept as ``simulation.hidden_answer`` unless ``hidden_answers=False``).
 """
 
 from __future__ import annotations
@@ -21,16 +31,21 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
+import string
 import unicodedata
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from .io import check_input
 from .rows import make_row
-from .schema import EXTRA_INFO
+from .schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED
 from .validate import Issue, RecordError, as_rows, to_python, validate_rows
+from .versions import Refusal
 
 #: question column names tried in order (a column is used only if its values are strings)
 QUESTION_FIELDS: tuple[str, ...] = (
@@ -44,22 +59,52 @@ ANSWER_FIELDS: tuple[str, ...] = (
 #: long-form answer columns: the final answer must be extracted (\boxed{} or ####) or there is none
 SOLUTION_FIELDS: frozenset[str] = frozenset({"solution"})
 #: id column names tried in order when ``id_field`` is None
-ID_FIELDS: tuple[str, ...] = ("id", "unique_id", "problem_id", "question_id", "idx", "_id", "task_id")
+ID_FIELDS: tuple[str, ...] = ("id", "unique_id", "problem_id", "question_id", "idx", "_id", "task_id", "Record ID")
 DIFFICULTY_FIELDS: tuple[str, ...] = ("difficulty", "level")
 FAMILY_FIELDS: tuple[str, ...] = ("family", "subject", "type", "category")
+#: multiple-choice option columns (a list of texts, or ARC's ``{"text": [...], "label": [...]}``)
+CHOICE_FIELDS: tuple[str, ...] = ("options", "choices")
+#: multiple-choice answer columns: a letter, a 0-based index, an option label or the option text
+CHOICE_ANSWER_FIELDS: tuple[str, ...] = ("answerKey", "answer", "answer_index", "label", "Answer")
+GPQA_CORRECT = "Correct Answer"
+GPQA_INCORRECT: tuple[str, ...] = ("Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
+
+#: the user message of an imported question: ask for a boxed final answer, as the verifier reads it
+DEFAULT_PROMPT_TEMPLATE = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
+#: the same for multiple choice: the answer is the option's letter
+DEFAULT_CHOICE_TEMPLATE = (
+    "{question}\n\nPlease reason step by step, and put the letter of the correct option within \\boxed{}."
+)
 
 RAW_FORMATS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",
     ".parquet": "parquet", ".pq": "parquet",
 }
 _JSON_LIST_KEYS = ("data", "rows", "examples", "instances", "records", "items")
+#: records per batch when streaming a file
+BATCH_ROWS = 4096
+#: read errors collected before the import stops listing them
+MAX_READ_ISSUES = 1000
+_INT64 = (-(2**63), 2**63 - 1)
 
 
-# ---------------------------------------------------------------------------------------------------
-# reading raw files
-# ---------------------------------------------------------------------------------------------------
-def read_raw(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a raw data file into a list of dicts, choosing the reader by extension."""
+@dataclass
+class Raw:
+    """One raw record and where it came from (``pos``: 0-based record number; ``line``: 1-based)."""
+
+    pos: int
+    data: dict[str, Any]
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        return f"line {self.line}" if self.line is not None else f"row {self.pos}"
+
+
+# ===================================================================================================
+# stage 1: read
+# ===================================================================================================
+def raw_format(path: str | os.PathLike[str]) -> str:
     path = Path(path)
     fmt = RAW_FORMATS.get(path.suffix.lower())
     if fmt is None:
@@ -67,49 +112,114 @@ def read_raw(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             f"unknown input format {path.suffix or '(no extension)'!r} for {path}: "
             f"expected one of {sorted(RAW_FORMATS)}"
         )
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
+    return fmt
+
+
+def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[list[Raw]]:
+    """Batches of :class:`Raw` records from a file; raises :class:`RecordError` listing every
+    malformed line (after reading to the end, so all of them are reported at once)."""
+    path = Path(path)
+    fmt = raw_format(path)
+    check_input(path, "input file")
+    issues: list[Issue] = []
+    reader = {"jsonl": _iter_jsonl, "json": _iter_json, "csv": _iter_csv, "tsv": _iter_csv,
+              "parquet": _iter_parquet}[fmt]
+    batch: list[Raw] = []
     try:
-        if fmt == "jsonl":
-            return _read_jsonl(path)
-        if fmt == "json":
-            return _read_json(path)
-        if fmt in ("csv", "tsv"):
-            return _read_csv(path, "\t" if fmt == "tsv" else ",")
-        return _read_parquet(path)
+        for rec in reader(path, issues, fmt):
+            batch.append(rec)
+            if len(batch) >= batch_rows:
+                yield batch
+                batch = []
+            if len(issues) >= MAX_READ_ISSUES:
+                break
     except RecordError:
         raise
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:
+    except (OSError, csv.Error, ValueError) as exc:
         raise RecordError(f"cannot read {path} as {fmt}: {exc}") from exc
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows, issues = [], []
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                issues.append(Issue(None, None, f"line {lineno}", f"invalid JSON: {exc.msg} (column {exc.colno})"))
-                continue
-            if not isinstance(obj, dict):
-                issues.append(Issue(None, None, f"line {lineno}", f"expected a JSON object, found {type(obj).__name__}"))
-                continue
-            rows.append(obj)
     if issues:
-        raise RecordError(issues, header=f"cannot read {path} as JSONL")
-    return rows
+        raise RecordError(issues, header=f"cannot read {path} as {fmt}")
+    if batch:
+        yield batch
 
 
-def _read_json(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8-sig") as f:
+def read_raw(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a raw data file into a list of dicts, choosing the reader by extension."""
+    return [r.data for batch in iter_raw(path) for r in batch]
+
+
+def _line_issue(line: int, message: str) -> Issue:
+    return Issue(None, None, f"line {line}", message)
+
+
+def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "") -> Iterator[tuple[int, str]]:
+    """(line number, text) per physical line, decoded one line at a time so that a bad byte is
+    reported by its line and column, not by a decoder-chunk offset. With ``issues`` a bad line is
+    recorded and skipped; without, it raises."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                msg = f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+                if issues is None:
+                    raise RecordError(f"cannot read {path} as {fmt}: line {lineno}: {msg}") from None
+                issues.append(_line_issue(lineno, msg))
+
+
+def _json_value_error(exc: ValueError) -> str:
+    text = str(exc)
+    if "integer string conversion" in text or "digits" in text:
+        return "an integer too long to read (over 4300 digits)"
+    return f"invalid JSON: {text}"
+
+
+def _loads(text: str) -> Any:
+    # Decimal keeps 1e400 and 0.1 exactly (a float turns them into inf and 0.1000000000000000055...)
+    return json.loads(text, parse_float=Decimal)
+
+
+def _iter_jsonl(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+    pos = 0
+    for lineno, line in _decoded_lines(path, issues):
+        if not line.strip():
+            continue
         try:
-            obj = json.load(f)
+            obj = _loads(line)
         except json.JSONDecodeError as exc:
-            hint = " (one JSON object per line? name the file .jsonl)" if "Extra data" in exc.msg else ""
-            raise RecordError(f"cannot read {path} as JSON: {exc}{hint}") from exc
+            issues.append(_line_issue(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except ValueError as exc:
+            issues.append(_line_issue(lineno, _json_value_error(exc)))
+            continue
+        if not isinstance(obj, dict):
+            issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
+            continue
+        yield Raw(pos, obj, lineno)
+        pos += 1
+
+
+def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise RecordError(f"cannot read {path} as json: line {line}: not UTF-8: byte 0x{data[exc.start]:02x} at column {col}") from None
+    try:
+        obj = _loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (one JSON object per line? name the file .jsonl)" if "Extra data" in exc.msg else ""
+        raise RecordError(f"cannot read {path} as JSON: {exc}{hint}") from exc
+    except ValueError as exc:
+        m = re.search(r"\d{4301,}", text)
+        where = f"line {text.count(chr(10), 0, m.start()) + 1}: " if m else ""
+        raise RecordError(f"cannot read {path} as JSON: {where}{_json_value_error(exc)}") from None
     if isinstance(obj, dict):
         for k in _JSON_LIST_KEYS:
             if isinstance(obj.get(k), list):
@@ -126,32 +236,78 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
            for i, r in enumerate(obj) if not isinstance(r, dict)]
     if bad:
         raise RecordError(bad, header=f"cannot read {path}")
-    return obj
+    for i, r in enumerate(obj):
+        yield Raw(i, r)
 
 
-def _read_csv(path: Path, delimiter: str) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f, delimiter=delimiter)
-        if reader.fieldnames is None:
-            return []
-        return [{k: v for k, v in r.items() if k is not None} for r in reader]
+def _iter_csv(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+    """Strict CSV/TSV: a quote that never closes, a stray quote or a row with more or fewer fields
+    than the header is an error naming its line (the default reader would swallow or drop data)."""
+    delimiter = "\t" if fmt == "tsv" else ","
+    line_of: list[int] = [0]
+
+    def lines() -> Iterator[str]:
+        for lineno, text in _decoded_lines(path, None, fmt):
+            line_of[0] = lineno
+            yield text
+
+    reader = csv.reader(lines(), delimiter=delimiter, strict=True)
+    header: list[str] | None = None
+    pos = 0
+    while True:
+        start = line_of[0] + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if "end of data" in str(exc) or "EOF" in str(exc):
+                raise RecordError(f"cannot read {path} as {fmt}: line {start}: a quoted field opened here never "
+                                  f"closes (runs to the end of the file at line {line_of[0]})") from None
+            raise RecordError(f"cannot read {path} as {fmt}: line {line_of[0]}: {exc}") from None
+        if not cells:
+            continue
+        if header is None:
+            header = cells
+            continue
+        if len(cells) != len(header):
+            issues.append(_line_issue(start, f"expected {len(header)} fields (as in the header), found {len(cells)}"))
+            continue
+        yield Raw(pos, dict(zip(header, cells)), start)
+        pos += 1
 
 
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
+def _iter_parquet(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
-    except pa.ArrowException as exc:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
         raise RecordError(f"cannot read {path} as parquet: {exc}") from exc
-    keep = [n for n in table.column_names if not n.startswith("__index_level_")]
-    return [to_python(r) for r in table.select(keep).to_pylist()]
+    keep = [n for n in pf.schema_arrow.names if not n.startswith("__index_level_")]
+    pos = 0
+    try:
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=keep):
+            for r in batch.to_pylist():
+                yield Raw(pos, to_python(r))
+                pos += 1
+    except pa.ArrowException as exc:
+        raise RecordError(f"cannot read {path} as parquet (after row {pos}): {exc}") from exc
 
 
-# ---------------------------------------------------------------------------------------------------
-# answers
-# ---------------------------------------------------------------------------------------------------
+def _iter_rows(rows: Any) -> Iterator[list[Raw]]:
+    raw = [to_python(r) for r in as_rows(rows)]
+    bad = [Issue(i, None, "<record>", f"expected a dict, found {type(r).__name__}")
+           for i, r in enumerate(raw) if not isinstance(r, Mapping)]
+    if bad:
+        raise RecordError(bad, header="cannot import rows")
+    yield [Raw(i, dict(r)) for i, r in enumerate(raw)]
+
+
+# ===================================================================================================
+# stage 2: map fields
+# ===================================================================================================
 def _missing(value: Any) -> bool:
     if value is None:
         return True
@@ -164,6 +320,106 @@ def _missing(value: Any) -> bool:
     return False
 
 
+@dataclass
+class ColumnStats:
+    """What stage 2 needs to know about the columns, gathered in one pass over the records."""
+
+    columns: dict[str, None] = field(default_factory=dict)  # ordered set
+    present: dict[str, int] = field(default_factory=dict)  # non-missing values per column
+    non_str: set[str] = field(default_factory=set)  # columns with a non-missing non-str value
+    rows: int = 0
+
+    def add(self, rec: Mapping[str, Any]) -> None:
+        self.rows += 1
+        for k, v in rec.items():
+            k = str(k)
+            self.columns.setdefault(k, None)
+            if not _missing(v):
+                self.present[k] = self.present.get(k, 0) + 1
+                if not isinstance(v, str):
+                    self.non_str.add(k)
+
+    def has_values(self, name: str) -> bool:
+        return self.present.get(name, 0) > 0
+
+
+def scan_columns(batches: Iterable[list[Raw]]) -> ColumnStats:
+    stats = ColumnStats()
+    for batch in batches:
+        for r in batch:
+            stats.add(r.data)
+    return stats
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which raw column feeds which record field (stage 2's result)."""
+
+    question: str
+    answer: str | None
+    id: str | None
+    difficulty: str | None = None
+    family: str | None = None
+    #: multiple choice: ``None``, ``"gpqa"`` (correct + incorrect answer columns) or ``"options"``
+    choices: str | None = None
+    options: str | None = None
+    from_verl: bool = False
+
+
+def detect_fields(stats: ColumnStats, *, where: str, labeled: bool | str = True,
+                  question_field: str | None = None, answer_field: str | None = None,
+                  id_field: str | None = None) -> FieldMap:
+    """The :class:`FieldMap` for columns seen in ``stats``; a :class:`RecordError` says what is missing."""
+    columns = list(stats.columns)
+
+    def named(name: str, what: str) -> str:
+        if name not in stats.columns:
+            raise RecordError(f"{what} field {name!r} not in {where}; columns found: {columns}")
+        return name
+
+    if question_field is not None:
+        qf = named(question_field, "question")
+    else:
+        qf = next((n for n in QUESTION_FIELDS if stats.has_values(n) and n not in stats.non_str), None)
+        if qf is None:
+            raise RecordError(
+                f"no question column detected in {where}: tried {list(QUESTION_FIELDS)} (string values), "
+                f"columns found: {columns}; pass question_field= (--question-field)"
+            )
+    choices, options = None, None
+    if GPQA_CORRECT in stats.columns and all(c in stats.columns for c in GPQA_INCORRECT):
+        choices = "gpqa"
+    else:
+        options = next((n for n in CHOICE_FIELDS if stats.has_values(n) and n in stats.non_str and n != qf), None)
+        choices = "options" if options else None
+
+    if answer_field is not None:
+        af: str | None = named(answer_field, "answer")
+        if af == qf:
+            raise RecordError(f"answer field and question field are both {qf!r}")
+    else:
+        candidates = (GPQA_CORRECT,) if choices == "gpqa" else CHOICE_ANSWER_FIELDS if choices else ANSWER_FIELDS
+        af = next((n for n in candidates if n != qf and stats.has_values(n)), None)
+        if af is None and labeled is True:
+            raise RecordError(
+                f"no answer column detected in {where} (labeled=True): tried {list(candidates)}, "
+                f"columns found: {columns}; pass answer_field= (--answer-field), or import with "
+                f"labeled='auto' or labeled=False"
+            )
+    if id_field:
+        idf: str | None = named(id_field, "id")
+    elif id_field is None:
+        idf = next((n for n in ID_FIELDS if n not in (qf, af) and stats.has_values(n)), None)
+    else:  # "": question hashes
+        idf = None
+    df = next((n for n in DIFFICULTY_FIELDS if stats.has_values(n)), None)
+    ff = next((n for n in FAMILY_FIELDS if stats.has_values(n)), None)
+    return FieldMap(qf, af, idf, df, ff, choices, options)
+
+
+# ===================================================================================================
+# stage 3: normalise
+# ===================================================================================================
 def _boxed_answer(text: str) -> str | None:
     """The boxed final answer, extracted exactly as the verifier extracts it (targets match predictions)."""
     from devenus.verify.extract import extract_answer
@@ -173,6 +429,22 @@ def _boxed_answer(text: str) -> str | None:
 
 
 _NUMBER_WITH_COMMAS = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")
+_SCIENTIFIC = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+_NON_FINITE = re.compile(r"^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
+
+
+def canonical_number(value: int | float | Decimal) -> str | None:
+    """A number as the plain decimal string a model would write (``1e-07`` -> ``0.0000001``,
+    ``42.0`` -> ``42``); None for a non-finite one."""
+    if isinstance(value, int):
+        return str(value)
+    d = Decimal(repr(value)) if isinstance(value, float) else value
+    if not d.is_finite():
+        return None
+    if d == d.to_integral_value():
+        return str(int(d))
+    text = format(d.normalize(), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str | None]:
@@ -180,7 +452,8 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
 
     Returns ``(answer, None)`` or ``(None, reason)``. ``"... #### 1,234"`` -> ``"1234"``; text with a
     ``\\boxed{}`` -> the last box's content; a ``solution`` field without a box has no answer;
-    integral numbers lose a trailing ``.0``; a one-element list gives its element.
+    numbers -> canonical decimal strings; a one-element list gives its element. Whether the target
+    can be matched at all is :func:`unmatchable`'s question.
     """
     if _missing(value):
         return None, "empty"
@@ -191,11 +464,10 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     if isinstance(value, Mapping):
         return None, "a dict (expected a str or a number)"
     if isinstance(value, bool):
-        return str(value), None
-    if isinstance(value, int):
-        return str(value), None
-    if isinstance(value, float):
-        return (str(int(value)) if value.is_integer() else repr(value)), None
+        return str(value), None  # refused by unmatchable(): kept here so the refusal can show it
+    if isinstance(value, (int, float, Decimal)):
+        text = canonical_number(value)
+        return (text, None) if text is not None else (str(value), None)
     if not isinstance(value, str):
         return None, f"a {type(value).__name__} (expected a str or a number)"
     s = value.strip()
@@ -212,12 +484,60 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
             return None, "its \\boxed{} does not close or is empty"
     if field in SOLUTION_FIELDS:
         return None, "no \\boxed{} final answer (or '####') in the solution"
+    if _SCIENTIFIC.match(s):
+        try:
+            return canonical_number(Decimal(s)) or s, None
+        except InvalidOperation:
+            pass
     return s, None
 
 
-# ---------------------------------------------------------------------------------------------------
-# keys and metadata
-# ---------------------------------------------------------------------------------------------------
+def _max_answer_chars() -> int:
+    from devenus.verify.extract import DEFAULT_EXTRACT_CONFIG
+
+    return DEFAULT_EXTRACT_CONFIG.max_answer_chars
+
+
+def _braces_balanced(text: str) -> bool:
+    depth = 0
+    for m in re.finditer(r"\\[\\{}]|[{}]", text):
+        tok = m.group(0)
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def unmatchable(raw_value: Any, target: str) -> str | None:
+    """Why no model answer can ever be graded equal to ``target`` (None when it can)."""
+    if isinstance(raw_value, bool):
+        return f"a bool ({raw_value}) is not an answer a model writes; map it to text (e.g. yes/no) first"
+    if isinstance(raw_value, (float, Decimal)) and not (raw_value == raw_value and abs(raw_value) != math.inf):
+        return f"a non-finite number ({raw_value})"
+    if _NON_FINITE.match(target):
+        return f"a non-finite number ({target!r})"
+    if not _braces_balanced(target):
+        return f"unbalanced braces in {target[:60]!r}"
+    if "\\boxed" in target or "\\fbox" in target:
+        return f"a \\boxed{{}} that does not close in {target[:60]!r}"
+    limit = _max_answer_chars()
+    if len(target) > limit:
+        return f"{len(target)} characters; the verifier extracts answers of at most {limit}"
+    return None
+
+
+def normalise_target(value: Any, field: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(target, why_missing, refusal)``: the target, or why there is none, or why it is refused."""
+    target, why = reduce_answer(value, field)
+    if target is None:
+        return None, why, None
+    refused = unmatchable(value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value, target)
+    return (None, None, refused) if refused else (target, None, None)
+
+
 def normalize_question(text: str) -> str:
     """Text used for hash keys: NFKC, whitespace runs collapsed to one space, ends stripped."""
     return " ".join(unicodedata.normalize("NFKC", text).split())
@@ -233,9 +553,9 @@ def _id_str(value: Any) -> str | None:
         return None
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, (str, int, float)):
+    if isinstance(value, (float, Decimal)):
+        return canonical_number(value) if value == value else None
+    if isinstance(value, (str, int)):
         return str(value).strip()
     return None
 
@@ -243,22 +563,264 @@ def _id_str(value: Any) -> str | None:
 def _difficulty(value: Any) -> int | None:
     if _missing(value) or isinstance(value, bool):
         return None
+    if isinstance(value, (float, Decimal)):
+        if not (value == value and abs(value) != math.inf) or value != int(value):
+            return None
+        value = int(value)
     if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"expected a difficulty that fits in 64 bits, found an integer of {len(str(abs(value)))} digits")
         return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(?:level\s*)?([-+]?\d+)\s*", value, flags=re.IGNORECASE)
+        m = re.fullmatch(r"\s*(?:level\s*)?([-+]?\d{1,18})\s*", value, flags=re.IGNORECASE)
         return int(m.group(1)) if m else None
     return None
 
 
-# ---------------------------------------------------------------------------------------------------
-# import
-# ---------------------------------------------------------------------------------------------------
+class KeyBuilder:
+    """``extra_info.index`` for each record in file order: from the id column, or the question hash
+    with ``-2``, ``-3``, ... for repeats. Keeps one small entry per row (ids / hash counts)."""
+
+    def __init__(self, source: str, id_field: str | None):
+        self.source, self.id_field = source, id_field
+        self.seen_ids: dict[str, int] = {}
+        self.hash_counts: dict[str, int] = {}
+
+    def key(self, rec: Raw, question: str) -> tuple[str | None, Issue | None]:
+        if self.id_field is not None:
+            raw_id = _id_str(rec.data.get(self.id_field))
+            if raw_id is None:
+                return None, Issue(rec.pos, None, self.id_field,
+                                   f"expected an id (str or int), found {rec.data.get(self.id_field)!r:.60}{_at(rec)}")
+            if raw_id in self.seen_ids:
+                return None, Issue(rec.pos, None, self.id_field,
+                                   f"expected a unique id, found {raw_id!r} again (first in row {self.seen_ids[raw_id]}){_at(rec)}")
+            self.seen_ids[raw_id] = rec.pos
+            return f"{self.source}/{raw_id}", None
+        h = question_hash(question)
+        n = self.hash_counts.get(h, 0) + 1
+        self.hash_counts[h] = n
+        return (f"{self.source}/{h}" if n == 1 else f"{self.source}/{h}-{n}"), None
+
+
+def _at(rec: Raw) -> str:
+    return f" ({rec.where})" if rec.line is not None else ""
+
+
+LETTERS = string.ascii_uppercase
+
+
+def _choice_texts(value: Any) -> tuple[list[str], list[str]] | None:
+    """(option texts, their own labels) from a list of texts or ARC's ``{"text": [...], "label": [...]}``."""
+    if isinstance(value, Mapping) and isinstance(value.get("text"), list):
+        texts = [str(t) for t in value["text"]]
+        labels = value.get("label") if isinstance(value.get("label"), list) else list(LETTERS[: len(texts)])
+        return texts, [str(x) for x in labels]
+    if isinstance(value, list) and value and all(isinstance(t, (str, int, float, Decimal)) for t in value):
+        texts = [str(t) for t in value]
+        return texts, list(LETTERS[: len(texts)])
+    return None
+
+
+def choice_question(fm: FieldMap, rec: Raw, question: str) -> tuple[str, list[str], Any] | str:
+    """(question with lettered options, option texts, raw answer as a letter or None), or why not."""
+    d = rec.data
+    if fm.choices == "gpqa":
+        correct = d.get(GPQA_CORRECT)
+        wrong = [d.get(c) for c in GPQA_INCORRECT]
+        opts = [str(o).strip() for o in [correct, *wrong] if not _missing(o)]
+        if _missing(correct):
+            texts = opts
+            answer = None
+        else:
+            # a fixed shuffle per question, so the correct option is not always (A)
+            random.Random(question_hash(question)).shuffle(opts)
+            texts, answer = opts, LETTERS[opts.index(str(correct).strip())]
+    else:
+        got = _choice_texts(d.get(fm.options))
+        if got is None:
+            return f"expected a list of options, found {d.get(fm.options)!r:.60}"
+        texts, labels = got
+        if len(texts) > len(LETTERS):
+            return f"{len(texts)} options (at most {len(LETTERS)})"
+        raw = d.get(fm.answer) if fm.answer else None
+        answer = None
+        if not _missing(raw):
+            if isinstance(raw, (int, Decimal, float)) and not isinstance(raw, bool):
+                i = int(raw)
+                answer = LETTERS[i] if 0 <= i < len(texts) and i == raw else None
+            else:
+                s = str(raw).strip()
+                if s in labels:
+                    answer = LETTERS[labels.index(s)]
+                elif len(s) == 1 and s.upper() in LETTERS[: len(texts)]:
+                    answer = s.upper()
+                elif s in texts:
+                    answer = LETTERS[texts.index(s)]
+            if answer is None:
+                return f"answer {raw!r:.40} is none of the {len(texts)} options' labels, letters or texts"
+    lettered = question + "\n\n" + "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(texts))
+    return lettered, texts, answer
+
+
+# ===================================================================================================
+# stage 4: validate (one record)
+# ===================================================================================================
+@dataclass(frozen=True)
+class ImportOptions:
+    """The settings of one import (the arguments of :func:`import_raw`)."""
+
+    source: str
+    data_source: str | None = None
+    split: str = "train"
+    labeled: bool | str = True
+    question_field: str | None = None
+    answer_field: str | None = None
+    id_field: str | None = None
+    ability: str | None = None
+    system_prompt: str | None = None
+    prompt_template: str | None = None
+    hidden_answers: bool = True
+    from_verl: bool = False
+
+    def check(self) -> None:
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ValueError(f"source must be a non-empty str, got {self.source!r}")
+        if self.labeled not in (True, False, "auto"):
+            raise ValueError(f"labeled must be True, False or 'auto', got {self.labeled!r}")
+        if self.prompt_template is not None and "{question}" not in self.prompt_template:
+            raise ValueError("prompt_template must contain the placeholder '{question}'")
+        if self.from_verl and (self.prompt_template is not None or self.system_prompt is not None):
+            raise ValueError("a verl file's prompt is used as it is: --prompt-template and --system-prompt do not apply with --from-verl")
+        if self.from_verl and (self.question_field or self.answer_field):
+            raise ValueError("--from-verl reads prompt[-1].content and reward_model.ground_truth; --question-field/--answer-field do not apply")
+
+    def config(self) -> dict[str, Any]:
+        """What the manifest records (JSON values)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Outcome:
+    """What stage 4 made of one record: a row, a refusal, or an issue (fatal for the import)."""
+
+    row: dict[str, Any] | None = None
+    refusal: Refusal | None = None
+    issue: Issue | None = None
+    hidden: bool = False
+
+
+def _label_state(opts: ImportOptions, rec: Raw, key: str, field_name: str | None, value: Any,
+                 answer: str | None = None, checked: bool = False) -> tuple[bool, str, dict | None, Outcome | None]:
+    """(labeled, target, simulation, early outcome) by the label mode."""
+    if checked:
+        target, why, refused = answer, (None if answer is not None else "empty"), None
+    elif field_name is None:
+        target, why, refused = None, "no answer column", None
+    else:
+        target, why, refused = normalise_target(value, field_name)
+    if refused:
+        return False, "", None, Outcome(refusal=Refusal(rec.where, field_name or "<answer>", refused, key))
+    if target is not None and opts.labeled is not False:
+        return True, target, None, None
+    if target is None and opts.labeled is True:
+        return False, "", None, Outcome(issue=Issue(
+            rec.pos, key, field_name or "<answer>",
+            f"no answer ({why}) but labeled=True; use labeled='auto' to import such rows as unlabeled{_at(rec)}"))
+    sim = {"hidden_answer": target, "noise": "none"} if target is not None and opts.hidden_answers else None
+    return False, "", sim, None
+
+
+def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) -> Outcome:
+    """Stage 4 for a plain or multiple-choice record."""
+    q = rec.data.get(fm.question)
+    if _missing(q) or not isinstance(q, str):
+        return Outcome(issue=Issue(rec.pos, None, fm.question,
+                                   f"expected a non-empty question str, found {type(q).__name__} {q!r:.60}{_at(rec)}"))
+    question = q.strip()
+    key, issue = keys.key(rec, question)
+    if issue is not None:
+        return Outcome(issue=issue)
+    extra: dict[str, Any] = {"view": "original", "pair_key": None, "question": question}
+    try:
+        extra["difficulty"] = _difficulty(rec.data.get(fm.difficulty)) if fm.difficulty else None
+    except ValueError as exc:
+        return Outcome(issue=Issue(rec.pos, key, fm.difficulty or "", f"{exc}{_at(rec)}"))
+    fam = rec.data.get(fm.family) if fm.family else None
+    extra["family"] = fam.strip() if isinstance(fam, str) and fam.strip() else None
+    template = opts.prompt_template
+    if fm.choices:
+        got = choice_question(fm, rec, question)
+        if isinstance(got, str):
+            return Outcome(refusal=Refusal(rec.where, fm.options or GPQA_CORRECT, got, key))
+        content, texts, letter = got
+        extra["choices"] = texts
+        labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, None, letter, checked=True)
+        template = template or DEFAULT_CHOICE_TEMPLATE
+    else:
+        content = question
+        labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, rec.data.get(fm.answer) if fm.answer else None)
+        template = template or DEFAULT_PROMPT_TEMPLATE
+    if early is not None:
+        return early
+    row = make_row(
+        data_source=opts.data_source or opts.source, index=key, source=opts.source,
+        question=template.replace("{question}", content), ground_truth=target, labeled=labeled,
+        split=opts.split, ability=opts.ability or "math", system_prompt=opts.system_prompt,
+        extra=extra, simulation=sim, validate=False,
+    )
+    row[EXTRA_INFO]["question"] = question
+    return Outcome(row=row, hidden=sim is not None)
+
+
+_VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}
+
+
+def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder) -> Outcome:
+    """Stage 4 for a row in verl's layout: the prompt as it is, ``reward_model.ground_truth`` as the
+    target, ``extra_info.index`` (int or str) as the id; other ``extra_info`` keys kept as metadata."""
+    d = rec.data
+    prompt = d.get("prompt")
+    if not isinstance(prompt, list) or not prompt or not all(isinstance(m, Mapping) for m in prompt):
+        return Outcome(issue=Issue(rec.pos, None, "prompt", f"expected a list of chat messages, found {prompt!r:.60}"))
+    messages = [{"role": m.get("role"), "content": m.get("content")} for m in prompt]
+    users = [m["content"] for m in messages if m["role"] == "user" and isinstance(m["content"], str)]
+    ei = d.get(EXTRA_INFO) if isinstance(d.get(EXTRA_INFO), Mapping) else {}
+    question = ei.get("question") if isinstance(ei.get("question"), str) and ei.get("question").strip() else (users[-1] if users else None)
+    if not question:
+        return Outcome(issue=Issue(rec.pos, None, "prompt", "expected a user message with text, found none"))
+    key, issue = keys.key(Raw(rec.pos, {"extra_info.index": ei.get("index")}, rec.line), question)
+    if issue is not None:
+        return Outcome(issue=issue)
+    rm = d.get("reward_model") if isinstance(d.get("reward_model"), Mapping) else {}
+    labeled, target, sim, early = _label_state(opts, rec, key, "reward_model.ground_truth", rm.get("ground_truth"))
+    if early is not None:
+        return early
+    extra: dict[str, Any] = {"view": "original", "pair_key": None, "question": question.strip()}
+    for k, v in ei.items():
+        if k in _VERL_TAKEN or v is None:
+            continue
+        t = EXTRA_INFO_OPTIONAL.get(k)
+        if t is not None and not (isinstance(v, t) and not isinstance(v, bool)):
+            k = f"verl_{k}"  # a standard key with another type: kept under another name, not lost
+        extra[k] = float(v) if isinstance(v, Decimal) else v
+    style = rm.get("style")
+    if isinstance(style, str) and style != "rule":
+        extra["verl_reward_style"] = style
+    split = ei.get("split") if isinstance(ei.get("split"), str) and ei.get("split").strip() else opts.split
+    ds = opts.data_source or (d.get("data_source") if isinstance(d.get("data_source"), str) and d.get("data_source").strip() else opts.source)
+    ab = opts.ability or (d.get("ability") if isinstance(d.get("ability"), str) and d.get("ability").strip() else "math")
+    row = make_row(data_source=ds, index=key, source=opts.source, prompt=messages, ground_truth=target,
+                   labeled=labeled, split=split, ability=ab, extra=extra, simulation=sim, validate=False)
+    return Outcome(row=row, hidden=sim is not None)
+
+
+# ===================================================================================================
+# the pipeline
+# ===================================================================================================
 @dataclass(frozen=True)
 class ImportSummary:
-    """What :func:`import_raw_with_summary` detected and produced."""
+    """What an import detected and produced (``refusals``: rows left out, with why)."""
 
     input: str
     rows: int
@@ -268,237 +830,173 @@ class ImportSummary:
     question_field: str
     answer_field: str | None
     id_field: str | None
+    refusals: tuple[Refusal, ...] = ()
+    choices: str | None = None
+    from_verl: bool = False
 
-    def describe(self) -> str:
+    def describe(self, max_refusals: int = 20) -> str:
         keys = f"id field {self.id_field!r}" if self.id_field else "question hash"
-        return (
+        text = (
             f"{self.rows} rows from {self.input}: {self.labeled} labeled, {self.unlabeled} unlabeled"
             f" ({self.hidden_answers} with a hidden answer); question field {self.question_field!r},"
             f" answer field {self.answer_field!r}, keys from {keys}"
         )
+        if self.choices:
+            text += f"; multiple choice ({self.choices}), targets are option letters"
+        if self.refusals:
+            text += f"\nrefused {len(self.refusals)} row(s) whose target no answer can match:"
+            text += "".join(f"\n  - {r}" for r in self.refusals[:max_refusals])
+            if len(self.refusals) > max_refusals:
+                text += f"\n  ... and {len(self.refusals) - max_refusals} more (all listed in the manifest)"
+        return text
 
 
-def _columns(rows: list[dict[str, Any]]) -> list[str]:
-    seen: dict[str, None] = {}
-    for r in rows:
-        for k in r:
-            seen.setdefault(str(k), None)
-    return list(seen)
+class _Pipeline:
+    """Stages 2-4 over a source of batches; yields row batches for stage 5."""
 
-
-def _detect_question(rows, columns) -> str | None:
-    for name in QUESTION_FIELDS:
-        if name not in columns:
-            continue
-        vals = [r.get(name) for r in rows if not _missing(r.get(name))]
-        if vals and all(isinstance(v, str) for v in vals):
-            return name
-    return None
-
-
-def _detect_first_present(rows, columns, candidates) -> str | None:
-    for name in candidates:
-        if name in columns and any(not _missing(r.get(name)) for r in rows):
-            return name
-    return None
-
-
-def import_raw_with_summary(
-    path_or_rows: Any,
-    *,
-    source: str,
-    data_source: str | None = None,
-    split: str = "train",
-    labeled: bool | str = True,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-    id_field: str | None = None,
-    ability: str = "math",
-    system_prompt: str | None = None,
-    prompt_template: str | None = None,
-    hidden_answers: bool = True,
-) -> tuple[list[dict[str, Any]], ImportSummary]:
-    """:func:`import_raw`, also returning an :class:`ImportSummary` of what was detected."""
-    if not isinstance(source, str) or not source.strip():
-        raise ValueError(f"source must be a non-empty str, got {source!r}")
-    if labeled not in (True, False, "auto"):
-        raise ValueError(f"labeled must be True, False or 'auto', got {labeled!r}")
-    if prompt_template is not None and "{question}" not in prompt_template:
-        raise ValueError("prompt_template must contain the placeholder '{question}'")
-    data_source = data_source or source
-
-    if isinstance(path_or_rows, (str, os.PathLike)):
-        where = str(path_or_rows)
-        raw = read_raw(path_or_rows)
-    else:
-        where = "<rows>"
-        raw = [to_python(r) for r in as_rows(path_or_rows)]
-        bad = [Issue(i, None, "<record>", f"expected a dict, found {type(r).__name__}")
-               for i, r in enumerate(raw) if not isinstance(r, Mapping)]
-        if bad:
-            raise RecordError(bad, header="cannot import rows")
-    if not raw:
-        raise RecordError(f"no records in {where}")
-    columns = _columns(raw)
-
-    # --- columns
-    if question_field is not None:
-        if question_field not in columns:
-            raise RecordError(f"question field {question_field!r} not in {where}; columns found: {columns}")
-        qf = question_field
-    else:
-        qf = _detect_question(raw, columns)
-        if qf is None:
-            raise RecordError(
-                f"no question column detected in {where}: tried {list(QUESTION_FIELDS)} (string values), "
-                f"columns found: {columns}; pass question_field= (--question-field)"
-            )
-    if answer_field is not None:
-        if answer_field not in columns:
-            raise RecordError(f"answer field {answer_field!r} not in {where}; columns found: {columns}")
-        if answer_field == qf:
-            raise RecordError(f"answer field and question field are both {qf!r}")
-        af: str | None = answer_field
-    else:
-        af = _detect_first_present(raw, [c for c in columns if c != qf], ANSWER_FIELDS)
-        if af is None and labeled is True:
-            raise RecordError(
-                f"no answer column detected in {where} (labeled=True): tried {list(ANSWER_FIELDS)}, "
-                f"columns found: {columns}; pass answer_field= (--answer-field), or import with "
-                f"labeled='auto' or labeled=False"
-            )
-    if id_field:
-        if id_field not in columns:
-            raise RecordError(f"id field {id_field!r} not in {where}; columns found: {columns}")
-        idf: str | None = id_field
-    elif id_field is None:
-        idf = _detect_first_present(raw, [c for c in columns if c not in (qf, af)], ID_FIELDS)
-    else:  # "" : use question hashes
-        idf = None
-    df = _detect_first_present(raw, columns, DIFFICULTY_FIELDS)
-    ff = _detect_first_present(raw, columns, FAMILY_FIELDS)
-
-    # --- rows
-    issues: list[Issue] = []
-    seen_ids: dict[str, int] = {}
-    hash_counts: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
-    n_hidden = 0
-    for i, rec in enumerate(raw):
-        q = rec.get(qf)
-        if _missing(q) or not isinstance(q, str):
-            issues.append(Issue(i, None, qf, f"expected a non-empty question str, found {type(q).__name__} {q!r:.60}"))
-            continue
-        question = q.strip()
-
-        if idf is not None:
-            raw_id = _id_str(rec.get(idf))
-            if raw_id is None:
-                issues.append(Issue(i, None, idf, f"expected an id (str or int), found {rec.get(idf)!r:.60}"))
-                continue
-            if raw_id in seen_ids:
-                issues.append(Issue(i, None, idf, f"expected a unique id, found {raw_id!r} again (first in row {seen_ids[raw_id]})"))
-                continue
-            seen_ids[raw_id] = i
-            key = f"{source}/{raw_id}"
+    def __init__(self, source: Any, opts: ImportOptions, batch_rows: int = BATCH_ROWS, progress=None):
+        opts.check()
+        self.opts = opts
+        self.progress = progress
+        if isinstance(source, (str, os.PathLike)):
+            self.where = str(source)
+            self.batches = lambda: iter_raw(source, batch_rows)
         else:
-            h = question_hash(question)
-            n = hash_counts.get(h, 0) + 1
-            hash_counts[h] = n
-            key = f"{source}/{h}" if n == 1 else f"{source}/{h}-{n}"
-
-        answer, why = (None, "no answer column") if af is None else reduce_answer(rec.get(af), af)
-        sim = None
-        if answer is not None and labeled is not False:
-            is_labeled, target = True, answer
-        elif answer is None and labeled is True:
-            issues.append(Issue(i, key, af or "<answer>", f"no answer ({why}) but labeled=True; use labeled='auto' to import such rows as unlabeled"))
-            continue
+            self.where = "<rows>"
+            self.batches = lambda: _iter_rows(source)
+        if opts.from_verl:
+            stats = None
+            self.fields = FieldMap("prompt", "reward_model.ground_truth", "extra_info.index", from_verl=True)
+            self.keys = KeyBuilder(opts.source, "extra_info.index")
         else:
-            is_labeled, target = False, ""
-            if answer is not None and hidden_answers:
-                sim = {"hidden_answer": answer, "noise": "none"}
-                n_hidden += 1
+            stats = ColumnStats()
+            for batch in self.batches():  # pass 1: the columns, over the whole input
+                for r in batch:
+                    stats.add(r.data)
+                if progress is not None:
+                    progress.update(len(batch))
+            if stats.rows == 0:
+                raise RecordError(f"no records in {self.where}")
+            if progress is not None:
+                progress.reset(total=stats.rows)
+                progress.set_description(f"import {Path(self.where).name}")
+            self.fields = detect_fields(stats, where=self.where, labeled=opts.labeled,
+                                        question_field=opts.question_field, answer_field=opts.answer_field,
+                                        id_field=opts.id_field)
+            self.keys = KeyBuilder(opts.source, self.fields.id)
+        self.rows = self.labeled = self.hidden = self.seen = 0
+        self.validate = True  # off when the version writer validates anyway
+        self.refusals: list[Refusal] = []
+        self.issues: list[Issue] = []
 
-        content = question if prompt_template is None else prompt_template.replace("{question}", question)
-        fam = rec.get(ff) if ff else None
-        extra = {
-            "difficulty": _difficulty(rec.get(df)) if df else None,
-            "family": fam.strip() if isinstance(fam, str) and fam.strip() else None,
-            "view": "original",
-            "pair_key": None,
-            "question": question,
-        }
-        rows.append(
-            make_row(
-                data_source=data_source,
-                index=key,
-                source=source,
-                question=content,
-                ground_truth=target,
-                labeled=is_labeled,
-                split=split,
-                ability=ability,
-                system_prompt=system_prompt,
-                extra=extra,
-                simulation=sim,
-                validate=False,
-            )
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+        self.seen = seen = 0
+        for batch in self.batches():  # pass 2: convert
+            out = []
+            for rec in batch:
+                o = (build_verl_record(rec, self.opts, self.keys) if self.fields.from_verl
+                     else build_record(rec, self.fields, self.opts, self.keys))
+                if o.issue is not None:
+                    self.issues.append(o.issue)
+                elif o.refusal is not None:
+                    self.refusals.append(o.refusal)
+                elif not self.issues:  # once the import has failed, only errors are still collected
+                    out.append(o.row)
+                    self.hidden += o.hidden
+            seen += len(batch)
+            self.seen = seen
+            if self.progress is not None:
+                self.progress.update(len(batch))
+            if self.issues:
+                continue
+            if out:
+                if self.validate:
+                    validate_rows(out)
+                self.rows += len(out)
+                self.labeled += sum(1 for r in out if r[EXTRA_INFO]["labeled"])
+                yield out
+        if self.issues:
+            raise RecordError(self.issues, header=f"cannot import {self.where}")
+        if seen == 0:
+            raise RecordError(f"no records in {self.where}")
+        if self.rows == 0:
+            raise RecordError(f"no row of {self.where} could be imported: all {len(self.refusals)} were refused"
+                              + "".join(f"\n  - {r}" for r in self.refusals[:20]))
+
+    def summary(self) -> ImportSummary:
+        return ImportSummary(
+            input=self.where, rows=self.rows, labeled=self.labeled, unlabeled=self.rows - self.labeled,
+            hidden_answers=self.hidden, question_field=self.fields.question, answer_field=self.fields.answer,
+            id_field=self.fields.id, refusals=tuple(self.refusals), choices=self.fields.choices,
+            from_verl=self.fields.from_verl,
         )
-    if issues:
-        raise RecordError(issues, header=f"cannot import {where}")
-    validate_rows(rows)
-    n_labeled = sum(1 for r in rows if r[EXTRA_INFO]["labeled"])
-    summary = ImportSummary(
-        input=where,
-        rows=len(rows),
-        labeled=n_labeled,
-        unlabeled=len(rows) - n_labeled,
-        hidden_answers=n_hidden,
-        question_field=qf,
-        answer_field=af,
-        id_field=idf,
-    )
-    return rows, summary
 
 
-def import_raw(
-    path_or_rows: Any,
-    *,
-    source: str,
-    data_source: str | None = None,
-    split: str = "train",
-    labeled: bool | str = True,
-    question_field: str | None = None,
-    answer_field: str | None = None,
-    id_field: str | None = None,
-    ability: str = "math",
-    system_prompt: str | None = None,
-    prompt_template: str | None = None,
-    hidden_answers: bool = True,
-) -> list[dict[str, Any]]:
-    """Convert raw question/answer data into validated records (see the module docstring).
+def import_raw_with_summary(path_or_rows: Any, **options: Any) -> tuple[list[dict[str, Any]], ImportSummary]:
+    """:func:`import_raw`, also returning an :class:`ImportSummary` (with the refused rows)."""
+    pipe = _Pipeline(path_or_rows, ImportOptions(**options))
+    rows = [r for batch in pipe for r in batch]
+    return rows, pipe.summary()
+
+
+def import_raw(path_or_rows: Any, **options: Any) -> list[dict[str, Any]]:
+    """Convert raw question/answer data into validated records, in memory (see the module docstring).
 
     ``path_or_rows``: a ``.jsonl``/``.ndjson``, ``.json``, ``.csv``/``.tsv`` or ``.parquet`` path, a
-    list of dicts or a DataFrame. ``source`` names the provenance and prefixes every key;
-    ``data_source`` defaults to ``source``. ``id_field=""`` forces question-hash keys even when an id
-    column exists. ``prompt_template`` (with a ``{question}`` placeholder) wraps the question in the
-    user message; ``extra_info.question`` keeps the raw text and keys never depend on the template.
-    Raises :class:`RecordError` listing every bad row, or for an unreadable file, an unknown
-    extension or an undetectable question column (the message lists the columns found).
+    list of dicts or a DataFrame. Options (:class:`ImportOptions`): ``source`` (required; prefixes
+    every key), ``data_source`` (default ``source``), ``split``, ``labeled`` (True/"auto"/False),
+    ``question_field`` / ``answer_field`` / ``id_field`` (``""`` forces question-hash keys),
+    ``ability``, ``system_prompt``, ``prompt_template`` (with ``{question}``; default
+    :data:`DEFAULT_PROMPT_TEMPLATE`, or :data:`DEFAULT_CHOICE_TEMPLATE` for multiple choice),
+    ``hidden_answers``, ``from_verl``. Raises :class:`RecordError` listing every bad row; rows whose
+    target can never be matched are left out and listed in the summary
+    (:func:`import_raw_with_summary`).
     """
-    rows, _ = import_raw_with_summary(
-        path_or_rows,
-        source=source,
-        data_source=data_source,
-        split=split,
-        labeled=labeled,
-        question_field=question_field,
-        answer_field=answer_field,
-        id_field=id_field,
-        ability=ability,
-        system_prompt=system_prompt,
-        prompt_template=prompt_template,
-        hidden_answers=hidden_answers,
-    )
-    return rows
+    return import_raw_with_summary(path_or_rows, **options)[0]
+
+
+def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
+                batch_rows: int = BATCH_ROWS, progress: bool | None = None, **options: Any):
+    """Import the raw file ``path`` as the dataset version ``out`` (Parquet + manifest), streaming.
+
+    Memory is bounded by a batch (plus one small entry per row for keys); the manifest's parent is
+    the raw file's hash, its rule ``import``, its config the options, its refusals the rows left out.
+    Returns ``(ImportSummary, Manifest)``.
+    """
+    from .versions import Parent, VersionWriter, check_output, parent_of
+
+    path = Path(path)
+    check_output(out, [path], force=force)
+    opts = ImportOptions(**options)
+    bar = _progress(path, progress)
+    try:
+        pipe = _Pipeline(path, opts, batch_rows, progress=bar)
+        pipe.validate = False
+        with VersionWriter(out, rule="import", config=opts.config(), force=force,
+                           parents=[parent_of(path, rows=None)]) as w:
+            for batch in pipe:
+                w.write(batch)
+            for r in pipe.refusals:
+                w.refuse(r)
+            summary = pipe.summary()
+            p0 = w.parents[0]
+            w.parents[0] = Parent(p0.name, p0.sha256, pipe.seen)  # the raw records read
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary, w.manifest
+
+
+def _progress(path: Path, enabled: bool | None):
+    """A tqdm bar over records for ``path`` (total known for Parquet); None when disabled."""
+    if enabled is False:
+        return None
+    from tqdm import tqdm
+
+    total = None
+    if path.suffix.lower() in (".parquet", ".pq"):
+        from .versions import parquet_rows
+
+        total = parquet_rows(path)
+    return tqdm(total=total, desc=f"scan {path.name}", unit=" rows", disable=None if enabled is None else not enabled,
+                mininterval=0.5, leave=False)
