@@ -1,14 +1,32 @@
-"""``devenus``: the command line of the offline side (testbed, import, demo).
+"""``devenus``: the command line of the offline side (testbed, demo, import, data transforms).
 
 Training runs through verl's own entry point with Hydra overrides (see README); this CLI covers what
-happens outside the training loop.
+happens outside the training loop. Each package mounts its own commands: a module listed in
+:data:`COMMAND_MODULES` exposes ``add_parser(subparsers)``. Errors a user can fix (bad input, an
+existing output, a missing file, a full disk) print ``error: ...`` and exit 1, usage errors exit 2,
+and neither shows a traceback (``DEVENUS_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 from pathlib import Path
+
+DESCRIPTION = (
+    "DE-Venus: data-efficient RL with verifiable rewards on verl. Offline commands: the CPU testbed, "
+    "the demo, data import and label-state transforms. Training: python -m devenus.train <verl overrides>."
+)
+
+#: modules that mount their own sub-commands (each exposes ``add_parser(subparsers)``), in help order
+COMMAND_MODULES: tuple[str, ...] = (
+    "devenus.records.cli",  # import, data hide-labels, data pair-views
+)
+
+#: exceptions that are the user's to fix: shown as one line, never as a traceback
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError)
 
 
 def _testbed_config(args):
@@ -30,12 +48,16 @@ def cmd_testbed_build(args) -> int:
 
 
 def cmd_testbed_noise(args) -> int:
-    from devenus.records import read_records, write_records
+    from devenus.records import read_records
+    from devenus.records.versions import check_output, row_changes, write_version
     from devenus.testbed import build_testbed
     from devenus.testbed.noise import inject_noise, sample_wrong_answers
 
     tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir)
-    rows = read_records(tb.split("train"))
+    parent = tb.split("train")
+    out = Path(args.out or tb.root / "data" / f"train_noisy_{args.regime}_{args.rho:g}.parquet")
+    check_output(out, [parent], force=args.force)  # before minutes of sampling, not after
+    rows = read_records(parent)
     wrong = None
     if args.regime == "active":
         import torch
@@ -43,12 +65,16 @@ def cmd_testbed_noise(args) -> int:
         torch.set_num_threads(1)
         model, tok = tb.load_model()
         print(f"sampling {args.samples} answers per question from the base model for {len(rows)} questions ...")
-        wrong = sample_wrong_answers(model, tok, rows, args.samples, seed=args.seed)
+        wrong = sample_wrong_answers(model, tok, rows, args.samples, seed=args.seed,
+                                     progress=False if args.no_progress else None)
     noisy = inject_noise(rows, args.rho, args.regime, args.seed, wrong)
-    out = Path(args.out or tb.root / "data" / f"train_noisy_{args.regime}_{args.rho:g}.parquet")
-    write_records(noisy, out)
+    why = f"{args.regime} noise at rho={args.rho:g} (seed {args.seed})"
+    changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, why)]
+    config = {"rho": args.rho, "regime": args.regime, "seed": args.seed,
+              "samples": args.samples if args.regime == "active" else None}
+    m = write_version(noisy, out, rule="testbed-noise", config=config, parent=parent, changes=changes, force=args.force)
     n = sum(r["simulation"]["noise"] != "none" for r in noisy)
-    print(f"wrote {out}: {n}/{len(noisy)} targets replaced ({args.regime})")
+    print(f"wrote {out}: {n}/{len(noisy)} targets replaced ({args.regime}); manifest {m.path}")
     return 0
 
 
@@ -99,83 +125,86 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def cmd_hide_labels(args) -> int:
-    from devenus.records import hide_labels, read_records, write_records
-
-    rows = hide_labels(read_records(args.input), args.labeled_fraction, args.seed)
-    write_records(rows, args.out)
-    n = sum(r["extra_info"]["labeled"] for r in rows)
-    print(f"wrote {args.out}: {n}/{len(rows)} rows labeled")
-    return 0
-
-
-def cmd_pair_views(args) -> int:
-    from devenus.records.pairs import pair_view_files
-
-    try:
-        rows = pair_view_files(args.original, args.paraphrase, args.out)
-    except (ValueError, FileNotFoundError) as e:  # RecordError is a ValueError
-        print(f"devenus data pair-views: error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.out}: {len(rows) // 2} pairs ({len(rows)} rows), each original followed by its rewrite")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="devenus", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(prog="devenus", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def testbed_args(sp):
-        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--seed", type=int, default=0, help="seed of the testbed (and of the command's sampling; default: 0)")
         sp.add_argument("--cache-dir", default=None, help="default: $DEVENUS_CACHE or ~/.cache/devenus")
 
-    tb = sub.add_parser("testbed", help="the CPU testbed").add_subparsers(dest="tb_cmd", required=True)
+    tb = sub.add_parser("testbed", help="the CPU testbed").add_subparsers(dest="tb_cmd", required=True, metavar="{build,noise}")
     b = tb.add_parser("build", help="build (or reuse) the testbed and print the base model's accuracy")
     testbed_args(b)
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(fn=cmd_testbed_build)
-    n = tb.add_parser("noise", help="write a noisy-label copy of the train split")
+    n = tb.add_parser("noise", help="write a noisy-label copy of the train split (a dataset version with its manifest)")
     testbed_args(n)
-    n.add_argument("--rho", type=float, required=True)
-    n.add_argument("--regime", choices=("inactive", "active"), required=True)
+    n.add_argument("--rho", type=_fraction, required=True, help="share of the labeled targets replaced, in [0, 1]")
+    n.add_argument("--regime", choices=("inactive", "active"), required=True,
+                   help="inactive: targets the policy never produces; active: wrong answers the base model samples")
     n.add_argument("--samples", type=int, default=8, help="base-model samples per question (active)")
-    n.add_argument("--out", default=None)
+    n.add_argument("--out", default=None, help="default: <testbed>/data/train_noisy_<regime>_<rho>.parquet")
+    n.add_argument("--force", action="store_true", help="replace --out if it exists (never the train split)")
+    n.add_argument("--no-progress", action="store_true", help="no progress bar")
     n.set_defaults(fn=cmd_testbed_noise)
 
     d = sub.add_parser("demo", help="the embedded default: GRPO on the CPU testbed through verl, before/after accuracy")
     testbed_args(d)
     d.add_argument("--force", action="store_true", help="rebuild the testbed even if cached")
-    d.add_argument("--steps", type=int, default=30)
+    d.add_argument("--steps", type=int, default=30, help="training steps (default: 30)")
     d.add_argument("--out", default="outputs/demo", help="run folder (log, validation dumps)")
     d.set_defaults(fn=cmd_demo)
 
-    from devenus.records.cli import add_import_arguments, run_import
-
-    i = sub.add_parser("import", help="convert raw JSONL/CSV/Parquet into the record contract")
-    add_import_arguments(i)
-    i.set_defaults(fn=run_import)
-
-    data = sub.add_parser("data", help="label-state transforms of record files").add_subparsers(dest="data_cmd", required=True)
-    h = data.add_parser("hide-labels", help="keep a fraction of labels; move the rest to simulation truth")
-    h.add_argument("input")
-    h.add_argument("--labeled-fraction", type=float, required=True)
-    h.add_argument("--seed", type=int, default=0)
-    h.add_argument("--out", required=True)
-    h.set_defaults(fn=cmd_hide_labels)
-    pv = data.add_parser("pair-views", help="merge originals and their rewrites (joined by extra_info.pair_key)")
-    pv.add_argument("original")
-    pv.add_argument("paraphrase")
-    pv.add_argument("--out", required=True)
-    pv.set_defaults(fn=cmd_pair_views)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    import os
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version("devenus")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _fraction(text: str) -> float:
+    from devenus.records.cli import fraction
+
+    return fraction(text)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a user error: what failed and where, without the exception's class."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" {exc.filename}" if exc.filename else ""
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)) or where:
+            return f"{exc.strerror.lower()}:{where}" if where else exc.strerror
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def run_command(fn, args) -> int:
+    """Run a command function; a user error becomes ``error: ...`` on stderr and exit code 1."""
+    try:
+        return fn(args) or 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as exc:
+        if os.environ.get("DEVENUS_DEBUG"):
+            raise
+        print(f"error: {describe_error(exc)}", file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
-    return args.fn(args)
+    args = build_parser().parse_args(argv)  # usage errors: argparse prints them and exits 2
+    return run_command(args.fn, args)
 
 
 if __name__ == "__main__":

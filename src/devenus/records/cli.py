@@ -1,7 +1,9 @@
-"""``devenus import``: raw question/answer data -> a validated records Parquet file.
+"""``devenus import`` and ``devenus data ...``: raw data in, label-state transforms, as dataset versions.
 
-:func:`add_import_arguments` + :func:`run_import` let the main CLI mount this as a subcommand;
-:func:`main_import` is the standalone entry (``python -m devenus.records.cli``).
+:func:`add_parser` mounts the commands on the main CLI (``devenus.cli``); :func:`main_import` is the
+standalone import (``python -m devenus.records.cli``). Every command writes through
+:mod:`devenus.records.versions` (Parquet + manifest) and follows its output rule: an existing output
+is refused unless ``--force``, an output that is an input always.
 """
 
 from __future__ import annotations
@@ -10,27 +12,38 @@ import argparse
 import sys
 from pathlib import Path
 
-from .importer import import_raw_with_summary
-from .io import write_records
-from .validate import RecordError
-
 _LABELED = {"true": True, "false": False, "auto": "auto"}
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number in [0, 1] (a usage error otherwise)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
+    return v
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the import command's arguments to ``parser``."""
     parser.add_argument("input", help="raw data: .jsonl/.ndjson, .json, .csv/.tsv or .parquet")
-    parser.add_argument("--out", "-o", required=True, help="records Parquet file to write")
+    parser.add_argument("--out", "-o", required=True, help="records Parquet file to write (a manifest is written beside it)")
     parser.add_argument("--source", help="provenance name, prefixes every key (default: input file stem)")
-    parser.add_argument("--data-source", help="data_source column, picks the scorer (default: --source)")
+    parser.add_argument("--data-source", help="data_source column, picks the scorer (default: --source; "
+                                              "with --from-verl: the file's own)")
     parser.add_argument("--split", default="train", help="split name (default: train)")
-    parser.add_argument("--ability", default="math", help="ability column (default: math)")
+    parser.add_argument("--ability", default=None, help="ability column (default: math; with --from-verl: the file's own)")
     parser.add_argument("--question-field", help="question column (default: auto-detect)")
     parser.add_argument("--answer-field", help="answer column (default: auto-detect)")
     parser.add_argument(
         "--id-field",
         help="id column for keys (default: auto-detect; 'none' = always use question hashes)",
     )
+    parser.add_argument("--from-verl", action="store_true",
+                        help="the input is verl's own layout (prompt messages, reward_model.ground_truth, "
+                             "extra_info.index): keep its prompt, import its targets and keys")
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--labeled", choices=sorted(_LABELED), default="true",
@@ -42,51 +55,93 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--no-hidden-answers", action="store_true",
                         help="with unlabeled rows, drop answers instead of keeping them as simulation truth")
     parser.add_argument("--system-prompt", help="system message put before each question")
-    parser.add_argument("--prompt-template", help="user message template with a {question} placeholder")
-    parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    parser.add_argument("--prompt-template",
+                        help="user message template with a {question} placeholder (default: the question, then "
+                             "a request to put the final answer in \\boxed{}; '{question}' = the bare question)")
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
 def run_import(args: argparse.Namespace) -> int:
-    """Run the import for parsed ``args``; prints a summary; returns an exit code."""
-    out = Path(args.out)
-    if out.exists() and not args.force:
-        print(f"error: {out} exists (use --force to replace it)", file=sys.stderr)
-        return 1
+    """Run the import for parsed ``args``; prints a summary; returns 0 (errors raise)."""
+    from .importer import import_file
+
     id_field = args.id_field
     if id_field is not None and id_field.lower() == "none":
         id_field = ""
-    source = args.source or Path(args.input).stem
-    try:
-        rows, summary = import_raw_with_summary(
-            args.input,
-            source=source,
-            data_source=args.data_source,
-            split=args.split,
-            labeled=_LABELED[args.labeled],
-            question_field=args.question_field,
-            answer_field=args.answer_field,
-            id_field=id_field,
-            ability=args.ability,
-            system_prompt=args.system_prompt,
-            prompt_template=args.prompt_template,
-            hidden_answers=not args.no_hidden_answers,
-        )
-        write_records(rows, out)
-    except (RecordError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    summary, manifest = import_file(
+        args.input, args.out, force=args.force, progress=False if args.no_progress else None,
+        source=args.source or Path(args.input).stem,
+        data_source=args.data_source,
+        split=args.split,
+        labeled=_LABELED[args.labeled],
+        question_field=args.question_field,
+        answer_field=args.answer_field,
+        id_field=id_field,
+        ability=args.ability,
+        system_prompt=args.system_prompt,
+        prompt_template=args.prompt_template,
+        hidden_answers=not args.no_hidden_answers,
+        from_verl=args.from_verl,
+    )
     print(summary.describe())
-    print(f"wrote {summary.rows} rows ({summary.labeled} labeled) to {out}")
+    print(f"wrote {summary.rows} rows ({summary.labeled} labeled) to {args.out}; manifest {manifest.path}")
     return 0
 
 
+def cmd_hide_labels(args: argparse.Namespace) -> int:
+    from .labels import hide_labels_file
+
+    m = hide_labels_file(args.input, args.out, args.labeled_fraction, args.seed, force=args.force,
+                         progress=False if args.no_progress else None)
+    print(f"wrote {args.out}: {m.output['labeled']}/{m.output['rows']} rows labeled "
+          f"({m.counts['changed_rows']} hidden); manifest {m.path}")
+    return 0
+
+
+def cmd_pair_views(args: argparse.Namespace) -> int:
+    from .pairs import pair_view_files
+
+    rows = pair_view_files(args.original, args.paraphrase, args.out, force=args.force)
+    print(f"wrote {args.out}: {len(rows) // 2} pairs ({len(rows)} rows), each original followed by its rewrite")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Mount ``import`` and ``data {hide-labels,pair-views}`` on the main CLI's sub-parsers."""
+    i = subparsers.add_parser("import", help="convert raw JSONL/CSV/Parquet (or verl Parquet) into the record contract",
+                              description="Convert raw question/answer data into a records Parquet file plus its manifest.")
+    add_import_arguments(i)
+    i.set_defaults(fn=run_import)
+
+    data = subparsers.add_parser("data", help="label-state transforms of record files").add_subparsers(
+        dest="data_cmd", required=True, metavar="{hide-labels,pair-views}")
+    h = data.add_parser("hide-labels", help="keep a fraction of labels; move the rest to simulation truth")
+    h.add_argument("input", help="records Parquet file to read")
+    h.add_argument("--labeled-fraction", type=fraction, required=True,
+                   help="share of the labeled rows that keep their label, in [0, 1]")
+    h.add_argument("--seed", type=int, default=0, help="which rows keep their label (default: 0)")
+    h.add_argument("--out", required=True, help="records Parquet file to write (a manifest is written beside it)")
+    h.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
+    h.add_argument("--no-progress", action="store_true", help="no progress bar")
+    h.set_defaults(fn=cmd_hide_labels)
+    pv = data.add_parser("pair-views", help="merge originals and their rewrites (joined by extra_info.pair_key)")
+    pv.add_argument("original", help="records file of the original questions")
+    pv.add_argument("paraphrase", help="records file of their rewrites (same pair_key, other index)")
+    pv.add_argument("--out", required=True, help="records Parquet file to write (a manifest is written beside it)")
+    pv.add_argument("--force", action="store_true", help="replace --out if it exists (never an input)")
+    pv.set_defaults(fn=cmd_pair_views)
+
+
 def main_import(argv: list[str] | None = None) -> int:
-    """``devenus import INPUT --out OUT [...]``; returns the exit code."""
+    """``devenus import INPUT --out OUT [...]``; returns the exit code (1 with ``error: ...`` on stderr)."""
+    from devenus.cli import run_command
+
     parser = add_import_arguments(
         argparse.ArgumentParser(prog="devenus import", description="Import raw data as DE-Venus records.")
     )
-    return run_import(parser.parse_args(argv))
+    return run_command(run_import, parser.parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

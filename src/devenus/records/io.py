@@ -280,3 +280,52 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
         except RecordError as exc:
             raise RecordError(exc.issues, header=f"records in {path} break the contract") from None
     return rows
+
+
+def record_file_rows(path: str | os.PathLike[str]) -> int:
+    """Row count of a records file from its Parquet footer (no data read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = check_input(path, "records file")
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+
+
+def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
+    """Rows of a records file as plain python dicts, in batches (lists) of ``batch_rows``: memory is
+    bounded by one batch. Not validated here (a version writer validates what it writes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = check_input(path, "records file")
+    try:
+        pf = pq.ParquetFile(path)
+        names = [n for n in pf.schema_arrow.names if not n.startswith("__index_level_")]
+        if columns is not None:
+            names = [n for n in names if n in columns]
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
+            yield [to_python(r) for r in batch.to_pylist()]
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+
+
+def records_schema_of(path: str | os.PathLike[str]):
+    """The records schema for rows read from ``path``: the standard fields with their standard types,
+    plus the file's own extra metadata fields with the file's types (so that a stream of batches
+    keeps one schema even where its first batch holds only nulls)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(check_input(path, "records file"))
+
+    def extras(name: str, standard) -> dict:
+        if name not in schema.names or not hasattr(schema.field(name).type, "num_fields"):
+            return {}
+        t = schema.field(name).type
+        return {t.field(i).name: t.field(i).type for i in range(t.num_fields) if t.field(i).name not in standard}
+
+    cols = {n: schema.field(n).type for n in schema.names
+            if n not in _KNOWN_COLUMNS and not n.startswith("__index_level_")}
+    return records_schema(extras(EXTRA_INFO, EXTRA_INFO_STANDARD), extras(SIMULATION, SIMULATION_FIELDS), cols)

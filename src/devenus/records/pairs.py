@@ -90,10 +90,18 @@ def pair_views(
     return out
 
 
-def pair_view_files(original: str, rewrite: str, out: str) -> list[dict[str, Any]]:
-    """Read both record files, pair them (:func:`pair_views`), validate and write ``out``; returns the rows."""
-    from .io import read_records, write_records
+def pair_view_files(original: str, rewrite: str, out: str, *, force: bool = False) -> list[dict[str, Any]]:
+    """Read both record files, pair them (:func:`pair_views`) and write the dataset version ``out``
+    (Parquet + manifest; parents: both files; changes: every ``extra_info.view`` filled in).
+    Returns the rows."""
+    from .io import read_records
+    from .versions import check_output, row_changes, write_version
 
-    rows = pair_views(read_records(original), read_records(rewrite))
-    write_records(rows, out)  # validates the merged rows (e.g. an index shared across the two files)
+    check_output(out, [original, rewrite], force=force)
+    originals, rewrites = read_records(original), read_records(rewrite)
+    rows = pair_views(originals, rewrites)
+    before = {r["extra_info"]["index"]: r for r in (*originals, *rewrites)}
+    changes = [c for r in rows for c in row_changes(before[r["extra_info"]["index"]], r, "view filled in by pair-views")]
+    # write_version validates the merged rows (e.g. an index shared across the two files)
+    write_version(rows, out, rule="pair-views", config={}, parent=[original, rewrite], changes=changes, force=force)
     return rows

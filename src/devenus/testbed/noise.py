@@ -79,15 +79,32 @@ def inject_noise(
     return out
 
 
+#: questions per sampling call; each call shows as one step of the progress bar
+SAMPLE_CHUNK = 256
+
+
 def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int = 8, seed: int = 0,
-                         max_new_tokens: int = 96) -> dict[str, list[str]]:
-    """Wrong (parseable, non-equivalent) answers the policy samples at T=1, keyed by sample key."""
+                         max_new_tokens: int = 96, progress: bool | None = None) -> dict[str, list[str]]:
+    """Wrong (parseable, non-equivalent) answers the policy samples at T=1, keyed by sample key.
+
+    Questions are sampled in chunks of :data:`SAMPLE_CHUNK`, chunk ``i`` with seed
+    ``seed * 1_000_003 + i``, so the result depends on (seed, rows) only and a progress bar
+    (``progress``: None = when stderr is a terminal) can follow the minutes this takes.
+    """
+    from tqdm import tqdm
+
     from devenus.testbed.sampling import sample
     from devenus.verify import extract_answer, get_default_verifier
 
     verifier = get_default_verifier()
     questions = [r["prompt"][-1]["content"] for r in rows]
-    comps = sample(model, tokenizer, questions, n_samples, 1.0, max_new_tokens, seed=seed)
+    comps = []
+    with tqdm(total=len(questions), desc="sampling", unit=" questions", mininterval=0.5, leave=False,
+              disable=None if progress is None else not progress) as bar:
+        for i, start in enumerate(range(0, len(questions), SAMPLE_CHUNK)):
+            chunk = questions[start : start + SAMPLE_CHUNK]
+            comps += sample(model, tokenizer, chunk, n_samples, 1.0, max_new_tokens, seed=seed * 1_000_003 + i)
+            bar.update(len(chunk))
     out: dict[str, list[str]] = {}
     for row, cs in zip(rows, comps):
         truth = (row.get("simulation") or {}).get("hidden_answer") or row["reward_model"]["ground_truth"]
