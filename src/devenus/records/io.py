@@ -278,8 +278,23 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
         try:
             validate_rows(rows)
         except RecordError as exc:
-            raise RecordError(exc.issues, header=f"records in {path} break the contract") from None
+            raise RecordError(exc.issues, header=f"records in {path} break the contract",
+                              hint=fix_hint(path, exc.issues)) from None
     return rows
+
+
+#: fields a verl-prepared file lacks (or types differently) and an import adds
+_VERL_GAPS = {f"{EXTRA_INFO}.labeled", f"{EXTRA_INFO}.label_source", f"{EXTRA_INFO}.source", f"{EXTRA_INFO}.index"}
+
+
+def fix_hint(path: str | os.PathLike[str], issues: list[Issue]) -> str:
+    """The command that turns ``path`` into a records file, named in the contract error."""
+    fields = {i.field for i in issues}
+    if fields & _VERL_GAPS:
+        return (f"if this is verl's own layout (prompt, reward_model.ground_truth, extra_info.index), convert it:\n"
+                f"  devenus import {path} --from-verl --out {Path(path).with_suffix('')}.records.parquet")
+    return (f"if this is raw question/answer data, import it:\n"
+            f"  devenus import {path} --out {Path(path).with_suffix('')}.records.parquet")
 
 
 def record_file_rows(path: str | os.PathLike[str]) -> int:

@@ -63,7 +63,8 @@ class RecordError(ValueError):
     ``issues`` holds every violation found (not only the ones shown in the message).
     """
 
-    def __init__(self, issues: Sequence[Issue] | str, *, header: str | None = None, max_shown: int = MAX_SHOWN):
+    def __init__(self, issues: Sequence[Issue] | str, *, header: str | None = None, max_shown: int = MAX_SHOWN,
+                 hint: str | None = None):
         if isinstance(issues, str):
             self.issues: list[Issue] = []
             super().__init__(issues)
@@ -75,6 +76,8 @@ class RecordError(ValueError):
         lines += [f"  - {issue}" for issue in self.issues[:max_shown]]
         if n > max_shown:
             lines.append(f"  ... and {n - max_shown} more")
+        if hint:
+            lines.append(hint)
         super().__init__("\n".join(lines))
 
 

@@ -356,6 +356,13 @@ class VersionWriter:
     def commit(self) -> Manifest:
         if self._done:
             raise RuntimeError("version already committed or aborted")
+        try:
+            return self._commit()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _commit(self) -> Manifest:
         if self._rows == 0:
             raise VersionError(f"no rows to write to {self.out}")
         self._writer.close()
@@ -375,6 +382,7 @@ class VersionWriter:
                   "parents": [p.to_json() for p in self.parents], "output": output, "counts": counts}
         text = json.dumps(header, sort_keys=True, ensure_ascii=False, indent=1, allow_nan=False)
         man_tmp = temp_path(self.manifest_out)
+        backup = None
         try:
             with open(man_tmp, "w", encoding="utf-8") as f, open(self._changes_tmp, encoding="utf-8") as ch:
                 f.write(text[: text.rindex("}")].rstrip() + ",\n")
@@ -386,18 +394,37 @@ class VersionWriter:
                     f.write(("\n  " if first else ",\n  ") + line.rstrip("\n"))
                     first = False
                 f.write("\n ]\n}\n" if not first else "]\n}\n")
-            # the Parquet goes first: a kill between the renames leaves a manifest whose output hash
-            # does not match, which verify_manifest reports; never a manifest of a missing version
+            backup = self._link_backup()
+            # The Parquet goes first. An exception after its rename puts the old one back (from the
+            # hard-linked backup); a kill there leaves a manifest whose output hash does not match,
+            # which verify_manifest reports. Never a manifest for a version that is not there.
             commit_temp(self._tmp, self.out, sync_dir=False)
-            commit_temp(man_tmp, self.manifest_out)
-        except BaseException:
+            try:
+                commit_temp(man_tmp, self.manifest_out)
+            except BaseException:
+                if backup is not None:
+                    os.replace(backup, self.out)
+                    backup = None
+                raise
+        finally:
             discard_temp(man_tmp)
-            self.abort()
-            raise
+            discard_temp(backup)
         discard_temp(self._changes_tmp)
         self._done = True
         self.manifest = read_manifest(self.manifest_out)
         return self.manifest
+
+    def _link_backup(self) -> Path | None:
+        """A hard link to the current output (no copy), to restore it if the manifest cannot follow."""
+        if not self.out.exists():
+            return None
+        backup = temp_path(self.out)
+        os.unlink(backup)
+        try:
+            os.link(self.out, backup)
+        except OSError:
+            return None  # a file system without hard links: a failure there is still detected
+        return backup
 
     def abort(self) -> None:
         if self._writer is not None:
