@@ -180,10 +180,8 @@ def _fraction(text: str) -> float:
 def describe_error(exc: BaseException) -> str:
     """One line for a user error: what failed and where, without the exception's class."""
     if isinstance(exc, OSError) and exc.strerror:
-        where = f" {exc.filename}" if exc.filename else ""
-        if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)) or where:
-            return f"{exc.strerror.lower()}:{where}" if where else exc.strerror
-        return exc.strerror
+        text = exc.strerror[:1].lower() + exc.strerror[1:]
+        return f"{text}: {exc.filename}" if exc.filename else text
     return str(exc) or type(exc).__name__
 
 
