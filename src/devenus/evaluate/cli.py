@@ -82,6 +82,18 @@ def resolve_model(model: str, args) -> tuple[str, str]:
     return str(merge_to_hf(p)), "verl checkpoint, merged"
 
 
+def _default_name(model: str, model_dir: str) -> str:
+    """A readable output name: 'testbed', the HF folder's name, or '<run>-global_step_N' for a verl checkpoint."""
+    if model == "testbed":
+        return "testbed"
+    m = Path(model_dir).resolve()
+    if m.parent.name == "actor" and m.parent.parent.name.startswith("global_step_"):
+        step = m.parent.parent
+        run = step.parent.parent.name if step.parent.name == "checkpoints" else step.parent.name
+        return f"{run}-{step.name}"
+    return m.name
+
+
 def run_eval(args) -> int:
     try:
         return _run(args)
@@ -130,7 +142,7 @@ def _run(args) -> int:
             path = find_file(b, args.data_dir, files)
         items[b.name] = prepare(b, path, args.limit)
     model_dir, how = resolve_model(args.model, args)
-    out = Path(args.out or Path("outputs") / "eval" / (Path(model_dir).name if not is_testbed else "testbed"))
+    out = Path(args.out or Path("outputs") / "eval" / _default_name(args.model, model_dir))
     off = [f"{n} k={k}" for n, k in ks.items()] + (["temperature"] if args.temperature is not None else []) + \
           (["top-p"] if args.top_p is not None else []) + ([f"--limit {args.limit}"] if args.limit else [])
     print(f"model: {model_dir} ({how})")
