@@ -54,11 +54,50 @@ def test_overlong_answer_is_rejected():
 
 
 def test_extra_patterns_and_switches():
-    cfg = ExtractConfig(extra_patterns=(r"Answer:\s*([A-E])",))
-    assert extract_answer("blah\nAnswer: C", cfg) == "C"
-    assert extract_answer("blah\nAnswer: C") is None
+    cfg = ExtractConfig(extra_patterns=(r"Choice\s*->\s*([A-E])",))
+    assert extract_answer("blah\nChoice -> C", cfg) == "C"
+    assert extract_answer("blah\nChoice -> C") is None
     no_box = ExtractConfig(use_boxed=False)
     assert extract_answer("\\boxed{1}\n#### 2", no_box) == "2"
+    no_line = ExtractConfig(use_answer_line=False)
+    assert extract_answer("blah\nAnswer: 34", no_line) is None
+    assert extract_answer("blah\nAnswer: 34", ExtractConfig(extra_patterns=(r"(?i)Answer\s*:\s*(\S+)",), use_answer_line=False)) == "34"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # DAPO-Math-17k: "The last line of your response should be of the form Answer: $Answer"
+        ("Let me compute. 3 * 4 = 12.\nAnswer: 12", "12"),
+        ("work\nAnswer: $\\frac{1}{2}$\n\n", "\\frac{1}{2}"),
+        ("work\nanswer: 7.", "7"),
+        ("work\n**Answer:** 12", "12"),
+        ("work\n**Final Answer:** 1,000", "1,000"),
+        ("work\n## Answer: 9", "9"),
+        ("work\r\nAnswer: 5\r\n", "5"),
+        ("Answer: 7", "7"),
+        ("work\nAnswer: (C)", "(C)"),
+        # its place in the order: after \boxed and ####, before "the answer is"
+        ("\\boxed{3}\nAnswer: 4", "3"),
+        ("#### 7\nAnswer: 8", "7"),
+        ("the answer is 4. Wait, no.\nAnswer: 5", "5"),
+    ],
+)
+def test_answer_line(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: 3\nbut then I kept writing",  # not the last line: a heading, not the final answer
+        "work\nAnswer:",  # nothing after it
+        "work\nMy answer: 9",  # not a line that starts with Answer
+        "work\nThe Answer: key idea is",  # not at the start of the line either
+    ],
+)
+def test_answer_line_only_on_the_last_line(text):
+    assert extract_answer(text) is None
 
 
 @pytest.mark.parametrize(
@@ -69,6 +108,8 @@ def test_extra_patterns_and_switches():
         "word " * 200_000 + "\\boxed{42}",
         "the answer is " * 70_000,
         "{" * 1_000_000,
+        "Answer: " + " *" * 500_000,  # one giant last line of markdown noise
+        "Answer:" * 300_000,
     ],
 )
 def test_megabyte_inputs_are_fast(text):

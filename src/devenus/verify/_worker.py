@@ -1,13 +1,30 @@
-"""Sandboxed math-verify worker: a separate interpreter that answers equivalence checks.
+"""Sandboxed math-verify workers: a template process (zygote) that forks warm workers on demand.
 
 Run as a script (``python _worker.py '<json options>'``), never imported by the parent: it only
-needs the standard library and ``math_verify``. Protocol: one JSON object per line.
+needs the standard library and ``math_verify``. The options carry ``ctl_fd``, the zygote's end of
+a ``SOCK_SEQPACKET`` socket pair (one message per record).
 
-* startup: the worker writes ``{"ready": true, "pid": ...}`` (or ``{"ready": false, "error": ...}``)
+Zygote (this process), over the control socket:
+
+* startup: it imports math-verify, warms sympy up, then sends ``{"ready": true, "pid": ...}``
+  (or ``{"ready": false, "error": ...}``);
+* ``{"op": "fork", "id": n}``: it replies ``{"id": n, "pid": p}`` with the parent's end of a
+  worker's stream socket attached (``SCM_RIGHTS``); that worker was forked ahead, and the next
+  spare is forked after the reply, so a request never waits for a fork;
+* ``{"op": "reap", "pid": p}``: the parent is done with worker ``p`` (killed or told to exit); the
+  zygote collects it. A worker is never reaped before that, so its pid cannot be reused while the
+  parent may still signal it.
+* EOF, or the parent gone: the zygote SIGKILLs its remaining workers and exits.
+
+Forking the warm template costs milliseconds; starting a fresh interpreter and importing sympy
+costs ~0.7 s of CPU, which a stream of killed workers would otherwise pay once per kill.
+
+Worker, one JSON object per line on its stream socket:
+
 * request:  ``{"id": n, "op": "verify", "a": pred, "b": gold}``
 * response: ``{"id": n, "ok": true, "result": bool}`` or ``{"id": n, "ok": false, "error": str}``
 
-The parent enforces the wall-clock bound by killing this process, so math-verify's own
+The parent enforces the wall-clock bound by killing the worker, so math-verify's own
 ``signal.alarm`` timeouts are disabled here (``parsing_timeout=None``, ``timeout_seconds=None``).
 Ops starting with ``_`` are test hooks (``_sleep``, ``_spin``, ``_crash``) used to simulate hangs.
 """
@@ -17,15 +34,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import signal
+import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 
 def _watch_parent(ppid: int) -> None:
-    # A worker busy in sympy does not notice EOF on stdin: exit when the parent is gone.
+    # A worker busy in sympy does not notice EOF on its socket: exit when the zygote is gone.
     while True:
         time.sleep(0.5)
         if os.getppid() != ppid:
@@ -44,68 +64,66 @@ def _limit_memory(mb: int) -> None:
         pass
 
 
-def main() -> None:
-    opts: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    # Keep the protocol channel private: stray prints from libraries go to stderr.
-    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+_WARM_UP = (
+    ("0.5", "\\frac{1}{2}"),
+    ("x^2+2x+1", "(x+1)^2"),
+    ("2\\sqrt{2}", "\\sqrt{8}"),
+    ("\\{1,2\\}", "\\{2,1\\}"),
+    ("(0,1]", "(0,1]"),
+    ("y = 2x+1", "1+2x"),
+    ("\\sin^2 x+\\cos^2 x", "1"),
+    ("\\log_2 8", "3"),
+)
+
+
+def _make_checker(opts: dict[str, Any]) -> Callable[[str, str], bool]:
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    latex_only = [LatexExtractionConfig()]
+    # The plain-expression extractor grabs the first number of a string whose LaTeX parse failed
+    # ("1+1+...+1" too deep -> "1"), so it is only a fallback for short strings (it reads "50%").
+    expr_fallback_max = int(opts.get("expr_fallback_max_chars", 64))
+    parse_cache: dict[str, Any] = {}
+    cache_max = int(opts.get("parse_cache_size", 4096))
+
+    def parsed(s: str) -> Any:
+        hit = parse_cache.get(s)
+        if hit is None:
+            hit = parse("$" + s + "$", extraction_config=latex_only, parsing_timeout=None)
+            if len(s) <= expr_fallback_max and all(isinstance(h, str) for h in hit):
+                hit = parse("$" + s + "$", parsing_timeout=None)
+            if len(parse_cache) >= cache_max:
+                parse_cache.clear()
+            parse_cache[s] = hit
+        return hit
+
+    def check(pred: str, gold: str) -> bool:
+        return bool(
+            verify(
+                parsed(gold),
+                parsed(pred),
+                float_rounding=int(opts.get("float_rounding", 6)),
+                numeric_precision=int(opts.get("numeric_precision", 15)),
+                strict=bool(opts.get("strict", True)),
+                timeout_seconds=None,
+            )
+        )
+
+    return check
+
+
+def _serve(sock: socket.socket, check: Callable[[str, str], bool]) -> None:
+    """A forked worker: answer requests on ``sock`` until EOF."""
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    rfile = sock.makefile("rb")
 
     def send(obj: dict[str, Any]) -> None:
-        proto.write(json.dumps(obj) + "\n")
-        proto.flush()
+        sock.sendall(json.dumps(obj).encode() + b"\n")
 
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    _limit_memory(int(opts.get("memory_limit_mb", 0)))
-    for name in ("math_verify", "latex2sympy2_extended"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-    try:
-        from math_verify import LatexExtractionConfig, parse, verify
-
-        latex_only = [LatexExtractionConfig()]
-        # The plain-expression extractor grabs the first number of a string whose LaTeX parse
-        # failed ("1+1+...+1" too deep -> "1"), so it is only a fallback for short strings
-        # (it is what reads "50%").
-        expr_fallback_max = int(opts.get("expr_fallback_max_chars", 64))
-
-        parse_cache: dict[str, Any] = {}
-        cache_max = int(opts.get("parse_cache_size", 4096))
-
-        def parsed(s: str) -> Any:
-            hit = parse_cache.get(s)
-            if hit is None:
-                hit = parse("$" + s + "$", extraction_config=latex_only, parsing_timeout=None)
-                if len(s) <= expr_fallback_max and all(isinstance(h, str) for h in hit):
-                    hit = parse("$" + s + "$", parsing_timeout=None)
-                if len(parse_cache) >= cache_max:
-                    parse_cache.clear()
-                parse_cache[s] = hit
-            return hit
-
-        def check(pred: str, gold: str) -> bool:
-            return bool(
-                verify(
-                    parsed(gold),
-                    parsed(pred),
-                    float_rounding=int(opts.get("float_rounding", 6)),
-                    numeric_precision=int(opts.get("numeric_precision", 15)),
-                    strict=bool(opts.get("strict", True)),
-                    timeout_seconds=None,
-                )
-            )
-
-        check("0.5", "\\frac{1}{2}")  # warm up sympy's lazy imports before saying ready
-    except BaseException as e:  # noqa: BLE001 - report anything, then exit
-        send({"ready": False, "error": f"{type(e).__name__}: {e}"})
-        return
-    send({"ready": True, "pid": os.getpid()})
-
-    stdin = sys.stdin.buffer
     while True:
-        line = stdin.readline()
+        line = rfile.readline()
         if not line:
-            return  # parent closed the pipe
+            return  # parent closed the socket
         req = json.loads(line)
         rid, op = req.get("id"), req.get("op")
         try:
@@ -128,6 +146,97 @@ def main() -> None:
             send({"id": rid, "ok": True, "result": bool(result)})
         except (Exception, RecursionError, MemoryError) as e:
             send({"id": rid, "ok": False, "error": f"{type(e).__name__}: {str(e)[:200]}"})
+
+
+def _fork_worker(ctl: socket.socket, check: Callable[[str, str], bool], children: set[int]) -> tuple[int, socket.socket]:
+    """Fork one worker; returns its pid and the parent's end of its socket."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 0
+        try:
+            ctl.close()
+            theirs.close()
+            _serve(mine, check)
+        except BaseException:  # noqa: BLE001 - a worker never returns into the zygote
+            code = 1
+        finally:
+            os._exit(code)
+    children.add(pid)
+    mine.close()
+    return pid, theirs
+
+
+def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
+    """Fork workers on request; single-threaded, so forking it is safe."""
+    ppid = os.getppid()
+    children: set[int] = set()
+    to_reap: set[int] = set()
+    poller = select.poll()
+    poller.register(ctl, select.POLLIN)
+    spare: tuple[int, socket.socket] | None = None
+    try:
+        # One worker is always forked ahead, so a request is answered without waiting for a fork.
+        spare = _fork_worker(ctl, check, children)
+        while True:
+            events = poller.poll(100 if to_reap else 500)
+            if os.getppid() != ppid:
+                return  # parent died; EOF may not come if a fork of it holds our peer
+            for pid in list(to_reap):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    to_reap.discard(pid)
+                    children.discard(pid)
+            if not events:
+                continue
+            data = ctl.recv(65536)
+            if not data:
+                return
+            msg = json.loads(data)
+            if msg.get("op") == "reap":
+                pid = int(msg["pid"])
+                if pid in children:
+                    to_reap.add(pid)
+            elif msg.get("op") == "fork":
+                if spare is None:
+                    spare = _fork_worker(ctl, check, children)
+                pid, theirs = spare
+                spare = None
+                try:
+                    socket.send_fds(ctl, [json.dumps({"id": msg.get("id"), "pid": pid}).encode()], [theirs.fileno()])
+                finally:
+                    theirs.close()
+                spare = _fork_worker(ctl, check, children)  # after the reply: off the caller's path
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)  # still unreaped: the pid is certainly ours
+            except OSError:
+                pass
+
+
+def main() -> None:
+    opts: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    ctl = socket.socket(fileno=int(opts["ctl_fd"]))
+    os.dup2(2, 1)  # stray prints from libraries go to stderr, never onto the parent's stdout
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+    _limit_memory(int(opts.get("memory_limit_mb", 0)))
+    for name in ("math_verify", "latex2sympy2_extended"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        check = _make_checker(opts)
+        # Warm sympy's lazy imports and caches up once, for every fork: a cold worker takes
+        # ~1-2 s for its first polynomial, which would eat most of a check's bound.
+        for pred, gold in _WARM_UP:
+            check(pred, gold)
+    except BaseException as e:  # noqa: BLE001 - report anything, then exit
+        ctl.send(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}).encode())
+        return
+    ctl.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    _zygote(ctl, check)
 
 
 if __name__ == "__main__":

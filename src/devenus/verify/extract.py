@@ -4,8 +4,14 @@ Order of strategies (the first that yields an answer wins):
 
 1. the last *balanced* ``\\boxed{...}`` / ``\\fbox{...}`` (also ``\\boxed 42`` without braces);
 2. the text after the last ``####`` on its line (GSM8K style);
-3. the text after the last "the answer is" / "the final answer is" in its sentence;
-4. the configured extra regex fallbacks (applied to the tail of the response only).
+3. the text after ``Answer:`` when the response's last non-empty line starts with it (DAPO-Math
+   style: "The last line of your response should be of the form Answer: $Answer");
+4. the text after the last "the answer is" / "the final answer is" in its sentence;
+5. the configured extra regex fallbacks (applied to the tail of the response only).
+
+The ``Answer:`` line comes before "the answer is" because it is anchored to the last line, where a
+phrase can appear anywhere (an earlier "the answer is 4. Wait, ..." must not beat a final
+``Answer: 5``).
 
 Everything here is linear in the length of the response: there is no regex with nested
 quantifiers, and the brace matcher never rescans a region (see ``_last_boxed``), so megabyte
@@ -27,7 +33,7 @@ class ExtractConfig:
 
     Attributes:
         boxed_commands: LaTeX commands whose argument is a final answer.
-        use_boxed / use_hash / use_answer_is: enable the built-in strategies.
+        use_boxed / use_hash / use_answer_line / use_answer_is: enable the built-in strategies.
         extra_patterns: regexes tried last, in order; the *last* match of the first pattern that
             matches wins; group 1 is the answer (group 0 if the pattern has no group). They run on
             the last ``fallback_window`` characters only, which bounds the cost of a careless pattern.
@@ -39,6 +45,7 @@ class ExtractConfig:
     boxed_commands: tuple[str, ...] = ("\\boxed", "\\fbox")
     use_boxed: bool = True
     use_hash: bool = True
+    use_answer_line: bool = True
     use_answer_is: bool = True
     extra_patterns: tuple[str, ...] = ()
     fallback_window: int = 4096
@@ -52,6 +59,11 @@ _BRACE_TOKEN = re.compile(r"\\[\\{}]|[{}]")
 _WS = re.compile(r"[ \t\r\n]*")
 _BARE_TOKEN = re.compile(r"[^\s$]+")
 _ANSWER_IS = re.compile(r"the\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
+# "Answer: X" as a whole line, optionally "Final Answer", markdown bold/heading or a list bullet.
+_ANSWER_LINE = re.compile(
+    r"[ \t]*(?:[#>*_-]+[ \t]*)?(?:final[ \t]+)?answer[ \t]*[*_]*[ \t]*:[ \t]*[*_]*[ \t]*(.*)$",
+    re.IGNORECASE,
+)
 # End of a sentence: a period/question mark/exclamation followed by whitespace, or a newline.
 _SENTENCE_END = re.compile(r"[.?!](?=\s)|\n")
 
@@ -143,6 +155,17 @@ def _after_hash(text: str) -> str | None:
     return _strip_answer(line.lstrip("#")) or None
 
 
+def _answer_line(text: str) -> str | None:
+    end = len(text.rstrip())
+    start = text.rfind("\n", 0, end) + 1
+    m = _ANSWER_LINE.match(text, start, end)
+    if m is None:
+        return None
+    # Trailing markdown is stripped here, not in the regex: a lazy group before a trailing class
+    # would make a long line of "* * *" quadratic.
+    return _strip_answer(m.group(1).rstrip(" \t*_")) or None
+
+
 def _after_answer_is(text: str) -> str | None:
     last = None
     for last in _ANSWER_IS.finditer(text):
@@ -192,6 +215,8 @@ def extract_answer(
         candidates.append(lambda: _last_boxed(text, cfg))
     if cfg.use_hash:
         candidates.append(lambda: _after_hash(text))
+    if cfg.use_answer_line:
+        candidates.append(lambda: _answer_line(text))
     if cfg.use_answer_is:
         candidates.append(lambda: _after_answer_is(text))
     if cfg.extra_patterns:
