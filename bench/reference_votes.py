@@ -59,7 +59,8 @@ def main() -> None:
     print(f"testbed base model, {len(questions)} training questions, T=1; "
           f"no-answer share of all {len(questions) * n_max} responses: "
           f"{sum(a is None for q in answers for a in q) / (len(questions) * n_max):.3f}")
-    print(f"{'N':>3s} {'rule':10s} {'target share':>12s} {'empty target':>12s} {'accuracy':>9s} {'differs from devenus':>21s}")
+    print(f"{'N':>3s} {'rule':10s} {'target share':>12s} {'empty target':>12s} {'accuracy':>9s} "
+          f"{'differs from devenus':>21s}")
     for n in args.votes:
         ours = [majority_vote(q[:n]).target for q in answers]
         for name, rule in (("devenus", None), ("ttrl-ref", ttrl_ref), ("corew-ref", corew_ref)):

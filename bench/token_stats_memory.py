@@ -100,7 +100,8 @@ def testbed_comparison(temperatures=(1.0, 0.7), questions=16, n=8, seed=0) -> No
     print(f"testbed base model: {questions} questions x {n} sampled responses, {int(mask.sum())} response tokens, "
           f"V = {vocab}, log V = {math.log(vocab):.4f}")
     for t in temperatures:
-        ours = token_stats_from_logits(logits, chunk_size=64, temperature=t, which=("self_certainty",))["self_certainty"]
+        ours = token_stats_from_logits(logits, chunk_size=64, temperature=t, which=("self_certainty",))
+        ours = ours["self_certainty"]
         z = (logits / t).double()  # the reference's formula, in float64 as the yardstick
         ref = torch.logsumexp(z, dim=-1) - z.mean(dim=-1)
         valid = mask.bool()
