@@ -220,3 +220,21 @@ def test_arc_and_mmlu_pro_and_mmlu_layouts():
     bad = [{"question": "2+2?", "choices": ["3", "4"], "answer": "Z"}]
     with pytest.raises(RecordError, match="none of the 2 options"):
         import_raw(bad, source="mmlu")
+
+
+def test_verl_parquet_streams_with_one_schema_across_batches(tmp_path):
+    """Keys null in the first batch and typed later, and a standard key of another type, keep one
+    schema over every batch (decided from the file's schema)."""
+    n = 9000  # > 2 batches of 4096
+    src = tmp_path / "big.parquet"
+    pd.DataFrame({
+        "data_source": ["d"] * n, "ability": ["math"] * n,
+        "prompt": [[{"role": "user", "content": f"q{i}?"}] for i in range(n)],
+        "reward_model": [{"style": "rule", "ground_truth": str(i)} for i in range(n)],
+        "extra_info": [{"index": i, "late": (None if i < 5000 else i), "difficulty": 2.5} for i in range(n)],
+    }).to_parquet(src)
+    summary, m = import_file(src, tmp_path / "o.parquet", source="b", from_verl=True, progress=False)
+    rows = read_records(tmp_path / "o.parquet")
+    assert len(rows) == n and rows[8999]["extra_info"]["late"] == 8999 and rows[0]["extra_info"]["late"] is None
+    assert rows[0]["extra_info"]["verl_difficulty"] == 2.5 and rows[0]["extra_info"]["difficulty"] is None
+    assert "verl_reward_style" not in rows[0]["extra_info"]

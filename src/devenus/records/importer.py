@@ -776,7 +776,50 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
 _VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}
 
 
-def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder) -> Outcome:
+@dataclass(frozen=True)
+class VerlPlan:
+    """How a verl Parquet file's ``extra_info`` maps to ours, decided once from its schema so that
+    every batch carries the same keys with the same types: ``keys`` (kept), ``renamed`` (standard
+    keys of another type, kept as ``verl_<key>``), ``style`` (some reward style is not ``rule``)."""
+
+    keys: tuple[str, ...]
+    renamed: frozenset[str]
+    style: bool
+    schema: Any  # the records schema the version is written with
+
+    @classmethod
+    def of(cls, path: Path) -> "VerlPlan | None":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from .schema import records_schema
+
+        if path.suffix.lower() not in (".parquet", ".pq"):
+            return None
+        try:
+            file_schema = pq.read_schema(path)
+            style = False
+            if "reward_model" in file_schema.names and "style" in [f.name for f in file_schema.field("reward_model").type]:
+                col = pq.read_table(path, columns=["reward_model"])["reward_model"]
+                styles = pc.struct_field(col, "style")
+                style = bool(pc.any(pc.not_equal(styles, "rule")).as_py())
+        except (pa.ArrowException, OSError) as exc:
+            raise RecordError(f"cannot read {path} as parquet: {exc}") from exc
+        if EXTRA_INFO not in file_schema.names or not pa.types.is_struct(file_schema.field(EXTRA_INFO).type):
+            return cls((), frozenset(), style, None)
+        std = {str: pa.string(), int: pa.int64(), bool: pa.bool_(), float: pa.float64()}
+        fields = [f for f in file_schema.field(EXTRA_INFO).type if f.name not in _VERL_TAKEN]
+        renamed = frozenset(f.name for f in fields if f.name in EXTRA_INFO_OPTIONAL
+                            and not f.type.equals(std[EXTRA_INFO_OPTIONAL[f.name]]) and not pa.types.is_null(f.type))
+        extras = {(f"verl_{f.name}" if f.name in renamed else f.name): f.type for f in fields
+                  if f.name not in EXTRA_INFO_OPTIONAL or f.name in renamed}
+        if style:
+            extras["verl_reward_style"] = pa.string()
+        return cls(tuple(f.name for f in fields), renamed, style, records_schema(extras))
+
+
+def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder, plan: VerlPlan | None = None) -> Outcome:
     """Stage 4 for a row in verl's layout: the prompt as it is, ``reward_model.ground_truth`` as the
     target, ``extra_info.index`` (int or str) as the id; other ``extra_info`` keys kept as metadata."""
     d = rec.data
@@ -797,16 +840,22 @@ def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder) -> Outcom
     if early is not None:
         return early
     extra: dict[str, Any] = {"view": "original", "pair_key": None, "question": question.strip()}
-    for k, v in ei.items():
-        if k in _VERL_TAKEN or v is None:
-            continue
-        t = EXTRA_INFO_OPTIONAL.get(k)
-        if t is not None and not (isinstance(v, t) and not isinstance(v, bool)):
-            k = f"verl_{k}"  # a standard key with another type: kept under another name, not lost
-        extra[k] = float(v) if isinstance(v, Decimal) else v
     style = rm.get("style")
-    if isinstance(style, str) and style != "rule":
-        extra["verl_reward_style"] = style
+    if plan is not None:  # Parquet: the same keys in every row (None where a row has none)
+        for k in plan.keys:
+            extra[f"verl_{k}" if k in plan.renamed else k] = ei.get(k)
+        if plan.style:
+            extra["verl_reward_style"] = style if style != "rule" else None
+    else:
+        for k, v in ei.items():
+            if k in _VERL_TAKEN or v is None:
+                continue
+            t = EXTRA_INFO_OPTIONAL.get(k)
+            if t is not None and not (isinstance(v, t) and not isinstance(v, bool)):
+                k = f"verl_{k}"  # a standard key with another type: kept under another name, not lost
+            extra[k] = float(v) if isinstance(v, Decimal) else v
+        if isinstance(style, str) and style != "rule":
+            extra["verl_reward_style"] = style
     split = ei.get("split") if isinstance(ei.get("split"), str) and ei.get("split").strip() else opts.split
     ds = opts.data_source or (d.get("data_source") if isinstance(d.get("data_source"), str) and d.get("data_source").strip() else opts.source)
     ab = opts.ability or (d.get("ability") if isinstance(d.get("ability"), str) and d.get("ability").strip() else "math")
@@ -864,8 +913,11 @@ class _Pipeline:
         else:
             self.where = "<rows>"
             self.batches = lambda: _iter_rows(source)
+        self.verl_plan = None
         if opts.from_verl:
             stats = None
+            if isinstance(source, (str, os.PathLike)):
+                self.verl_plan = VerlPlan.of(Path(source))
             self.fields = FieldMap("prompt", "reward_model.ground_truth", "extra_info.index", from_verl=True)
             self.keys = KeyBuilder(opts.source, "extra_info.index")
         else:
@@ -894,7 +946,7 @@ class _Pipeline:
         for batch in self.batches():  # pass 2: convert
             out = []
             for rec in batch:
-                o = (build_verl_record(rec, self.opts, self.keys) if self.fields.from_verl
+                o = (build_verl_record(rec, self.opts, self.keys, self.verl_plan) if self.fields.from_verl
                      else build_record(rec, self.fields, self.opts, self.keys))
                 if o.issue is not None:
                     self.issues.append(o.issue)
@@ -972,8 +1024,8 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
     try:
         pipe = _Pipeline(path, opts, batch_rows, progress=bar)
         pipe.validate = False
-        with VersionWriter(out, rule="import", config=opts.config(), force=force,
-                           parents=[parent_of(path, rows=None)]) as w:
+        with VersionWriter(out, rule="import", config=opts.config(), force=force, parents=[parent_of(path, rows=None)],
+                           schema=pipe.verl_plan.schema if pipe.verl_plan is not None else None) as w:
             for batch in pipe:
                 w.write(batch)
             for r in pipe.refusals:
