@@ -23,6 +23,7 @@ DESCRIPTION = (
 #: modules that mount their own sub-commands (each exposes ``add_parser(subparsers)``), in help order
 COMMAND_MODULES: tuple[str, ...] = (
     "devenus.records.cli",  # import, data hide-labels, data pair-views
+    "devenus.online.cli",  # methods
 )
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback

@@ -76,6 +76,6 @@ def test_vote_only_rows_of_the_partner_vote():
 def test_config_and_needs():
     m = cor(votes=8, vote_temperatures=[0.7])
     assert m.extra_rollouts(4) == [0.7] * 4
-    assert "paraphrases" in m.needs and "unlabeled" in m.needs
+    assert m.data_needs == {"paraphrases", "unlabeled"} and not m.step_needs
     with pytest.raises(ValueError, match="missing_partner"):
         cor(missing_partner="drop")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from devenus.online import WeakTrainerInterface
-from devenus.online.supervise.corewarding2 import cosine_alpha, ema_update_, tensor_checksum
+from devenus.signals import cosine_alpha, ema_update_, tensor_checksum
 from batches import vote_batch
 
 
@@ -27,7 +27,8 @@ def groups_with_teacher(groups, n_student=2):
 def test_registered_with_the_teacher_trainer():
     spec = WeakTrainerInterface.get("corewarding2")
     assert spec.trainer == "devenus.adapters.verl.teacher:EMATeacherTrainer"
-    assert spec.build().needs == {"unlabeled", "teacher"}
+    m = spec.build()
+    assert m.data_needs == {"unlabeled"} and m.step_needs == {"teacher"}
 
 
 def test_teacher_majority_labels_the_students_unlabeled_rows_only():
@@ -88,7 +89,7 @@ def test_alpha_anneals_from_start_to_end_by_cosine():
     m = cw2(alpha_start=0.02, alpha_end=0.001, anneal_steps=3)
     got = []
     for _ in range(4):
-        alpha = m.next_alpha(total_steps=100)  # anneal_steps wins over the run's length
+        alpha = m.teacher_alpha(total_steps=100)  # anneal_steps wins over the run's length
         m.teacher_updated(alpha, distance=0.0)
         got.append(alpha)
     assert got == [0.02, pytest.approx(0.0105), 0.001, 0.001]
@@ -100,7 +101,7 @@ def test_state_round_trip_and_teacher_votes():
     m.teacher_updated(0.01, 0.5)
     m2 = cw2()
     m2.load_state_dict(m.state_dict())
-    assert m2.teacher_updates == 1 and m2.next_alpha(10) == m.next_alpha(10)
+    assert m2.teacher_updates == 1 and m2.teacher_alpha(10) == m.teacher_alpha(10)
     assert m.teacher_rollouts(4) == 6 and cw2().teacher_rollouts(4) == 4
 
 

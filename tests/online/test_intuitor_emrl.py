@@ -21,8 +21,8 @@ def manual_mean(x, mask):
 def test_registered_with_needs():
     assert WeakTrainerInterface.get("intuitor").method_cls is Intuitor
     assert WeakTrainerInterface.get("emrl").method_cls is EMRL
-    assert {"token_stats", "self_certainty", "unlabeled"} <= Intuitor.needs
-    assert "self_certainty" not in EMRL.needs and "token_stats" in EMRL.needs  # verl's own pass suffices
+    assert Intuitor.data_needs == {"unlabeled"} and Intuitor.step_needs == {"token_stats", "self_certainty"}
+    assert EMRL.step_needs == {"token_stats"}  # verl's own pass suffices
     for cls in (Intuitor, EMRL):
         assert cls.implements("construct_rewards")
         assert not any(cls.implements(s) for s in ("construct_targets", "admit", "advantage_weights"))

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from devenus.online import WeakTrainerInterface
-from devenus.online.supervise.ttrl import TTRL, TTRLConfig, extra_vote_temperatures
+from devenus.online.supervise.ttrl import TTRL, TTRLConfig
+from devenus.online.supervise.voting import extra_vote_temperatures
 from batches import vote_batch
 
 

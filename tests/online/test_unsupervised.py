@@ -5,14 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from devenus.online.registry import WeakTrainerInterface, config_from_dict
+from devenus.online.config import config_from_dict
+from devenus.online.registry import WeakTrainerInterface
 from devenus.online.supervise.intuitor import Intuitor
-from devenus.online.supervise.unsupervised import (
-    Unsupervised,
-    UnsupervisedConfig,
-    distinct_candidates,
-    verdict_probability,
-)
+from devenus.online.supervise.unsupervised import Unsupervised, UnsupervisedConfig
+from devenus.signals import distinct_candidates, verdict_probability
 from batches import token_stats_batch, vote_batch
 
 
@@ -24,7 +21,7 @@ def method(**cfg):
     return WeakTrainerInterface.get("unsupervised").build({**base, **cfg})
 
 
-# direct computations (torch, not devenus.online.supervise.confidence)
+# direct computations (torch, not devenus.signals)
 def direct(batch, name, reduce="mean"):
     st, mask = batch.token_stats, batch.token_stats["response_mask"].bool()
     x = {"self_certainty": st["self_certainty"], "neg_entropy": -st["entropy"], "seq_logprob": st["log_probs"]}[name]
@@ -50,22 +47,23 @@ def test_registered_and_only_shapes_rewards():
     assert WeakTrainerInterface.get("unsupervised").method_cls is Unsupervised
     assert Unsupervised.implements("construct_rewards")
     assert not any(Unsupervised.implements(s) for s in ("construct_targets", "admit", "advantage_weights"))
-    assert Unsupervised.needs == {"unlabeled", "token_stats", "self_certainty"}  # the most it may need
+    assert Unsupervised.data_needs == {"unlabeled"}
+    assert Unsupervised.step_needs == {"token_stats", "self_certainty", "self_verification"}  # the most it may need
 
 
 @pytest.mark.parametrize(
     "weights, needs",
     [
-        ({"w_agreement": 1.0}, {"unlabeled"}),  # no log-prob statistics: rewards at rollout time
-        ({"w_entropy": 1.0}, {"unlabeled", "token_stats"}),
-        ({"w_seq_prob": 0.5, "w_agreement": 1.0}, {"unlabeled", "token_stats"}),
-        ({"w_self_certainty": 1.0}, {"unlabeled", "token_stats", "self_certainty"}),
-        ({"w_self_certainty": -0.2, "w_entropy": 1.0}, {"unlabeled", "token_stats", "self_certainty"}),
+        ({"w_agreement": 1.0}, set()),  # no log-prob statistics: rewards at rollout time
+        ({"w_entropy": 1.0}, {"token_stats"}),
+        ({"w_seq_prob": 0.5, "w_agreement": 1.0}, {"token_stats"}),
+        ({"w_self_certainty": 1.0}, {"token_stats", "self_certainty"}),
+        ({"w_self_certainty": -0.2, "w_entropy": 1.0}, {"token_stats", "self_certainty"}),
     ],
 )
 def test_needs_follow_the_weights(weights, needs):
     m = method(**weights)
-    assert m.needs == needs
+    assert m.step_needs == needs and m.data_needs == {"unlabeled"}
     assert set(m.config.weights) == {
         {"w_self_certainty": "self_certainty", "w_entropy": "neg_entropy", "w_seq_prob": "seq_logprob",
          "w_agreement": "agreement"}[k] for k in weights}
@@ -73,14 +71,14 @@ def test_needs_follow_the_weights(weights, needs):
 
 def test_needs_reach_the_adapter_from_the_instance():
     TS = pytest.importorskip("devenus.adapters.verl.token_stats")
-    assert TS.requested_stats(method(w_entropy=1.0).needs) == ()  # verl's own pass suffices
-    assert TS.requested_stats(method(w_self_certainty=1.0).needs) == ("self_certainty",)
+    assert TS.requested_stats(method(w_entropy=1.0).step_needs) == ()  # verl's own pass suffices
+    assert TS.requested_stats(method(w_self_certainty=1.0).step_needs) == ("self_certainty",)
 
 
 def test_default_config():
     m = Unsupervised()
     assert m.config.weights == {"neg_entropy": 1.0, "agreement": 1.0} and m.config.normalize == "zscore"
-    assert m.needs == {"unlabeled", "token_stats"}
+    assert m.step_needs == {"token_stats"}
 
 
 # -------------------------------------------------------------------------------------- config
@@ -100,7 +98,7 @@ def test_hydra_style_values_load():
         ({"normalize": "minmax"}, ValueError, "normalize"),
         ({"seq_prob": "max"}, ValueError, "seq_prob"),
         ({"w_entropy": float("nan")}, ValueError, "finite"),
-        ({"w_entropy": True}, ValueError, "expected a number"),
+        ({"w_entropy": True}, ValueError, "w_entropy must be a number"),
         ({"chunk_size": 0}, ValueError, "chunk_size"),
         ({"w_confidence": 1.0}, ValueError, "unknown config key"),
     ],
@@ -112,9 +110,9 @@ def test_bad_config_is_refused_at_load(cfg, exc, msg):
 
 def test_self_verification_needs_follow_its_weight():
     build = WeakTrainerInterface.get("unsupervised").build
-    assert "self_verification" not in build({}).needs
+    assert "self_verification" not in build({}).step_needs
     m = build({"w_entropy": 0.0, "w_agreement": 0.0, "w_self_verification": 1.0})
-    assert m.needs == {"unlabeled", "self_verification"}  # no token statistics needed for it
+    assert m.step_needs == {"self_verification"}  # no token statistics needed for it
 
 
 def test_verdict_probability_renormalises_the_two_verdicts():

@@ -9,8 +9,9 @@ verl's own step and writes the results back into verl's native contracts::
 Methods are registered with :class:`~devenus.online.registry.WeakTrainerInterface`.
 """
 
-from devenus.online.method import MethodConfig, OnlineMethod
+from devenus.online.config import MethodConfig, option
+from devenus.online.method import OnlineMethod
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
 
-__all__ = ["MethodConfig", "OnlineMethod", "RolloutBatch", "WeakTrainerInterface"]
+__all__ = ["MethodConfig", "OnlineMethod", "RolloutBatch", "WeakTrainerInterface", "option"]

@@ -3,57 +3,72 @@
 Surfaces (architecture.md, "The online step"):
 
 - ``construct_targets`` (S_y): a new target per row, or None to keep it. Rows whose target changes are
-  re-scored by the verifier against the new target.
+  re-graded against the new target (:mod:`devenus.online.step` enforces what may change).
 - ``admit`` (S_b): a keep mask per row, constant within a group (whole groups are admitted or dropped).
 - ``construct_rewards`` (S_r): a sequence score per row, or NaN to keep verl's reward; placed at the
-  last valid response token. Methods listing ``token_stats`` in ``needs`` get per-token log-probs and
-  entropy from the actor's existing forward pass.
+  last valid response token.
 - ``advantage_weights`` (S_a): a per-row weight in [0, 1] that scales GRPO advantages.
 
-``needs`` is read from the method *instance* (by the adapter and by the setup check before Ray starts).
-The class attribute is the default; a method whose requirements depend on its config overrides
-:meth:`OnlineMethod.needs_from_config` (e.g. self-certainty only when its reward weight is non-zero).
+What a method requires comes in two sets, both checked before training starts:
 
+- ``data_needs``, what the training data must hold (:data:`DATA_NEEDS`);
+- ``step_needs``, what the step must compute for it (:data:`STEP_NEEDS`), e.g. ``token_stats``
+  (per-token log-probs and entropy from the actor's log-prob pass) or ``teacher`` (votes from an EMA
+  teacher). The class attribute is the most a method may ask for; an instance resolves its own from
+  its config in :meth:`OnlineMethod.step_needs_from_config`.
+
+Every hook the adapter calls is declared here, typed: a method overrides only what it uses.
 Labeled rows keep their verified reward and target unless the method sets ``may_change_labeled``
-(label refinement methods such as OLR do): the adapter enforces this, not the method.
+(label refinement, e.g. OLR): the step rules enforce this, not the method.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from devenus.online.config import MethodConfig
 from devenus.online.rollouts import RolloutBatch
+from devenus.signals import DEFAULT_CHUNK_SIZE
 
-#: what a method may require of the data or the step; checked before training starts
-NEEDS = frozenset({"labels", "unlabeled", "token_stats", "self_certainty", "responses", "paraphrases", "teacher",
-                   "self_verification"})
-
-
-@dataclass
-class MethodConfig:
-    """Base config: every method's config dataclass derives from it (keys live under ``devenus.<name>``)."""
+#: what the training data must hold for a method
+DATA_NEEDS = frozenset({
+    "labels",  # at least one labeled row
+    "unlabeled",  # at least one unlabeled row (the method constructs their supervision)
+    "paraphrases",  # every row paired with a rewrite of its question (extra_info.pair_key)
+})
+#: what the step must compute for a method, beyond verl's own
+STEP_NEEDS = frozenset({
+    "token_stats",  # per-token log_probs / entropy (and response_mask) from the actor's log-prob pass
+    "self_certainty",  # per-token self-certainty from that same forward (the engine extension)
+    "responses",  # decoded response texts
+    "teacher",  # vote-only rollouts from an EMA teacher (see teacher_rollouts)
+    "self_verification",  # the actor's P(yes) verdict on each row's answer (see verification_prompt)
+})
+#: step needs whose values exist only after the actor's log-prob pass
+AFTER_LOG_PROB = frozenset({"token_stats", "self_certainty", "self_verification"})
 
 
 class OnlineMethod:
     name: ClassVar[str] = ""
     config_class: ClassVar[type[MethodConfig]] = MethodConfig
-    needs: frozenset[str] = frozenset()  # the class default; each instance holds its own (needs_from_config)
+    data_needs: ClassVar[frozenset[str]] = frozenset()
+    step_needs: frozenset[str] = frozenset()  # the class's maximum; each instance holds its own
     may_change_labeled: ClassVar[bool] = False
 
     def __init__(self, config: MethodConfig | None = None):
         self.config = config if config is not None else self.config_class()
         self._metrics: dict[str, float] = {}
-        needs = frozenset(self.needs_from_config())
-        if needs - NEEDS:
-            raise ValueError(f"{type(self).__name__} declares unknown needs {sorted(needs - NEEDS)}; known: {sorted(NEEDS)}")
-        self.needs = needs
+        self.step_needs = frozenset(self.step_needs_from_config())
+        for what, known, value in (("data_needs", DATA_NEEDS, self.data_needs), ("step_needs", STEP_NEEDS, self.step_needs)):
+            if value - known:
+                raise ValueError(f"{type(self).__name__} declares unknown {what} {sorted(value - known)}; "
+                                 f"known: {sorted(known)}")
 
-    def needs_from_config(self) -> frozenset[str]:
-        """What this instance needs, given ``self.config`` (default: the class's ``needs``)."""
-        return type(self).needs
+    def step_needs_from_config(self) -> frozenset[str]:
+        """What the step must compute for this instance, given ``self.config`` (default: the class's)."""
+        return type(self).step_needs
 
     # ---- surfaces (None = identity) -------------------------------------------------------------
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray | None:
@@ -68,19 +83,40 @@ class OnlineMethod:
     def advantage_weights(self, batch: RolloutBatch) -> np.ndarray | None:
         return None
 
-    # ---- generation-only rollouts (e.g. TTRL's vote-on-N / train-on-M) ----------------------------
-    def extra_rollouts(self, n: int) -> Sequence[float | None]:
-        """Extra rollouts per prompt, beyond the ``n`` that train: one entry per extra rollout, its
-        sampling temperature (None = the rollout's own). They are generated in the same call as the
-        training rollouts, seen only by ``construct_targets`` (``batch.fields["vote_only"]`` marks
-        them) and dropped, as one aligned selection, before the log-prob passes. Raise ValueError for
-        a config that cannot work with ``n`` (it is checked before training starts)."""
-        return ()
-
-    # ---- which surfaces this method implements (the adapter skips the others entirely) -----------
     @classmethod
     def implements(cls, surface: str) -> bool:
+        """Whether this class overrides a surface or hook (the adapter skips the others entirely)."""
         return getattr(cls, surface) is not getattr(OnlineMethod, surface)
+
+    # ---- hooks the adapter calls ---------------------------------------------------------------------
+    def extra_rollouts(self, n: int) -> Sequence[float | None]:
+        """Vote on N, train on M = ``n``: one entry per extra, generation-only rollout per prompt, its
+        sampling temperature (None = the rollout's own). They are generated in the same call as the
+        training rollouts, seen only by ``construct_targets`` (``batch.vote_only`` marks them) and
+        dropped, as one aligned selection, before the log-prob passes. Raise ValueError for a config
+        that cannot work with ``n`` (checked before training starts)."""
+        return ()
+
+    def teacher_rollouts(self, n: int) -> int:
+        """Vote-only rollouts per prompt from the EMA teacher (``step_needs`` holds ``teacher``), given
+        ``n`` = rollout.n. They reach ``construct_targets`` marked ``vote_only`` like extra rollouts."""
+        return 0
+
+    def teacher_alpha(self, total_steps: int) -> float:
+        """The EMA weight of the student for the teacher's next update (``teacher`` in ``step_needs``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no EMA teacher")
+
+    def teacher_updated(self, alpha: float, distance: float) -> None:
+        """Called after each teacher update with its alpha and the teacher-student L2 distance."""
+
+    def verification_prompt(self) -> tuple[str, tuple[str, str]]:
+        """(template with ``{question}`` and ``{answer}``, (correct verdict, incorrect verdict)) for the
+        self-verification pass (``self_verification`` in ``step_needs``)."""
+        raise NotImplementedError(f"{type(self).__name__} asks for no self-verification")
+
+    def logits_chunk_size(self) -> int:
+        """Tokens per chunk when the engine computes statistics over the full logits width."""
+        return DEFAULT_CHUNK_SIZE
 
     # ---- state that later steps depend on: saved beside verl's checkpoint ------------------------
     def state_dict(self) -> dict[str, Any]:

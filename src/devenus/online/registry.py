@@ -1,18 +1,18 @@
 """WeakTrainerInterface: method name -> method class and the trainer specialisation that runs it.
 
 The registry is verl-free: trainers are named by import path and resolved only inside the adapter.
-Adding a method = one module with its class and config, one ``@WeakTrainerInterface.register``,
-one config file, tests and a doc page.
+Adding a method = one module with its class and typed config, one ``@WeakTrainerInterface.register``,
+one config file (``config/method/<name>.yaml``), tests and a doc page (docs/trainer.md, "Adding a method").
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from devenus.online.method import MethodConfig, OnlineMethod
+from devenus.online.config import config_from_dict
+from devenus.online.method import OnlineMethod
 
 DEFAULT_TRAINER = "devenus.adapters.verl.trainer:DeVenusTrainer"
 _BUILTIN_MODULES = ("devenus.online.supervise",)
@@ -66,24 +66,3 @@ class WeakTrainerInterface:
     def names(cls) -> list[str]:
         cls._load_builtins()
         return sorted(cls._specs)
-
-
-def config_from_dict(config_cls: type[MethodConfig], values: Mapping[str, Any], where: str = "") -> MethodConfig:
-    """Typed config from a plain mapping; unknown keys and wrong types are errors that name the key."""
-    known = {f.name: f for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ValueError(
-            f"unknown config key(s) {unknown} for method {where!r}; valid keys: {sorted(known) or 'none'}"
-        )
-    kwargs = {}
-    for k, v in values.items():
-        default = getattr(config_cls(), k)
-        if isinstance(default, bool) and not isinstance(v, bool):
-            raise ValueError(f"devenus.{where}.{k}: expected a bool, got {v!r}")
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"devenus.{where}.{k}: expected a number, got {v!r}")
-            v = type(default)(v) if not (isinstance(default, int) and isinstance(v, float) and v != int(v)) else v
-        kwargs[k] = v
-    return config_cls(**kwargs)

@@ -1,17 +1,64 @@
-"""The verl-free view of one training step's grouped rollouts.
+"""The verl-free view of one training step's grouped rollouts, and the row identity rules.
 
 Row-aligned arrays, one row per rollout; rows of one prompt share a ``uid`` and are contiguous in
 generation order. Simulation truth is deliberately absent: methods never see it (diagnostics get it
 separately, see :mod:`devenus.online.diagnostics`).
+
+Every row carries its stable sample key ``extra_info.index``: histories, evidence and manifests are
+joined on it across steps and rounds, so a row without one is an error, never a positional fallback
+(:func:`row_identity`). The label state follows one rule (:func:`row_identity`), applied by the setup
+check before training and by the step alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+
+
+class RowKeyError(ValueError):
+    """A row without its stable sample key ``extra_info.index``."""
+
+
+def row_identity(extra_info, reward_model, where: str = "") -> tuple[str, bool, str]:
+    """(key, labeled, target) of one row from its ``extra_info`` and ``reward_model`` dicts.
+
+    - key: ``extra_info.index`` as a string; missing or empty -> :class:`RowKeyError`.
+    - target: ``reward_model.ground_truth`` as a string (``""``: none).
+    - labeled: ``extra_info.labeled`` when present; a row without the flag (verl-native data) is labeled
+      iff it carries a non-empty target. Methods that need unlabeled rows are refused before training
+      when this leaves none (``devenus data hide-labels`` makes a semi-supervised copy).
+    """
+    ei = extra_info if isinstance(extra_info, dict) else {}
+    key = ei.get("index")
+    if key is None or (isinstance(key, str) and not key.strip()):
+        raise RowKeyError(f"{where or 'a row'} has no extra_info.index, the stable sample key every join across "
+                          f"steps and rounds uses (import the data with `devenus import`, or "
+                          f"`devenus import --from-verl` for a verl-style Parquet)")
+    gt = (reward_model if isinstance(reward_model, dict) else {}).get("ground_truth", "")
+    target = "" if gt is None else str(gt)
+    labeled = ei.get("labeled")
+    return str(key), bool(target != "") if labeled is None else bool(labeled), target
+
+
+def label_states(extra_info: Sequence, reward_model: Sequence, where: str = "row") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labeled, target, key) arrays for rows given as parallel ``extra_info`` / ``reward_model`` columns."""
+    n = len(extra_info)
+    labeled, target, key = np.zeros(n, bool), np.empty(n, object), np.empty(n, object)
+    for i in range(n):
+        key[i], labeled[i], target[i] = row_identity(extra_info[i], reward_model[i], f"{where} {i}")
+    return labeled, target, key
+
+
+def truncated_rows(lengths: np.ndarray, width: int, last_tokens: np.ndarray, stop_ids: Iterable[int]) -> np.ndarray:
+    """A response is truncated when it fills the whole response width and its last token is not a stop
+    token: one whose stop token lands in the last slot ended on its own."""
+    lengths = np.asarray(lengths)
+    stop = np.isin(np.asarray(last_tokens), np.fromiter(stop_ids, dtype=np.int64))
+    return (lengths >= width) & ~stop
 
 
 @dataclass
@@ -38,6 +85,12 @@ class RolloutBatch:
 
     def __len__(self) -> int:
         return len(self.uid)
+
+    @property
+    def vote_only(self) -> np.ndarray:
+        """Rows generated for voting only (extra or teacher rollouts): they never train."""
+        v = self.fields.get("vote_only")
+        return np.zeros(len(self), bool) if v is None else np.asarray(v, bool)
 
     def select(self, idx) -> "RolloutBatch":
         """The rows ``idx`` (in that order) of every per-row field; the vote marker and token stats are dropped."""

@@ -7,14 +7,18 @@ import pytest
 from omegaconf import OmegaConf
 
 from devenus.online import WeakTrainerInterface
-from devenus.online.method import NEEDS
+from devenus.online.cli import method_yaml
+from devenus.online.config import describe
+from devenus.online.method import DATA_NEEDS, STEP_NEEDS
 from e2e import compose
 
 SHIPPED = sorted(p.name for p in files("devenus.config").iterdir() if p.name.endswith(".yaml"))
+METHOD_FILES = sorted(p.name for p in (files("devenus.config") / "method").iterdir() if p.name.endswith(".yaml"))
 
 
 def test_shipped_configs_are_the_ones_tested_here():
     assert SHIPPED == ["agent_loops.yaml", "devenus_trainer.yaml"]
+    assert METHOD_FILES == [f"{n}.yaml" for n in WeakTrainerInterface.names()]  # one config file per method
 
 
 def test_trainer_config_composes_on_verl_ppo_trainer():
@@ -37,5 +41,21 @@ def test_agent_loop_entries_point_at_importable_classes():
 @pytest.mark.parametrize("name", WeakTrainerInterface.names())
 def test_every_registered_method_builds_from_defaults_and_composes(name):
     method = WeakTrainerInterface.get(name).build({})
-    assert method.name == name and method.needs <= NEEDS
+    assert method.name == name and method.data_needs <= DATA_NEEDS and method.step_needs <= STEP_NEEDS
     assert compose(f"devenus.method={name}").devenus.method == name
+
+
+@pytest.mark.parametrize("name", WeakTrainerInterface.names())
+def test_every_method_config_file_loads_and_matches_its_config_class(name):
+    text = (files("devenus.config") / "method" / f"{name}.yaml").read_text()
+    assert text == method_yaml(name), f"config/method/{name}.yaml is stale: regenerate with `devenus methods {name} --yaml`"
+    cfg = compose(f"+method={name}")  # the file is a Hydra config group of the trainer config
+    assert cfg.devenus.method == name
+    loaded = OmegaConf.to_container(cfg.devenus.method_config, resolve=True)
+    assert loaded == {k.key: k.default for k in describe(WeakTrainerInterface.get(name).method_cls.config_class)}
+    assert WeakTrainerInterface.get(name).build(loaded).config == WeakTrainerInterface.get(name).build({}).config
+
+
+def test_a_method_file_key_is_overridden_without_a_plus():
+    cfg = compose("+method=ttrl", "devenus.method_config.min_agreement=0.5")
+    assert WeakTrainerInterface.get("ttrl").build(OmegaConf.to_container(cfg.devenus.method_config)).config.min_agreement == 0.5

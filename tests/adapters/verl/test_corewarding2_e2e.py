@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("verl")
 
 from devenus.adapters.verl.train import SetupError, check_setup  # noqa: E402
-from devenus.online.supervise.corewarding2 import tensor_checksum  # noqa: E402
+from devenus.signals import tensor_checksum  # noqa: E402
 from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
 from e2e import compose, run_devenus_train  # noqa: E402

@@ -27,8 +27,8 @@ PROBE = Path(__file__).parent / "token_stats_probe.py"
 
 
 def test_requested_stats_follow_needs():
-    assert TS.requested_stats(Intuitor.needs) == ("self_certainty",)
-    assert TS.requested_stats(EMRL.needs) == ()
+    assert TS.requested_stats(Intuitor.step_needs) == ("self_certainty",)
+    assert TS.requested_stats(EMRL.step_needs) == ()
     assert TS.requested_stats({"labels"}) == ()
 
 

@@ -14,7 +14,8 @@ from e2e import PLUGINS, kill_tree, run_train, train_cmd
     "extra, message",
     [
         (["devenus.method=no_such_method"], "unknown DE-Venus method 'no_such_method'; registered methods: "),
-        (["devenus.method=ttrl", "+devenus.method_config.min_agree=0.5"], "unknown config key(s) ['min_agree']"),
+        (["devenus.method=ttrl", "+devenus.method_config.min_agree=0.5"], "unknown config key(s) for method 'ttrl': +devenus.method_config.min_agree=<value> "
+         "(did you mean +devenus.method_config.min_agreement=<value>?)"),
         (["devenus.method=ttrl"], "every training row is labeled"),
     ],
 )
@@ -38,6 +39,23 @@ def test_dataset_breaking_the_contract_is_named(base_testbed, tmp_path):
     assert r.returncode == 2
     assert "breaks the record contract" in r.stderr and "duplicate" in r.stderr.lower()
     assert df.loc[2, "extra_info"]["index"] in r.stderr
+
+
+def test_a_row_without_its_stable_key_is_refused_before_training(base_testbed, tmp_path):
+    """Even with devenus.validate_data=false: histories are joined on extra_info.index, never on position."""
+    import pandas as pd
+
+    df = pd.read_parquet(base_testbed.split("train")).head(8)
+    infos = [dict(e) for e in df["extra_info"]]
+    del infos[5]["index"]
+    df["extra_info"] = infos
+    bad = tmp_path / "nokey.parquet"
+    df.to_parquet(bad)
+    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad)),
+                            "devenus.validate_data=false"), timeout=300)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert f"data.train_files: {bad}: row 5 has no extra_info.index" in r.stderr
+    assert "devenus import" in r.stderr and "Traceback" not in r.stderr
 
 
 def _small(cfg_kwargs=None):

@@ -32,7 +32,7 @@ def rollouts():
 def test_agreement_only_is_applied_at_rollout_time():
     m = WeakTrainerInterface.get("unsupervised").build({"w_entropy": 0.0, "w_agreement": 1.0, "normalize": "none"})
     t = bare_trainer(m)
-    assert not t._late  # needs come from the weights: no token statistics, so no wait for the log-prob pass
+    assert not t.rules.after_log_prob  # needs come from the weights: no token statistics, so no wait for the log-prob pass
     prompts, outputs = rollouts()
     labeled_before = outputs.batch["rm_scores"][:4].clone()
     out = t.on_rollouts(prompts, outputs)
@@ -44,7 +44,7 @@ def test_agreement_only_is_applied_at_rollout_time():
 def test_confidence_signals_wait_for_the_log_prob_pass():
     m = WeakTrainerInterface.get("unsupervised").build({"w_entropy": 1.0, "w_agreement": 0.0, "normalize": "center"})
     t = bare_trainer(m)
-    assert t._late
+    assert t.rules.after_log_prob
     prompts, outputs = rollouts()
     out = t.on_rollouts(prompts, outputs)
     before = out.batch["rm_scores"].clone()

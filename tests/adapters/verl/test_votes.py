@@ -15,6 +15,7 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 from devenus.adapters.verl import surfaces as S  # noqa: E402
 from devenus.adapters.verl import votes as V  # noqa: E402
 from devenus.adapters.verl.trainer import DeVenusTrainer  # noqa: E402
+from devenus.online.step import StepRules
 from devenus.online.registry import WeakTrainerInterface  # noqa: E402
 
 WIDTH = 16
@@ -86,8 +87,7 @@ class FakeRollout:
 def trainer_with(method_name, n, groups, **cfg):
     method = WeakTrainerInterface.get(method_name).build(cfg)
     t = DeVenusTrainer.__new__(DeVenusTrainer)
-    t.method, t.tokenizer, t.global_steps, t._pending, t._hook_s = method, CharTokenizer(), 1, {}, 0.0
-    t._late = "token_stats" in method.needs
+    t.method, t.rules, t.tokenizer, t.global_steps, t._hook_s = method, StepRules(method), CharTokenizer(), 1, 0.0
     t.config = OmegaConf.create({"actor_rollout_ref": {"rollout": {
         "n": n, "agent": {"default_agent_loop": "single_turn_agent", "agent_loop_config_path": None}}}})
     fake = FakeRollout(groups)
@@ -123,7 +123,7 @@ def test_n_votes_m_train_rows_aligned_and_votes_decide():
     assert out.meta_info["timing"]  # verl reads the timing of the call
     assert list(out.non_tensor_batch[S.TARGET_KEY]) == ["2", "2", "", "", "8", "8"]
     assert out.batch["rm_scores"].sum(dim=1).tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    m = t._pending | {f"devenus/ttrl/{k}": v for k, v in t.method.pop_metrics().items()}
+    m = t.rules.metrics | {f"devenus/ttrl/{k}": v for k, v in t.method.pop_metrics().items()}
     assert m["devenus/votes/per_prompt"] == 4 and m["devenus/votes/extra_rows"] == 6
     assert m["devenus/ttrl/votes_per_group"] == 4 and m["devenus/ttrl/tie_share"] == pytest.approx(1 / 3)
     assert m["devenus/target/accuracy"] == 1.0  # pseudo labels (2, 8) vs hidden truth
@@ -135,7 +135,7 @@ def test_without_extra_votes_the_wrapper_is_the_plain_path():
     out = t.async_rollout_manager.generate_sequences(prompts)
     assert fake.calls[0] is prompts and len(out) == 6
     assert list(out.non_tensor_batch[S.TARGET_KEY]) == ["", "", "5", "5", "", ""]  # 1:2 ... ties give nothing
-    assert "devenus/votes/per_prompt" not in t._pending
+    assert "devenus/votes/per_prompt" not in t.rules.metrics
 
 
 def test_semi_supervised_labeled_rows_keep_gold_reward_and_target():
@@ -148,7 +148,7 @@ def test_semi_supervised_labeled_rows_keep_gold_reward_and_target():
     assert torch.equal(out.batch["rm_scores"][:2], big.batch["rm_scores"][:2])
     assert list(out.non_tensor_batch[S.TARGET_KEY]) == ["3", "3", "5", "5"]
     assert out.batch["rm_scores"][2:].sum(dim=1).tolist() == [1.0, 1.0]
-    assert t._pending["devenus/target/labeled_protected"] == 0
+    assert t.rules.metrics["devenus/target/labeled_protected"] == 0
 
 
 def test_vote_temperatures_route_extra_rows_through_the_temperature_agent_loop():

@@ -131,13 +131,14 @@ def bare_trainer(method, wg):
 
     from devenus.adapters.verl.trainer import DeVenusTrainer
 
+    from devenus.online.step import StepRules
+
     class Tok:
         def decode(self, ids, skip_special_tokens=True):
             return ""
 
     t = DeVenusTrainer.__new__(DeVenusTrainer)
-    t.method, t.tokenizer, t.global_steps, t._pending, t._hook_s = method, Tok(), 1, {}, 0.0
-    t._late = "token_stats" in method.needs
+    t.method, t.rules, t.tokenizer, t.global_steps, t._hook_s = method, StepRules(method), Tok(), 1, 0.0
     t.actor_rollout_wg = wg
     t.config = OmegaConf.create({"actor_rollout_ref": {"actor": {"calculate_sum_pi_squared": False}}})
     return t

@@ -5,7 +5,7 @@ did, for curriculum samplers; 0.9.x moved custom samplers to the V1 trainer's re
 restores that seam in :class:`~devenus.adapters.verl.trainer.DeVenusTrainer`: with
 ``+data.sampler.class_path=<module or file>`` and ``+data.sampler.class_name=<Class>`` the class is
 built as ``cls(data_source=dataset, data_config=config.data)`` (the old protocol); a method whose
-``needs`` contains ``paraphrases`` gets :class:`PairSampler` by default.
+``data_needs`` contain ``paraphrases`` gets :class:`PairSampler` by default.
 
 :class:`PairSampler` shuffles *pairs* of rows sharing ``extra_info.pair_key`` and yields each pair's
 two rows back to back, so with an even batch size both views of a question always land in the same

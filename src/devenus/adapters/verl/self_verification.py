@@ -17,8 +17,7 @@ from verl import DataProto
 from verl.protocol import pad_dataproto_to_divisor, unpad_dataproto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-from devenus.online.supervise.confidence import sum_log_prob
-from devenus.online.supervise.unsupervised import verdict_probability
+from devenus.signals import sum_log_prob, verdict_probability
 
 
 def question_text(non_tensor: dict, i: int) -> str:

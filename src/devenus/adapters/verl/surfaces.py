@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
-from devenus.online.rollouts import RolloutBatch
+from devenus.online.rollouts import RolloutBatch, label_states, truncated_rows
 
 # non-tensor keys DE-Venus adds to a training batch (they travel through verl's balance/reorder)
 TARGET_KEY = "devenus_target"  # the target each row was scored against after S_y
@@ -88,15 +88,21 @@ def apply_admission(data: DataProto, keep: np.ndarray) -> int:
 
 
 def scale_advantages(data: DataProto, weights: np.ndarray) -> None:
-    """Multiply each row's advantages by its weight in [0, 1]."""
+    """Multiply each row's advantages by its weight (the step rules keep weights in [0, 1])."""
     w = np.asarray(weights, dtype=np.float64)
     if len(w) != len(data):
         raise ValueError(f"{len(w)} advantage weights for {len(data)} rows")
-    if np.isnan(w).any() or (w < 0).any() or (w > 1).any():
-        raise ValueError("advantage weights must lie in [0, 1]")
     if (w == 1).all():
         return
     data.batch["advantages"] = data.batch["advantages"] * torch.as_tensor(w, dtype=data.batch["advantages"].dtype)[:, None]
+
+
+def row_reward_advantage(data: DataProto) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the sequence reward, the mean advantage over valid tokens, and whether it has any."""
+    mask = data.batch["response_mask"].bool()
+    reward = data.batch["token_level_rewards"].sum(dim=1)
+    adv = (data.batch["advantages"] * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+    return reward.cpu().numpy(), adv.cpu().numpy(), mask.any(dim=1).cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------- views
@@ -105,17 +111,21 @@ def _column(non_tensor: dict[str, Any], key: str, n: int, default=None) -> np.nd
 
 
 def label_state(extra_info: np.ndarray, reward_model: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(labeled, target, key) per row from verl's ``extra_info`` and ``reward_model`` columns."""
-    n = len(extra_info)
-    labeled, target, key = np.zeros(n, bool), np.empty(n, object), np.empty(n, object)
-    for i in range(n):
-        ei = extra_info[i] or {}
-        gt = (reward_model[i] or {}).get("ground_truth", "")
-        target[i] = "" if gt is None else str(gt)
-        # rows without the DE-Venus flag (plain verl data) are labeled iff they carry a target
-        labeled[i] = bool(ei.get("labeled", target[i] != ""))
-        key[i] = str(ei.get("index", i))
-    return labeled, target, key
+    """(labeled, target, key) per row from verl's ``extra_info`` and ``reward_model`` columns, by the one
+    rule in :func:`devenus.online.rollouts.row_identity` (a row without ``extra_info.index`` is an error)."""
+    return label_states(extra_info, reward_model, where="batch row")
+
+
+def stop_token_ids(tokenizer) -> set[int]:
+    """Token ids that end a response on its own (the tokenizer's EOS and the chat template's end markers)."""
+    eos = getattr(tokenizer, "eos_token_id", None)
+    ids = {int(eos)} if eos is not None else set()
+    convert = getattr(tokenizer, "convert_tokens_to_ids", None)
+    for tok in ("<|im_end|>", "<|endoftext|>") if convert is not None else ():
+        tid = convert(tok)
+        if isinstance(tid, int) and tid != getattr(tokenizer, "unk_token_id", None):
+            ids.add(tid)
+    return ids
 
 
 def rollout_view(
@@ -133,7 +143,8 @@ def rollout_view(
     labeled, target, key = label_state(_column(nt, "extra_info", n, {}), _column(nt, "reward_model", n, {}))
     mask = response_mask(outputs)
     length = mask.sum(dim=1).cpu().numpy().astype(np.int64)
-    truncated = length >= mask.shape[1]
+    last = outputs.batch["responses"].gather(1, torch.as_tensor(np.maximum(length - 1, 0))[:, None]).squeeze(1)
+    truncated = truncated_rows(length, mask.shape[1], last.cpu().numpy(), stop_token_ids(tokenizer))
     texts = None
     if decode or "pred" not in outputs.non_tensor_batch:
         ids = outputs.batch["responses"]
@@ -158,9 +169,3 @@ def rollout_view(
         response=texts,
         fields=fields,
     )
-
-
-def check_group_constant(values: np.ndarray, batch: RolloutBatch, what: str) -> None:
-    for rows in batch.groups():
-        if len(set(values[rows].tolist())) > 1:
-            raise ValueError(f"{what} must be the same for every rollout of a group (sample {batch.key[rows[0]]})")

@@ -41,6 +41,18 @@ def build_method(config):
 
 @ray.remote
 class DeVenusTaskRunner(BaseTaskRunner):
+    """verl's ``TaskRunner.run`` with three differences, marked ``# DE-Venus`` below: the method is built
+    from the overlay, the actor role may run a worker subclass (chosen by the trainer class), and the
+    trainer class comes from the registry and receives the method.
+
+    Why the body is mirrored rather than inherited: verl's ``run`` names ``RayPPOTrainer`` in its own body
+    (the class is not a parameter, and Ray ships the runner by value, so rebinding the module attribute
+    does not reach the remote process), and the worker class must be swapped between
+    ``add_actor_rollout_worker`` and ``add_ref_policy_worker``. Everything else is verl's own helpers
+    (BaseTaskRunner's ``add_*``, ``create_rl_dataset``, ``create_rl_sampler``). ``seams.py`` fingerprints
+    verl's ``TaskRunner.run``: a verl release that changes it fails at import until this mirror is reviewed.
+    """
+
     def run(self, config):
         from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler, need_critic, need_reference_policy
         from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -48,11 +60,11 @@ class DeVenusTaskRunner(BaseTaskRunner):
         from verl.workers.config import HFModelConfig
 
         OmegaConf.resolve(config)
-        spec, method = build_method(config)
-        trainer_cls = resolve_trainer_class(spec.trainer)
+        spec, method = build_method(config)  # DE-Venus
+        trainer_cls = resolve_trainer_class(spec.trainer)  # DE-Venus
 
         actor_rollout_cls, ray_worker_group_cls = self.add_actor_rollout_worker(config)
-        worker_cls = trainer_cls.actor_rollout_worker_class()
+        worker_cls = trainer_cls.actor_rollout_worker_class()  # DE-Venus
         if worker_cls is not None:  # a trainer that extends the actor worker (e.g. the EMA teacher's)
             from verl.trainer.ppo.ray_trainer import Role
 
@@ -73,7 +85,7 @@ class DeVenusTaskRunner(BaseTaskRunner):
                                           max_samples=config.data.get("train_max_samples", -1))
         val_dataset = create_rl_dataset(config.data.val_files, config.data, tokenizer, processor, is_train=False,
                                         max_samples=config.data.get("val_max_samples", -1))
-        trainer = trainer_cls(
+        trainer = trainer_cls(  # DE-Venus: the registry's trainer class, with the method
             config=config,
             tokenizer=tokenizer,
             processor=processor,

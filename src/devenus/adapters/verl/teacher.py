@@ -1,4 +1,4 @@
-"""An EMA teacher beside the actor, for methods whose ``needs`` hold ``teacher`` (Co-rewarding II).
+"""An EMA teacher beside the actor, for methods whose ``step_needs`` hold ``teacher`` (Co-rewarding II).
 
 Where the teacher lives: in the actor workers, as a copy of each rank's own parameter shards (FSDP
 shards stay shards: one extra sharded copy of the weights per rank, no gather). :class:`TeacherWorker`
@@ -29,9 +29,9 @@ from verl import DataProto
 from verl.single_controller.base.decorator import Dispatch, register
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
-from devenus.adapters.verl import votes as V
+from devenus.adapters.verl import votes as vote_rows
 from devenus.adapters.verl.trainer import DeVenusTrainer, save_atomically
-from devenus.online.supervise.corewarding2 import ema_update_, tensor_checksum
+from devenus.signals import ema_update_, tensor_checksum
 
 TEACHER_DIR = "devenus_teacher"
 TEACHER_OPS = ("init", "update", "swap_in", "swap_out", "save", "load")
@@ -115,7 +115,7 @@ class EMATeacherTrainer(DeVenusTrainer):
     def vote_rollouts(self, prompts: DataProto, generate) -> tuple[DataProto, DataProto]:
         n = int(self.config.actor_rollout_ref.rollout.n)
         k = int(self.method.teacher_rollouts(n))
-        b = V.check_group_layout(prompts, n)
+        b = vote_rows.check_group_layout(prompts, n)
         teacher_prompts = prompts.select_idxs(np.arange(b) * n).repeat(repeat_times=k, interleave=True)
         self._serve_teacher(True)
         try:
@@ -133,7 +133,7 @@ class EMATeacherTrainer(DeVenusTrainer):
     # ---- EMA update after each actor update -----------------------------------------------------
     def _update_actor(self, batch: DataProto) -> DataProto:
         out = super()._update_actor(batch)
-        alpha = self.method.next_alpha(self.total_training_steps)
+        alpha = self.method.teacher_alpha(self.total_training_steps)
         res = self._teacher("update", alpha=alpha)
         dist = float(sum(r["sq_distance"] for r in res)) ** 0.5
         self.method.teacher_updated(alpha, dist)

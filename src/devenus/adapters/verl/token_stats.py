@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 import torch
 
-from devenus.online.supervise.confidence import DEFAULT_CHUNK_SIZE, self_certainty_from_logits
+from devenus.signals import DEFAULT_CHUNK_SIZE, self_certainty_from_logits
 
 SELF_CERTAINTY = "self_certainty"
 FLAG = "calculate_self_certainty"  # non-tensor flag on the log-prob batch
@@ -35,10 +35,10 @@ _INSTALLED = False
 TokenStatsFSDPEngine: type | None = None  # the engine class, built by install() (importing verl's engine lazily)
 
 
-def requested_stats(needs: Iterable[str]) -> tuple[str, ...]:
-    """The extra statistics a method's ``needs`` ask for (empty: the log-prob pass is verl's own)."""
-    needs = set(needs)
-    return tuple(s for s in EXTRA_STATS if s in needs)
+def requested_stats(step_needs: Iterable[str]) -> tuple[str, ...]:
+    """The extra statistics a method's ``step_needs`` ask for (empty: the log-prob pass is verl's own)."""
+    step_needs = set(step_needs)
+    return tuple(s for s in EXTRA_STATS if s in step_needs)
 
 
 def _engine_class():
@@ -125,13 +125,13 @@ def check_installed(stats: tuple[str, ...]) -> None:
 @contextmanager
 def collect_extra_stats(worker_group, method) -> Iterator[dict]:
     """Within the block, ``worker_group.compute_log_prob`` also returns the extra statistics the method's
-    ``needs`` name; they land in the yielded dict as ``[rows, response_len]`` float tensors (row order of
-    the log-prob batch). Tokens per chunk: the method config's ``chunk_size`` if it has one.
+    ``step_needs`` name; they land in the yielded dict as ``[rows, response_len]`` float tensors (row order
+    of the log-prob batch). Tokens per chunk: the method's ``logits_chunk_size()``.
 
     A method that needs none leaves the worker group untouched (other methods pay nothing).
     """
-    stats = requested_stats(method.needs)
-    chunk_size = int(getattr(method.config, "chunk_size", DEFAULT_CHUNK_SIZE))
+    stats = requested_stats(method.step_needs)
+    chunk_size = int(method.logits_chunk_size())
     found: dict[str, torch.Tensor] = {}
     if not stats:
         yield found

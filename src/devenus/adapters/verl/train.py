@@ -25,45 +25,77 @@ def _cpu_setup(argv: list[str]) -> list[str]:
     return cpu_overrides() + argv
 
 
-def check_setup(config) -> None:
-    """Method known, method config valid, data files honour the record contract and the method's needs."""
+def _data_files(value) -> list[str]:
     from omegaconf import OmegaConf
 
+    value = OmegaConf.to_container(value, resolve=True) if not isinstance(value, str) else value
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _identity_columns(path: str) -> tuple[list, list]:
+    """``extra_info`` and ``reward_model`` of every row, read without the full record contract."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=[c for c in ("extra_info", "reward_model") if c in names])
+        n = table.num_rows
+        col = lambda c: table.column(c).to_pylist() if c in table.column_names else [None] * n  # noqa: E731
+        return col("extra_info"), col("reward_model")
+    import pandas as pd
+
+    frame = pd.read_json(path, lines=path.endswith(".jsonl"))
+    n = len(frame)
+    col = lambda c: frame[c].tolist() if c in frame.columns else [None] * n  # noqa: E731
+    return col("extra_info"), col("reward_model")
+
+
+def check_setup(config) -> None:
+    """Method known, method config valid, every row keyed by ``extra_info.index``, the label states the
+    method's ``data_needs`` ask for present, and (``devenus.validate_data``) the full record contract."""
     from devenus.adapters.verl.task_runner import build_method
+    from devenus.online.rollouts import RowKeyError, row_identity
 
     try:
         spec, method = build_method(config)
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
-    if not config.devenus.get("validate_data", True):
-        return
-    from devenus.records import RecordError, read_records
-
-    def files(v):
-        v = OmegaConf.to_container(v, resolve=True) if not isinstance(v, str) else v
-        return [v] if isinstance(v, str) else list(v)
-
-    train_rows = []
+    validate = bool(config.devenus.get("validate_data", True))
+    labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):
-        for path in files(config.data[kind]):
+        for path in _data_files(config.data[kind]):
             if not os.path.exists(path):
                 raise SetupError(f"data.{kind}: {path} does not exist")
+            if validate:
+                from devenus.records import RecordError, read_records
+
+                try:
+                    rows = read_records(path)
+                except RecordError as e:
+                    raise SetupError(f"data.{kind}: {path} breaks the record contract:\n{e}") from None
+                infos, rewards = [r.get("extra_info") for r in rows], [r.get("reward_model") for r in rows]
+            else:
+                infos, rewards = _identity_columns(path)
+            # the stable key is checked whatever validate_data says: every join across steps relies on it
             try:
-                rows = read_records(path)
-            except RecordError as e:
-                raise SetupError(f"data.{kind}: {path} breaks the record contract:\n{e}") from None
+                states = [row_identity(e, r, f"row {i}")[1] for i, (e, r) in enumerate(zip(infos, rewards))]
+            except RowKeyError as e:
+                raise SetupError(f"data.{kind}: {path}: {e}") from None
             if kind == "train_files":
-                train_rows += rows
-    n_lab = sum(bool(r["extra_info"]["labeled"]) for r in train_rows)
-    if "labels" in method.needs and n_lab == 0:
+                labeled += states
+                if validate:
+                    train_rows += rows
+    n_lab = sum(labeled)
+    if "labels" in method.data_needs and n_lab == 0:
         raise SetupError(f"method {spec.name!r} needs labeled rows; the training data has none")
-    if "unlabeled" in method.needs and n_lab == len(train_rows):
+    if "unlabeled" in method.data_needs and n_lab == len(labeled):
         raise SetupError(
             f"method {spec.name!r} constructs supervision for unlabeled rows, but every training row is labeled "
-            f"(hide labels with `devenus data hide-labels`)"
+            f"(rows without extra_info.labeled count as labeled when they carry a target; hide labels with "
+            f"`devenus data hide-labels`)"
         )
-    if "paraphrases" in method.needs:
+    if "paraphrases" in method.data_needs and validate:
         from devenus.records.pairs import pair_problems
 
         problems = pair_problems(train_rows)
@@ -85,13 +117,13 @@ def _check_rollouts(config, name: str, method) -> None:
     generations = []  # (rollouts per prompt, what they are) of each generate call that is not verl's own
     if extra:
         generations.append((n + len(extra), "votes"))
-    if "teacher" in method.needs:
+    if "teacher" in method.step_needs:
         generations.append((method.teacher_rollouts(n), "teacher votes"))
     for k, what in generations:
         if (batch * k) % workers:
             raise SetupError(f"{batch} prompts x {k} {what} = {batch * k} rollouts cannot be split evenly over "
                              f"actor_rollout_ref.rollout.agent.num_workers={workers}")
-    if "paraphrases" in method.needs and batch % 2:
+    if "paraphrases" in method.data_needs and batch % 2:
         raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
                          f"must be even (pairs x 2), got {batch}")
 

@@ -1,15 +1,17 @@
 """DeVenusTrainer: verl's legacy RayPPOTrainer with DE-Venus's four surfaces, never a copy of ``fit()``.
 
-Where each surface runs (the seams verl 0.9.1 offers; see docs/trainer.md):
+The trainer decides nothing: :class:`devenus.online.step.StepRules` (verl-free) makes every decision of
+the step; this class builds its view of verl's DataProto (:mod:`.surfaces`) at the seams verl 0.9.1
+offers, and writes the decisions back into verl's native contracts (see docs/trainer.md):
 
 - after rollout: ``init_workers`` wraps ``async_rollout_manager.generate_sequences``. Training batches
-  (not validation ones) get S_y there: the method's targets replace ``ground_truth`` for unlabeled rows,
-  which are re-scored by the verifier and written to ``rm_scores`` at the last valid token. Methods that
-  need no token statistics also get S_b / S_r / S_a there.
-- after the actor's log-prob pass: ``_compute_old_log_prob`` gives methods that need per-token log-probs
-  and entropy (``needs`` contains ``token_stats``) their S_b / S_r / S_a; rewards are edited in place in
-  ``rm_scores``, the tensor fit() already holds as its reward. ``needs`` with ``self_certainty`` also get
-  it from that same forward (the engine extension in :mod:`devenus.adapters.verl.token_stats`).
+  (not validation ones) get S_y there: substituted targets are re-graded and written to ``rm_scores``
+  at the last valid token. S_b / S_r / S_a run there too, unless the rules say they wait for the
+  actor's log-prob pass.
+- after the actor's log-prob pass: ``_compute_old_log_prob`` hands per-token log-probs and entropy
+  (and, when the method's ``step_needs`` ask, self-certainty from the same forward, via the engine
+  extension in :mod:`.token_stats`) to the late S_b / S_r / S_a; rewards are edited in place in
+  ``rm_scores``, the tensor fit() already holds as its reward.
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
 - checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's.
@@ -27,12 +29,14 @@ import torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-from devenus.adapters.verl import surfaces as S
-from devenus.adapters.verl import token_stats as TS
-from devenus.online import diagnostics as D
+from devenus.adapters.verl import seams, surfaces, token_stats
+from devenus.adapters.verl import votes as vote_rows
+from devenus.online import diagnostics
 from devenus.online.method import OnlineMethod
+from devenus.online.step import RowDecisions, StepRules
 
 METHOD_STATE_FILE = "devenus_method.pt"
+seams.check()  # every private verl member used below exists in the installed verl, or one clear error now
 
 
 def save_atomically(obj, path: str) -> None:
@@ -53,10 +57,8 @@ def save_atomically(obj, path: str) -> None:
 class DeVenusTrainer(RayPPOTrainer):
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
+        self.rules = StepRules(method)
         super().__init__(*args, **kwargs)
-        # S_b/S_r/S_a wait for the log-prob pass (self-verification runs the actor too, so it waits as well)
-        self._late = bool({"token_stats", "self_verification"} & method.needs)
-        self._pending: dict[str, float] = {}
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
 
     @classmethod
@@ -72,18 +74,20 @@ class DeVenusTrainer(RayPPOTrainer):
         finally:
             self._hook_s += time.perf_counter() - t0
 
+    def _view(self, prompts: DataProto, outputs: DataProto):
+        return surfaces.rollout_view(prompts, outputs, self.tokenizer, self.global_steps,
+                                     decode=self.rules.decode_responses)
+
     # ------------------------------------------------------------------------------ after rollout
     def init_workers(self):
-        from devenus.adapters.verl import votes as V
-
         extra, n, default_agent = [], 0, ""
         if self.method.implements("extra_rollouts"):  # vote-on-N: generation-only rollouts per prompt
             n = int(self.config.actor_rollout_ref.rollout.n)
             extra = list(self.method.extra_rollouts(n))
             default_agent = self.config.actor_rollout_ref.rollout.agent.default_agent_loop
             if any(t is not None for t in extra):
-                V.install_vote_agent_loop(self.config)  # per-row temperatures, registered before workers start
-        TS.check_installed(TS.requested_stats(self.method.needs))  # before any worker starts
+                vote_rows.install_vote_agent_loop(self.config)  # per-row temperatures, registered before workers start
+        token_stats.check_installed(token_stats.requested_stats(self.method.step_needs))  # before any worker starts
         super().init_workers()
         manager = self.async_rollout_manager
         generate = manager.generate_sequences
@@ -93,18 +97,18 @@ class DeVenusTrainer(RayPPOTrainer):
                 return generate(prompts)  # validation batches are never touched
             train, step_prompts = None, prompts
             if extra:  # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
-                had_agent = V.AGENT_KEY in prompts.non_tensor_batch
-                prompts, train = V.expand_for_votes(prompts, n, extra, default_agent)
+                had_agent = vote_rows.AGENT_KEY in prompts.non_tensor_batch
+                prompts, train = vote_rows.expand_for_votes(prompts, n, extra, default_agent)
             outputs = generate(prompts)
             if extra:
-                V.drop_added_columns(outputs, had_agent=had_agent)
+                vote_rows.drop_added_columns(outputs, had_agent=had_agent)
             t0 = time.perf_counter()
             votes = self.vote_rollouts(step_prompts, generate)
             if votes is not None:  # more vote-only rows, from another generation (e.g. a teacher's)
-                self._pending["devenus/timing_s/vote_rollouts"] = time.perf_counter() - t0
+                self.rules.metrics["devenus/timing_s/vote_rollouts"] = time.perf_counter() - t0
                 if train is None:
                     train = np.ones(len(outputs), bool)
-                prompts, outputs = S.append_rows(prompts, votes[0]), S.append_rows(outputs, votes[1])
+                prompts, outputs = surfaces.append_rows(prompts, votes[0]), surfaces.append_rows(outputs, votes[1])
                 train = np.concatenate([train, np.zeros(len(votes[1]), bool)])
             with self._timed():
                 return self.on_rollouts(prompts, outputs, train_rows=train)
@@ -118,123 +122,73 @@ class DeVenusTrainer(RayPPOTrainer):
         return None
 
     def on_rollouts(self, prompts: DataProto, outputs: DataProto, train_rows: np.ndarray | None = None) -> DataProto:
-        """S_y (and, for methods without token statistics, S_b/S_r/S_a) on one step's training rollouts.
+        """S_y (and, unless they wait for the log-prob pass, S_b/S_r/S_a) on one step's training rollouts.
 
-        With ``train_rows`` (vote-on-N), ``construct_targets`` sees every rollout (``fields["vote_only"]``
-        marks the extra ones); then one aligned selection keeps the training rows of prompts, outputs and
-        view alike, and everything after (re-scoring, diagnostics, S_b/S_r/S_a) sees only those.
+        With ``train_rows`` (vote-on-N), the rules see every rollout; then one aligned selection keeps the
+        training rows of prompts and outputs, as the rules kept them in the view.
         """
-        m = self.method
-        view = S.rollout_view(prompts, outputs, self.tokenizer, self.global_steps,
-                              decode=m.implements("construct_targets") or "responses" in m.needs)
-        new = None
-        if m.implements("construct_targets"):
-            if train_rows is not None:
-                view.fields["vote_only"] = ~np.asarray(train_rows, bool)
-            new = m.construct_targets(view)
-            if new is not None and len(new) != len(view):
-                raise ValueError(f"{m.name}.construct_targets returned {len(new)} targets for {len(view)} rows")
-        if train_rows is not None:
-            idx = np.flatnonzero(train_rows)
-            self._pending["devenus/votes/per_prompt"] = len(view) / max(1, len(set(view.uid.tolist())))
-            self._pending["devenus/votes/extra_rows"] = len(view) - len(idx)
-            prompts, outputs = S.select_rows(prompts, idx), S.select_rows(outputs, idx)
-            view = view.select(idx)
-            new = None if new is None else np.asarray(new, dtype=object)[idx]
-        constructed = np.full(len(view), None, dtype=object)
-        if m.implements("construct_targets"):
-            if new is not None:
-                constructed = self._substitute_targets(view, np.asarray(new, dtype=object), outputs)
-            hidden = D.hidden_answers(prompts.non_tensor_batch.get("simulation"))
-            self._pending.update(D.target_metrics(view, constructed, hidden))
-            self._pending.update(D.reward_truth_metrics(view, hidden))
-        outputs.non_tensor_batch[S.TARGET_KEY] = view.target.copy()
-        if not self._late:
-            self._row_surfaces(view, outputs.batch["rm_scores"], S.response_mask(outputs), outputs.non_tensor_batch)
+        hidden = diagnostics.hidden_answers(prompts.non_tensor_batch.get("simulation"))
+        decided = self.rules.targets(self._view(prompts, outputs), train_rows, hidden)
+        if decided.train_rows is not None:
+            prompts = surfaces.select_rows(prompts, decided.train_rows)
+            outputs = surfaces.select_rows(outputs, decided.train_rows)
+        view = decided.view
+        if decided.regraded.any():
+            surfaces.place_sequence_scores(outputs.batch["rm_scores"], surfaces.response_mask(outputs), view.score,
+                                           rows=decided.regraded)
+        outputs.non_tensor_batch[surfaces.TARGET_KEY] = view.target.copy()
+        if not self.rules.after_log_prob:
+            self._write_row_decisions(self.rules.row_surfaces(view), outputs)
         return outputs
 
-    def _substitute_targets(self, view, new: np.ndarray, outputs: DataProto) -> np.ndarray:
-        from devenus.verify import grade
-
-        allowed = np.ones(len(view), bool) if self.method.may_change_labeled else ~view.labeled
-        proposed = np.array([t is not None for t in new])
-        self._pending["devenus/target/labeled_protected"] = int((proposed & ~allowed).sum())
-        rows = np.flatnonzero(proposed & allowed)
-        constructed = np.full(len(view), None, dtype=object)
-        for i in rows:
-            constructed[i] = str(new[i])
-            view.target[i] = constructed[i]
-            view.score[i] = grade(view.response[i], constructed[i], truncated=bool(view.truncated[i])).score
-        if len(rows):
-            S.place_sequence_scores(outputs.batch["rm_scores"], S.response_mask(outputs), view.score,
-                                    rows=np.isin(np.arange(len(view)), rows))
-        return constructed
-
-    def _row_surfaces(self, view, rm_scores: torch.Tensor, mask: torch.Tensor, non_tensor: dict) -> None:
-        """S_b, S_r, S_a for one view whose rows are aligned with ``rm_scores`` and ``non_tensor``."""
-        m = self.method
-        writable = np.ones(len(view), bool) if m.may_change_labeled else ~view.labeled
-        if m.implements("construct_rewards"):
-            r = m.construct_rewards(view)
-            if r is not None:
-                r = np.asarray(r, dtype=np.float64)
-                rows = ~np.isnan(r) & writable
-                S.place_sequence_scores(rm_scores, mask, np.where(rows, r, 0.0), rows=rows)
-                view.score[rows] = r[rows]
-        if m.implements("admit"):
-            keep = m.admit(view)
-            if keep is not None:
-                keep = np.asarray(keep, dtype=bool)
-                S.check_group_constant(keep, view, "admission")
-                non_tensor[S.ADMIT_KEY] = keep
-                groups = view.groups()
-                self._pending["devenus/groups/admitted"] = sum(bool(keep[g[0]]) for g in groups)
-                self._pending["devenus/groups/dropped"] = sum(not keep[g[0]] for g in groups)
-        if m.implements("advantage_weights"):
-            w = m.advantage_weights(view)
-            if w is not None:
-                w = np.where(writable, np.asarray(w, dtype=np.float64), 1.0)  # labeled rows keep w = 1
-                non_tensor[S.WEIGHT_KEY] = w
-                self._pending["devenus/adv_weight/mean"] = float(w.mean())
+    def _write_row_decisions(self, decided: RowDecisions, data: DataProto) -> None:
+        """S_r into ``rm_scores`` at each row's last valid token; S_b / S_a as non-tensor columns that
+        travel with the rows through verl's balancing until ``_update_actor`` applies them."""
+        if decided.reward is not None and decided.reward_rows.any():
+            surfaces.place_sequence_scores(data.batch["rm_scores"], surfaces.response_mask(data), decided.reward,
+                                           rows=decided.reward_rows)
+        if decided.admit is not None:
+            data.non_tensor_batch[surfaces.ADMIT_KEY] = decided.admit
+        if decided.weight is not None:
+            data.non_tensor_batch[surfaces.WEIGHT_KEY] = decided.weight
 
     # ------------------------------------------------------------------------------ after log-probs
     def _compute_old_log_prob(self, batch: DataProto):
         # extra per-token statistics (e.g. self-certainty) from the same forward, only if the method needs them
-        with TS.collect_extra_stats(self.actor_rollout_wg, self.method) as extra:
+        with token_stats.collect_extra_stats(self.actor_rollout_wg, self.method) as extra:
             old_log_prob, mfu = super()._compute_old_log_prob(batch)
-        with self._timed():
-            self._late_surfaces(batch, old_log_prob, extra)
+        if self.rules.after_log_prob:
+            with self._timed():
+                self._late_surfaces(batch, old_log_prob, extra)
         return old_log_prob, mfu
 
     def _late_surfaces(self, batch: DataProto, old_log_prob: DataProto, extra: dict | None = None) -> None:
-        if self._late:
-            view = S.rollout_view(batch, batch, self.tokenizer, self.global_steps, decode="responses" in self.method.needs)
-            if S.TARGET_KEY in batch.non_tensor_batch:
-                view.target = np.asarray(batch.non_tensor_batch[S.TARGET_KEY], dtype=object)
-            view.token_stats = {
-                "log_probs": old_log_prob.batch["old_log_probs"],
-                "entropy": old_log_prob.batch["entropys"],
-                "response_mask": S.response_mask(batch),
-                **(extra or {}),
-            }
-            if "self_verification" in self.method.needs:
-                view.fields["self_verification"] = self._self_verification(batch, view)
-            self._row_surfaces(view, batch.batch["rm_scores"], S.response_mask(batch), batch.non_tensor_batch)
+        view = self._view(batch, batch)
+        if surfaces.TARGET_KEY in batch.non_tensor_batch:
+            view.target = np.asarray(batch.non_tensor_batch[surfaces.TARGET_KEY], dtype=object)
+        view.token_stats = {
+            "log_probs": old_log_prob.batch["old_log_probs"],
+            "entropy": old_log_prob.batch["entropys"],
+            "response_mask": surfaces.response_mask(batch),
+            **(extra or {}),
+        }
+        if "self_verification" in self.method.step_needs:
+            view.fields["self_verification"] = self._self_verification(batch, view)
+        self._write_row_decisions(self.rules.row_surfaces(view), batch)
 
     def _self_verification(self, batch: DataProto, view) -> np.ndarray:
         """Per row, the actor's P(yes) verdict on the row's answer (NaN: no answer); one actor pass over
         the step's distinct (question, answer) pairs."""
         from devenus.adapters.verl.self_verification import question_text, verdict_probabilities
-        from devenus.online.supervise.unsupervised import distinct_candidates
+        from devenus.signals import distinct_candidates
 
-        cfg = self.method.config
+        template, verdicts = self.method.verification_prompt()
         questions = [question_text(batch.non_tensor_batch, i) for i in range(len(view))]
-        pairs, idx = distinct_candidates(questions, view.pred)
+        pairs, idx = distinct_candidates(questions, self.rules.without_truncated_answers(view).pred)
         t0 = time.perf_counter()
-        probs = verdict_probabilities(self, [q for q, _ in pairs], [a for _, a in pairs],
-                                      cfg.verification_template, tuple(cfg.verdicts))
-        self._pending["devenus/self_verification/candidates"] = len(pairs)
-        self._pending["devenus/timing_s/self_verification"] = time.perf_counter() - t0
+        probs = verdict_probabilities(self, [q for q, _ in pairs], [a for _, a in pairs], template, tuple(verdicts))
+        self.rules.metrics["devenus/self_verification/candidates"] = len(pairs)
+        self.rules.metrics["devenus/timing_s/self_verification"] = time.perf_counter() - t0
         return np.where(idx >= 0, probs[np.maximum(idx, 0)] if len(probs) else np.nan, np.nan)
 
     # ------------------------------------------------------------------------------ before update
@@ -250,31 +204,17 @@ class DeVenusTrainer(RayPPOTrainer):
     def _prepare_update(self, batch: DataProto):
         """Admission and advantage weights on a shallow copy of the batch, plus this step's metrics."""
         nt = batch.non_tensor_batch
-        labeled, _, _ = S.label_state(nt["extra_info"], nt["reward_model"])
+        labeled, _, _ = surfaces.label_state(nt["extra_info"], nt["reward_model"])
         train = DataProto(batch=batch.batch.copy(), non_tensor_batch=nt, meta_info=batch.meta_info)
-        keep = nt.get(S.ADMIT_KEY)
-        if keep is not None:
-            self._pending["devenus/rows/dropped"] = S.apply_admission(train, keep)
-        if S.WEIGHT_KEY in nt:
-            S.scale_advantages(train, nt[S.WEIGHT_KEY])
-        self._pending.update(self._reward_advantage_metrics(train, labeled))
-        self._pending.update({f"devenus/{self.method.name}/{k}": v for k, v in self.method.pop_metrics().items()})
-        skip = keep is not None and not np.asarray(keep, bool).any()
-        if skip:
-            self._pending["devenus/update_skipped"] = 1  # nothing admitted: no gradient step this time
-        self._pending["devenus/timing_s/hooks"] = self._hook_s
-        metrics, self._pending, self._hook_s = self._pending, {}, 0.0
+        keep = nt.get(surfaces.ADMIT_KEY)
+        dropped = surfaces.apply_admission(train, keep) if keep is not None else 0
+        if surfaces.WEIGHT_KEY in nt:
+            surfaces.scale_advantages(train, nt[surfaces.WEIGHT_KEY])
+        reward, advantage, valid = surfaces.row_reward_advantage(train)
+        skip, metrics = self.rules.before_update(keep, labeled, reward, advantage, valid, dropped)
+        metrics["devenus/timing_s/hooks"] = self._hook_s
+        self._hook_s = 0.0
         return train, metrics, skip
-
-    @staticmethod
-    def _reward_advantage_metrics(data: DataProto, labeled: np.ndarray) -> dict[str, float]:
-        mask = data.batch["response_mask"].bool()
-        valid = mask.any(dim=1).cpu().numpy()
-        reward = data.batch["token_level_rewards"].sum(dim=1).cpu().numpy()
-        adv = (data.batch["advantages"] * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
-        out = D.by_label_state("devenus/reward", reward, labeled, valid)
-        out.update(D.by_label_state("devenus/advantage", adv.cpu().numpy(), labeled, valid))
-        return out
 
     # ------------------------------------------------------------------------------ data
     def _create_dataloader(self, train_dataset, val_dataset, collate_fn, train_sampler):
@@ -282,7 +222,7 @@ class DeVenusTrainer(RayPPOTrainer):
         from devenus.adapters.verl.samplers import create_train_sampler
 
         if train_dataset is not None:
-            custom = create_train_sampler(self.config.data, train_dataset, self.method.needs)
+            custom = create_train_sampler(self.config.data, train_dataset, self.method.data_needs)
             if custom is not None:
                 print(f"[devenus] train sampler: {type(custom).__name__}")
                 train_sampler = custom

@@ -19,22 +19,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from devenus.online.config import option
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.ttrl import VoteStats, VotingConfig, VotingMethod, vote_only_mask
+from devenus.online.supervise.voting import VotingConfig, VotingMethod
+from devenus.signals import VoteStats
 
 MISSING_PARTNER = ("none", "self")
 
 
 @dataclass
 class CoRewardingConfig(VotingConfig):
-    use_partner_label: bool = True  # an unlabeled view whose partner is labeled takes the partner's gold target
-    missing_partner: str = "none"  # partner view not in the step: "none" (no target) or "self" (own majority)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.missing_partner not in MISSING_PARTNER:
-            raise ValueError(f"missing_partner must be one of {MISSING_PARTNER}, got {self.missing_partner!r}")
+    use_partner_label: bool = option(True, "an unlabeled view whose partner is labeled takes the partner's gold target")
+    missing_partner: str = option("none", "partner view not in the step: none (no target) or self (own majority)",
+                                  choices=MISSING_PARTNER)
 
 
 def pair_keys(batch: RolloutBatch) -> np.ndarray:
@@ -51,7 +49,7 @@ def pair_keys(batch: RolloutBatch) -> np.ndarray:
 class CoRewarding(VotingMethod):
     name = "corewarding"
     config_class = CoRewardingConfig
-    needs = frozenset({"unlabeled", "paraphrases"})
+    data_needs = frozenset({"unlabeled", "paraphrases"})
 
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
         from devenus.verify import get_default_verifier
@@ -59,7 +57,7 @@ class CoRewarding(VotingMethod):
         cfg: CoRewardingConfig = self.config
         groups = batch.groups()
         pk = pair_keys(batch)
-        vote_only = vote_only_mask(batch)
+        vote_only = batch.vote_only
         by_pair: dict[str, list[int]] = {}
         for g, rows in enumerate(groups):
             by_pair.setdefault(pk[rows[0]], []).append(g)

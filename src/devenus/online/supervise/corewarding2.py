@@ -16,81 +16,40 @@ resumed run continues with the same teacher (the reference code re-initialises i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
-import torch
 
-from devenus.online.method import MethodConfig, OnlineMethod
+from devenus.online.config import ConfigError, MethodConfig, option
+from devenus.online.method import OnlineMethod
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.ttrl import VoteStats, vote_only_mask
+from devenus.signals import VoteStats, cosine_alpha
 
 TEACHER_TRAINER = "devenus.adapters.verl.teacher:EMATeacherTrainer"
 
 
 @dataclass
 class CoRewardingIIConfig(MethodConfig):
-    teacher_votes: int = 0  # teacher rollouts per prompt; 0 = actor_rollout_ref.rollout.n
-    min_agreement: float = 0.0  # teacher majority ratio below this -> no target
-    alpha_start: float = 0.01  # EMA weight of the student after the first update
-    alpha_end: float = 1e-5  # ... annealed (cosine) down to this at anneal_steps
-    anneal_steps: int = 0  # 0 = trainer.total_training_steps
+    teacher_votes: int = option(0, "teacher rollouts per prompt; 0 = actor_rollout_ref.rollout.n", ge=0)
+    min_agreement: float = option(0.0, "teacher majority ratio below this -> no target", ge=0.0, le=1.0)
+    alpha_start: float = option(0.01, "EMA weight of the student after the first update", ge=0.0, le=1.0)
+    alpha_end: float = option(1e-5, "... annealed (cosine) down to this at anneal_steps", ge=0.0, le=1.0)
+    anneal_steps: int = option(0, "updates over which alpha anneals; 0 = trainer.total_training_steps", ge=0)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.teacher_votes, bool) or not isinstance(self.teacher_votes, int) or self.teacher_votes < 0:
-            raise ValueError(f"teacher_votes must be an integer >= 0 (0 = rollout.n), got {self.teacher_votes!r}")
-        if not 0.0 <= float(self.min_agreement) <= 1.0:
-            raise ValueError(f"min_agreement must lie in [0, 1], got {self.min_agreement}")
-        for k in ("alpha_start", "alpha_end"):
-            if not 0.0 <= float(getattr(self, k)) <= 1.0:
-                raise ValueError(f"{k} must lie in [0, 1], got {getattr(self, k)}")
+    def check(self) -> None:
         if self.alpha_end > self.alpha_start:
-            raise ValueError(f"alpha anneals downwards: alpha_end={self.alpha_end} > alpha_start={self.alpha_start}")
-        if self.anneal_steps < 0:
-            raise ValueError(f"anneal_steps must be >= 0 (0 = the run's total steps), got {self.anneal_steps}")
-
-
-def cosine_alpha(update: int, total: int, start: float, end: float) -> float:
-    """EMA weight of the ``update``-th teacher update (1-based): ``start`` at 1, ``end`` from ``total`` on."""
-    if update <= 1:
-        return float(start)
-    if update >= total:
-        return float(end)
-    frac = (update - 1) / (total - 1)
-    return float(end + (start - end) * 0.5 * (1.0 + math.cos(math.pi * frac)))
-
-
-@torch.no_grad()
-def ema_update_(teacher: Mapping[str, torch.Tensor], student: Mapping[str, torch.Tensor], alpha: float) -> float:
-    """``teacher <- (1 - alpha) teacher + alpha student`` in place, per tensor; returns the squared L2
-    distance between the two *after* the update (summed over tensors; callers add the shards' sums)."""
-    missing = set(teacher) ^ set(student)
-    if missing:
-        raise KeyError(f"teacher and student tensors differ: {sorted(missing)[:5]}")
-    sq = 0.0
-    for name, t in teacher.items():
-        s = student[name].detach()
-        if s.shape != t.shape:
-            raise ValueError(f"{name}: teacher shape {tuple(t.shape)} != student shape {tuple(s.shape)}")
-        if t.is_floating_point():
-            t.lerp_(s.to(t.dtype), float(alpha))
-            sq += float((t.double() - s.double()).pow(2).sum())
-    return sq
-
-
-def tensor_checksum(tensors: Iterable[torch.Tensor]) -> float:
-    """A cheap fingerprint (sum of |x|, float64) for checking that a restored teacher is the saved one."""
-    return float(sum(t.detach().double().abs().sum() for t in tensors if t.is_floating_point()))
+            raise ConfigError(f"alpha anneals downwards: devenus.method_config.alpha_end={self.alpha_end} > "
+                              f"devenus.method_config.alpha_start={self.alpha_start}")
 
 
 @WeakTrainerInterface.register(trainer=TEACHER_TRAINER)
 class CoRewardingII(OnlineMethod):
     name = "corewarding2"
     config_class = CoRewardingIIConfig
-    needs = frozenset({"unlabeled", "teacher"})
+    data_needs = frozenset({"unlabeled"})
+    step_needs = frozenset({"teacher"})
 
     def __init__(self, config: CoRewardingIIConfig | None = None):
         super().__init__(config)
@@ -101,7 +60,7 @@ class CoRewardingII(OnlineMethod):
         """Teacher votes per prompt, given ``n`` = rollout.n (checked before training starts)."""
         return self.config.teacher_votes or n
 
-    def next_alpha(self, total_steps: int) -> float:
+    def teacher_alpha(self, total_steps: int) -> float:
         cfg: CoRewardingIIConfig = self.config
         return cosine_alpha(self.teacher_updates + 1, cfg.anneal_steps or total_steps, cfg.alpha_start, cfg.alpha_end)
 
@@ -114,7 +73,7 @@ class CoRewardingII(OnlineMethod):
         """The teacher's rows (``vote_only``) vote; the student's unlabeled rows take the majority."""
         from devenus.verify import get_default_verifier, majority_vote
 
-        teacher = vote_only_mask(batch)
+        teacher = batch.vote_only
         if not teacher.any():
             raise ValueError("corewarding2 got no teacher rollouts (rows marked vote_only): "
                              "it must run with its trainer, devenus.adapters.verl.teacher:EMATeacherTrainer")

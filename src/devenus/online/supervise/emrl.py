@@ -15,42 +15,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from devenus.online.config import option
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence import (
-    ConfidenceConfig,
-    ConfidenceMethod,
-    mean_log_prob,
-    negative_mean_entropy,
-    sum_log_prob,
-)
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod, token_stat
+from devenus.signals import mean_log_prob, negative_mean_entropy, sum_log_prob
 
 VARIANTS = ("token_entropy", "trajectory", "sequence_prob")
 
 
 @dataclass
 class EMRLConfig(ConfidenceConfig):
-    variant: str = "token_entropy"  # one of VARIANTS
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"+devenus.method_config.variant (emrl) must be one of {list(VARIANTS)}, got {self.variant!r}")
+    variant: str = option("token_entropy", "token_entropy (-mean H), trajectory (mean log p) or sequence_prob "
+                                           "(sum log p)", choices=VARIANTS)
 
 
 @WeakTrainerInterface.register
 class EMRL(ConfidenceMethod):
     name = "emrl"
     config_class = EMRLConfig
-    needs = frozenset({"token_stats", "unlabeled"})
 
     @property
     def score_name(self) -> str:  # metric prefix names what is scored
         return {"token_entropy": "neg_entropy", "trajectory": "mean_logp", "sequence_prob": "sum_logp"}[self.config.variant]
 
     def sequence_score(self, batch: RolloutBatch) -> np.ndarray:
-        mask = self.token_stat(batch, "response_mask")
+        mask = token_stat(batch, "response_mask")
         if self.config.variant == "token_entropy":
-            return negative_mean_entropy(self.token_stat(batch, "entropy"), mask)
+            return negative_mean_entropy(token_stat(batch, "entropy"), mask)
         if self.config.variant == "trajectory":
-            return mean_log_prob(self.token_stat(batch, "log_probs"), mask)
-        return sum_log_prob(self.token_stat(batch, "log_probs"), mask)
+            return mean_log_prob(token_stat(batch, "log_probs"), mask)
+        return sum_log_prob(token_stat(batch, "log_probs"), mask)

@@ -13,27 +13,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from devenus.online.config import option
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence import (
-    DEFAULT_CHUNK_SIZE,
-    ConfidenceConfig,
-    ConfidenceMethod,
-    mean_self_certainty,
-)
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod, token_stat
+from devenus.signals import DEFAULT_CHUNK_SIZE, mean_self_certainty
 
 
 @dataclass
 class IntuitorConfig(ConfidenceConfig):
-    chunk_size: int = DEFAULT_CHUNK_SIZE  # tokens per chunk when the engine computes SC_t from the logits
+    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "tokens per chunk when the engine computes SC_t from the logits", ge=1)
 
 
 @WeakTrainerInterface.register
 class Intuitor(ConfidenceMethod):
     name = "intuitor"
     config_class = IntuitorConfig
-    needs = frozenset({"token_stats", "self_certainty", "unlabeled"})
+    step_needs = frozenset({"token_stats", "self_certainty"})
     score_name = "self_certainty"
 
+    def logits_chunk_size(self) -> int:
+        return self.config.chunk_size
+
     def sequence_score(self, batch: RolloutBatch) -> np.ndarray:
-        return mean_self_certainty(self.token_stat(batch, "self_certainty"), self.token_stat(batch, "response_mask"))
+        return mean_self_certainty(token_stat(batch, "self_certainty"), token_stat(batch, "response_mask"))

@@ -15,37 +15,39 @@ Each signal is a per-response score, "higher = better" (NaN = no value for that 
   without an answer have no value.
 
 Per prompt group every signal is normalised (``zscore`` / ``center`` / ``rank`` via
-:func:`confidence.group_normalize`, or ``none``) and the reward is ``sum_k w_k * norm_k``. A row whose
+:func:`devenus.signals.group_normalize`, or ``none``) and the reward is ``sum_k w_k * norm_k``. A row whose
 signal has no value (no valid response token) gets its group's mean normalised value for that signal
-(neutral). Only signals with a non-zero weight are computed, and ``needs`` follows the weights:
+(neutral). Only signals with a non-zero weight are computed, and ``step_needs`` follows the weights:
 ``token_stats`` only for a confidence signal, ``self_certainty`` only when ``w_self_certainty != 0``.
 Labeled rows get NaN: the adapter keeps their verified reward. See docs/methods/unsupervised.md.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 import numpy as np
 
+from devenus.online.config import ConfigError, option
 from devenus.online.method import OnlineMethod
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence import (
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, MonitoredState, token_stat
+from devenus.signals import (
     DEFAULT_CHUNK_SIZE,
+    NORMALIZATIONS,
     CollapseMonitor,
-    ConfidenceConfig,
-    ConfidenceMethod,
-    MonitoredState,
+    VoteStats,
     auroc,
+    fill_missing,
     group_normalize,
+    majority_agreement,
     mean_log_prob,
     mean_self_certainty,
     negative_mean_entropy,
+    pearson,
     sum_log_prob,
 )
-from devenus.online.supervise.ttrl import VoteStats
 
 #: weight key -> signal name (the metric prefix); the order is the order of computation and of metrics
 SIGNALS = {
@@ -56,7 +58,7 @@ SIGNALS = {
     "w_self_verification": "self_verification",
 }
 CONFIDENCE_SIGNALS = ("self_certainty", "neg_entropy", "seq_logprob")  # from the actor's log-prob pass
-NORMALIZE = ("zscore", "center", "rank", "none")
+NORMALIZE = NORMALIZATIONS + ("none",)
 SEQ_PROB = ("sum", "mean")
 
 DEFAULT_VERIFICATION_TEMPLATE = (
@@ -66,87 +68,35 @@ DEFAULT_VERIFICATION_TEMPLATE = (
 
 @dataclass
 class UnsupervisedConfig(ConfidenceConfig):
-    w_self_certainty: float = 0.0  # weight of mean self-certainty (needs the engine extension)
-    w_entropy: float = 1.0  # weight of the negative mean token entropy
-    w_seq_prob: float = 0.0  # weight of the sequence log-probability
-    w_agreement: float = 1.0  # weight of majority-vote agreement
-    w_self_verification: float = 0.0  # weight of the policy's P(yes) verdict on its own answer
-    verification_template: str = DEFAULT_VERIFICATION_TEMPLATE  # user turn; {question} and {answer} filled in
-    verdicts: list = field(default_factory=lambda: ["yes", "no"])  # the [correct, incorrect] verdict replies
-    normalize: str = "zscore"  # per-group normalisation of each signal before weighting: one of NORMALIZE
-    seq_prob: str = "sum"  # seq_logprob = sum (sequence log-probability) or mean (per token) of log p(y_t)
-    chunk_size: int = DEFAULT_CHUNK_SIZE  # tokens per chunk when the engine computes self-certainty
+    w_self_certainty: float = option(0.0, "weight of mean self-certainty (needs the engine extension)")
+    w_entropy: float = option(1.0, "weight of the negative mean token entropy")
+    w_seq_prob: float = option(0.0, "weight of the sequence log-probability")
+    w_agreement: float = option(1.0, "weight of majority-vote agreement")
+    w_self_verification: float = option(0.0, "weight of the policy's P(yes) verdict on its own answer")
+    verification_template: str = option(DEFAULT_VERIFICATION_TEMPLATE,
+                                        "user turn of the verdict pass; {question} and {answer} are filled in")
+    verdicts: list[str] = option(["yes", "no"], "the [correct, incorrect] verdict replies", length=2)
+    normalize: str = option("zscore", "per-group normalisation of each signal before weighting", choices=NORMALIZE)
+    seq_prob: str = option("sum", "seq_logprob = sum (sequence log-probability) or mean (per token) of log p(y_t)",
+                           choices=SEQ_PROB)
+    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "tokens per chunk when the engine computes self-certainty", ge=1)
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name.startswith("w_"):
-                w = getattr(self, f.name)
-                if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
-                    raise ValueError(f"+devenus.method_config.{f.name} (unsupervised) must be a finite number, got {w!r}")
-                setattr(self, f.name, float(w))
+    def check(self) -> None:
         for slot in ("{question}", "{answer}"):
             if slot not in self.verification_template:
-                raise ValueError(f"+devenus.method_config.verification_template (unsupervised) must contain {slot}")
+                raise ConfigError(f"devenus.method_config.verification_template must contain {slot}")
         v = self.verdicts
-        if (not isinstance(v, (list, tuple)) or len(v) != 2 or not all(isinstance(x, str) and x.strip() for x in v)
-                or v[0] == v[1]):
-            raise ValueError(f"+devenus.method_config.verdicts (unsupervised) must be two different non-empty "
-                             f"strings [correct, incorrect], got {v!r}")
-        self.verdicts = [str(x) for x in v]
+        if not all(x.strip() for x in v) or v[0] == v[1]:
+            raise ConfigError(f"devenus.method_config.verdicts must be two different non-empty strings "
+                              f"[correct, incorrect], got {v!r}")
         if not any(getattr(self, k) != 0.0 for k in SIGNALS):
-            raise ValueError(f"unsupervised: every signal weight is 0; set at least one of {list(SIGNALS)}")
-        if self.normalize not in NORMALIZE:
-            raise ValueError(f"+devenus.method_config.normalize (unsupervised) must be one of {list(NORMALIZE)}, "
-                             f"got {self.normalize!r}")
-        if self.seq_prob not in SEQ_PROB:
-            raise ValueError(f"+devenus.method_config.seq_prob (unsupervised) must be one of {list(SEQ_PROB)}, "
-                             f"got {self.seq_prob!r}")
-        if isinstance(self.chunk_size, bool) or not isinstance(self.chunk_size, int) or self.chunk_size < 1:
-            raise ValueError(f"+devenus.method_config.chunk_size (unsupervised) must be an integer >= 1, got {self.chunk_size!r}")
+            raise ConfigError(f"every signal weight is 0; set at least one of "
+                              f"{', '.join('devenus.method_config.' + k for k in SIGNALS)}")
 
     @property
     def weights(self) -> dict[str, float]:
         """Signal name -> weight, for the signals with a non-zero weight (the ones computed)."""
         return {name: getattr(self, k) for k, name in SIGNALS.items() if getattr(self, k) != 0.0}
-
-
-def verdict_probability(lp_yes, lp_no) -> np.ndarray:
-    """``P(yes)`` from the two verdicts' log-probabilities, renormalised against each other."""
-    d = np.asarray(lp_no, dtype=np.float64) - np.asarray(lp_yes, dtype=np.float64)
-    return 1.0 / (1.0 + np.exp(np.clip(d, -700, 700)))
-
-
-def distinct_candidates(questions, preds) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """The distinct (question, answer) pairs to verify, and per row its pair's index (-1: no answer)."""
-    pairs: dict[tuple[str, str], int] = {}
-    idx = np.full(len(preds), -1, dtype=np.int64)
-    for i, (q, a) in enumerate(zip(questions, preds)):
-        if a is not None:
-            idx[i] = pairs.setdefault((str(q), str(a)), len(pairs))
-    return list(pairs), idx
-
-
-def _fill_missing(values: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
-    """NaN rows take their group's mean over valid rows (0 when the group has none): a neutral value."""
-    out = values.copy()
-    missing = np.isnan(out)
-    if not missing.any():
-        return out
-    for g in np.unique(group_ids[missing]):
-        rows = group_ids == g
-        valid = rows & ~missing
-        out[rows & missing] = values[valid].mean() if valid.any() else 0.0
-    return out
-
-
-def _corr(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation over rows where both are finite; NaN when either is constant or < 2 rows."""
-    ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 2:
-        return float("nan")
-    x, y = a[ok] - a[ok].mean(), b[ok] - b[ok].mean()
-    den = math.sqrt(float((x * x).sum()) * float((y * y).sum()))
-    return float((x * y).sum() / den) if den > 1e-12 else float("nan")
 
 
 @WeakTrainerInterface.register
@@ -155,15 +105,16 @@ class Unsupervised(MonitoredState, OnlineMethod):
 
     name = "unsupervised"
     config_class = UnsupervisedConfig
-    needs = frozenset({"unlabeled", "token_stats", "self_certainty"})  # the most it may need; see needs_from_config
+    data_needs = frozenset({"unlabeled"})
+    step_needs = frozenset({"token_stats", "self_certainty", "self_verification"})  # the most; see step_needs_from_config
 
     def __init__(self, config: UnsupervisedConfig | None = None):
         super().__init__(config)
         self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
 
-    def needs_from_config(self) -> frozenset[str]:
+    def step_needs_from_config(self) -> frozenset[str]:
         w = self.config.weights
-        needs = {"unlabeled"}
+        needs = set()
         if any(s in w for s in CONFIDENCE_SIGNALS):
             needs.add("token_stats")
         if "self_certainty" in w:
@@ -172,12 +123,18 @@ class Unsupervised(MonitoredState, OnlineMethod):
             needs.add("self_verification")
         return frozenset(needs)
 
+    def verification_prompt(self) -> tuple[str, tuple[str, str]]:
+        return self.config.verification_template, tuple(self.config.verdicts)
+
+    def logits_chunk_size(self) -> int:
+        return self.config.chunk_size
+
     # ---------------------------------------------------------------------------------- signals
     def signals(self, batch: RolloutBatch, votes: VoteStats | None = None) -> dict[str, np.ndarray]:
         """Raw per-row values of the signals with a non-zero weight (NaN = no value)."""
         out: dict[str, np.ndarray] = {}
         w = self.config.weights
-        ts = ConfidenceMethod.token_stat
+        ts = token_stat
         if any(s in w for s in CONFIDENCE_SIGNALS):
             mask = ts(batch, "response_mask")
             if "self_certainty" in w:
@@ -199,23 +156,17 @@ class Unsupervised(MonitoredState, OnlineMethod):
 
     @staticmethod
     def agreement(batch: RolloutBatch, votes: VoteStats | None = None) -> np.ndarray:
-        """1.0 for a row whose answer is in its group's unique majority cluster, else 0.0."""
-        from devenus.verify import majority_vote
-
-        out = np.zeros(len(batch), dtype=np.float64)
-        for rows in batch.groups():
-            vote = majority_vote([batch.pred[i] for i in rows])
-            out[rows] = np.asarray(vote.agrees, dtype=np.float64)
-            if votes is not None and not batch.labeled[rows].all():
-                votes.add(vote)
-        return out
+        """1.0 for a row whose answer is in its group's unique majority cluster, else 0.0 (the votes of
+        groups with an unlabeled row go into ``votes``)."""
+        groups = batch.groups()
+        return majority_agreement(batch.pred, groups, votes, [not batch.labeled[rows].all() for rows in groups])
 
     def normalized(self, values: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """Per-group normalisation (``config.normalize``), then neutral values for missing rows."""
         v = np.asarray(values, dtype=np.float64)
         if self.config.normalize != "none":
             v = group_normalize(v, group_ids, self.config.normalize)
-        return _fill_missing(v, np.asarray(group_ids))
+        return fill_missing(v, group_ids)
 
     # ---------------------------------------------------------------------------------- S_r
     def construct_rewards(self, batch: RolloutBatch) -> np.ndarray:
@@ -248,7 +199,7 @@ class Unsupervised(MonitoredState, OnlineMethod):
         names = list(norm)
         for i, a in enumerate(names):  # within-group agreement of the signals (after normalisation)
             for b in names[i + 1:]:
-                c = _corr(norm[a][unl], norm[b][unl])
+                c = pearson(norm[a][unl], norm[b][unl])
                 if not np.isnan(c):
                     m[f"corr/{a}__{b}"] = c
         if "agreement" in raw:

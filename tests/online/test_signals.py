@@ -1,4 +1,4 @@
-"""Token-level confidence statistics, sequence aggregation, group normalisation (pure, no verl)."""
+"""The shared signals: token statistics, sequence aggregation, group normalisation (pure, no verl)."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devenus.online.supervise import confidence as C
+from devenus import signals as C
 
 
 def direct_self_certainty(logits, temperature=1.0):

@@ -1,0 +1,106 @@
+"""Every private verl member DE-Venus touches, in one place, checked when the trainer is imported.
+
+verl is pinned (``verl==0.9.1``); its private members may change in any release. A verl upgrade must
+fail here, once, with the member's name, who uses it and the pinned version, not deep inside a
+training step. Public API (``RayPPOTrainer.fit``, registries' ``register``, DataProto) is not listed.
+
+Kinds: ``member`` (an attribute of a module or class, resolved with getattr), ``instance`` (an
+attribute verl's own methods set on instances: checked in the class's source), ``source`` (a verl
+function whose body DE-Venus mirrors: its source fingerprint, so a change is reviewed, not inherited
+silently).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from dataclasses import dataclass
+
+PINNED = "0.9.1"
+
+
+@dataclass(frozen=True)
+class Seam:
+    owner: str  # "module" or "module:Class"
+    member: str
+    kind: str  # member | instance | source
+    used_by: str
+    fingerprint: str = ""  # kind "source": sha256 prefix of the pinned release's source
+
+
+SEAMS: tuple[Seam, ...] = (
+    # the trainer's seams (docs/trainer.md): overridden, called through super()
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_compute_old_log_prob", "member",
+         "trainer.DeVenusTrainer (late surfaces), self_verification (verdict pass)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_update_actor", "member",
+         "trainer.DeVenusTrainer (admission, weights, metrics), teacher.EMATeacherTrainer (EMA update)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_create_dataloader", "member",
+         "trainer.DeVenusTrainer (the sampler seam)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_save_checkpoint", "member",
+         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (method state, teacher shards)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
+         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (resume)"),
+    # the engine extension (token statistics from the actor's forward)
+    Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
+         "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),
+    Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", "_gather_and_unpad_packed", "member",
+         "token_stats.TokenStatsFSDPEngine (unpads self-certainty like verl's log-probs)"),
+    # the CPU backend
+    Seam("verl.workers.rollout.base", "_ROLLOUT_REGISTRY", "member",
+         "cpu.register_rollout (the worker-side hf rollout adapter)"),
+    Seam("verl.plugin.platform.platform_manager", "_current_platform", "member",
+         "cpu.platform.activate_platform (replaces an already-resolved platform)"),
+    Seam("verl.workers.rollout.replica:RolloutReplica", "_server_handle", "instance",
+         "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
+    Seam("verl.workers.rollout.replica:RolloutReplica", "_server_address", "instance",
+         "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
+    # a body DE-Venus mirrors: task_runner.DeVenusTaskRunner.run follows it line for line
+    Seam("verl.trainer.main_ppo_v0:TaskRunner", "run", "source",
+         "task_runner.DeVenusTaskRunner.run (review it against verl's when this fingerprint changes)",
+         fingerprint="95ebfb4a9286d46a"),
+)
+
+
+class VerlSeamError(ImportError):
+    """The installed verl lacks (or changed) a private member DE-Venus relies on."""
+
+
+def _resolve(owner: str):
+    module, _, cls = owner.partition(":")
+    obj = importlib.import_module(module)
+    if cls:
+        obj = getattr(obj, cls)
+        obj = getattr(obj, "__ray_actor_class__", obj)  # a @ray.remote class: the class it wraps
+    return obj
+
+
+def problem(seam: Seam) -> str | None:
+    """What is wrong with one seam in the installed verl (None: it holds)."""
+    try:
+        obj = _resolve(seam.owner)
+    except (ImportError, AttributeError) as e:
+        return f"{seam.owner} cannot be imported ({e})"
+    if seam.kind == "member":
+        return None if hasattr(obj, seam.member) else f"{seam.owner}.{seam.member} is missing"
+    src = inspect.getsource(obj if seam.kind == "instance" else getattr(obj, seam.member, None) or obj)
+    if seam.kind == "instance":
+        return None if f"self.{seam.member}" in src else f"{seam.owner} no longer sets self.{seam.member}"
+    if seam.kind == "source":
+        got = hashlib.sha256(src.encode()).hexdigest()[:16]
+        return None if got == seam.fingerprint else (
+            f"{seam.owner}.{seam.member} changed (source fingerprint {got}, pinned {seam.fingerprint})")
+    raise ValueError(f"unknown seam kind {seam.kind!r}")
+
+
+def check(seams: tuple[Seam, ...] = SEAMS) -> None:
+    """Raise :class:`VerlSeamError` listing every seam the installed verl breaks."""
+    import verl
+
+    bad = [(s, p) for s in seams if (p := problem(s)) is not None]
+    if bad:
+        lines = "\n".join(f"  - {p}; used by {s.used_by}" for s, p in bad)
+        raise VerlSeamError(f"DE-Venus is built on verl=={PINNED}, but the installed verl "
+                            f"{getattr(verl, '__version__', '?')} breaks {len(bad)} of the private members it "
+                            f"relies on:\n{lines}\nInstall verl=={PINNED} (requirements/lock.txt), or port these seams "
+                            f"(src/devenus/adapters/verl/seams.py lists them all).")

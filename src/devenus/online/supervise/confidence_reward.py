@@ -1,0 +1,90 @@
+"""The shared base of the confidence-reward methods (Intuitor, EMRL): not a method itself.
+
+S_r = a per-response confidence score from the actor's log-prob pass, for unlabeled rows; a subclass
+implements :meth:`ConfidenceMethod.sequence_score` only, from the signals in :mod:`devenus.signals`.
+:class:`~devenus.signals.CollapseMonitor` watches for the classic failure (responses shrink while the
+confidence keeps rising).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from devenus.online.config import MethodConfig, option
+from devenus.online.method import OnlineMethod
+from devenus.online.rollouts import RolloutBatch
+from devenus.signals import CollapseMonitor, auroc
+
+
+class MonitoredState:
+    """Method state of a method with a ``self.monitor`` (a CollapseMonitor): saved with checkpoints."""
+
+    def state_dict(self) -> dict[str, Any]:
+        st = self.monitor.state_dict()
+        return {"collapse_monitor": st} if st["lengths"] else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        unknown = set(state) - {"collapse_monitor"}
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown state keys {sorted(unknown)}")
+        self.monitor.load_state_dict(state.get("collapse_monitor", {}))
+
+
+@dataclass
+class ConfidenceConfig(MethodConfig):
+    collapse_baseline_steps: int = option(3, "steps whose mean response length is the collapse baseline", ge=1)
+    collapse_length_ratio: float = option(0.5, "warn below this fraction of the baseline length while confidence rises",
+                                          gt=0.0, le=1.0)
+
+
+def token_stat(batch: RolloutBatch, name: str):
+    """One of the batch's token statistics, with a clear error when the step did not compute it."""
+    if name not in batch.token_stats:
+        raise KeyError(f"token statistic {name!r} missing from the batch (have {sorted(batch.token_stats)}); "
+                       f"the method must list what it needs in `step_needs`")
+    return batch.token_stats[name]
+
+
+class ConfidenceMethod(MonitoredState, OnlineMethod):
+    """Labeled rows get NaN (the step keeps their verified reward anyway). GRPO normalises rewards per
+    prompt group, and a group is wholly labeled or wholly unlabeled, so the two reward scales never mix
+    within a group."""
+
+    config_class = ConfidenceConfig
+    data_needs = frozenset({"unlabeled"})
+    step_needs = frozenset({"token_stats"})
+    score_name = "confidence"
+
+    def __init__(self, config: ConfidenceConfig | None = None):
+        super().__init__(config)
+        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
+
+    def sequence_score(self, batch: RolloutBatch) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def construct_rewards(self, batch: RolloutBatch) -> np.ndarray:
+        score = np.asarray(self.sequence_score(batch), dtype=np.float64)
+        if score.shape != (len(batch),):
+            raise ValueError(f"{self.name}: {score.shape} scores for {len(batch)} rows")
+        unl = ~np.asarray(batch.labeled, bool)
+        valid = unl & ~np.isnan(score)
+        metrics: dict[str, float] = {}
+        if valid.any():
+            s = score[valid]
+            metrics.update({f"{self.score_name}/mean": s.mean(), f"{self.score_name}/std": s.std(),
+                            f"{self.score_name}/min": s.min(), f"{self.score_name}/max": s.max(),
+                            "scored_rows": int(valid.sum())})
+            length = float(np.mean(np.asarray(batch.response_length)[valid]))
+            metrics["response_length/mean"] = length
+            metrics.update(self.monitor.update(length, float(s.mean())))
+        lab = ~unl & ~np.isnan(score)
+        if lab.any():  # confidence != correctness: how well does the score rank verified-correct answers?
+            metrics[f"{self.score_name}/labeled_mean"] = float(score[lab].mean())
+            a = auroc(score[lab], np.asarray(batch.score)[lab] > 0.5)
+            if not np.isnan(a):
+                metrics[f"{self.score_name}/labeled_auroc"] = a
+        self.log(**metrics)
+        return np.where(unl, score, np.nan)
