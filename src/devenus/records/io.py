@@ -322,7 +322,7 @@ def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, column
         if columns is not None:
             names = [n for n in names if n in columns]
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
-            yield [to_python(r) for r in batch.to_pylist()]
+            yield batch.to_pylist()  # plain python values already (no numpy: that is pandas)
     except (pa.ArrowException, OSError) as exc:
         raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
 

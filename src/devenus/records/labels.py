@@ -34,8 +34,12 @@ def kept_keys(labeled_keys: Sequence[str], labeled_fraction: float, seed: int = 
 
 
 def hide_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a labeled row made unlabeled; its target moves to ``simulation.hidden_answer``."""
-    r = copy.deepcopy(row)
+    """A copy of a labeled row made unlabeled; its target moves to ``simulation.hidden_answer``.
+
+    The structs it changes are copied; the rest (the prompt) is shared with ``row``, not mutated."""
+    r = dict(row)
+    r["reward_model"] = dict(row["reward_model"])
+    r["extra_info"] = dict(row["extra_info"])
     target = r["reward_model"]["ground_truth"]
     sim = dict(r.get("simulation") or {"noise": "none"})
     if sim.get("hidden_answer") is None:
@@ -56,8 +60,8 @@ def hide_labels(rows: Sequence[dict[str, Any]], labeled_fraction: float, seed: i
     """
     _check_fraction(labeled_fraction)
     kept = kept_keys([r["extra_info"]["index"] for r in rows if r["extra_info"]["labeled"]], labeled_fraction, seed)
-    return [hide_row(r) if r["extra_info"]["labeled"] and r["extra_info"]["index"] not in kept else copy.deepcopy(r)
-            for r in rows]
+    return [copy.deepcopy(hide_row(r)) if r["extra_info"]["labeled"] and r["extra_info"]["index"] not in kept
+            else copy.deepcopy(r) for r in rows]
 
 
 def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str], labeled_fraction: float,

@@ -186,7 +186,7 @@ def _leaves(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in row.items():
         path = f"{prefix}{k}"
-        if isinstance(v, Mapping) and k in (EXTRA_INFO, SIMULATION, "reward_model"):
+        if k in (EXTRA_INFO, SIMULATION, "reward_model") and isinstance(v, dict):
             out.update(_leaves(v, path + "."))
         else:
             out[path] = v
@@ -227,7 +227,10 @@ def _canonical(obj: Any) -> Any:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    try:  # the common case (str, numbers, bools, lists): no canonicalising walk needed
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 class VersionWriter:
