@@ -1,0 +1,163 @@
+"""The selection run's configuration: one YAML/JSON file (or defaults) for all four stages.
+
+Every stage records the config sections it depends on in its output folder; a rerun with a different
+config refuses to mix outputs (use a new folder, or ``--force`` to start the stage over).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c")
+MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c")  # need the teacher-forced forward
+AGGREGATIONS = ("mean", "median", "majority")
+INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
+SELECTORS = ("interval", "ratio")
+
+
+@dataclass
+class GenerateConfig:
+    model: str = "testbed"  # a HF model folder, or "testbed" for the testbed's base model
+    samples: int = 8  # G
+    temperature: float = 1.0
+    max_new_tokens: int = 96  # the training max response length
+    batch_size: int = 64  # sequences per generate() call
+    seed: int = 0
+
+
+@dataclass
+class ScoreConfig:
+    signals: tuple[str, ...] = SIGNALS
+    aggregation: str = "mean"  # mean | median | majority (mean over the majority cluster's samples)
+    batch_size: int = 32  # sequences per teacher-forced forward
+    token_chunk: int = 512
+    vocab_chunk: int = 8192
+
+
+@dataclass
+class RouteConfig:
+    selector: str = "ratio"  # interval | ratio
+    signal: str = "consistency"  # the uncertainty that ranks questions
+    # interval: keep questions whose pass rate lies in the interval (preset or bounds), then the
+    # `budget` most uncertain of them (None: all)
+    interval: str = "dapo"  # dapo | balanced | polaris | custom
+    low: float | None = None
+    high: float | None = None
+    budget: int | None = None
+    # ratio: annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
+    rho_annotate: float = 0.293
+    rho_discard: float = 0.421
+    annotation_budget: int | None = None  # cap on annotated questions (overflow -> weak)
+    calibrate_sign: bool = False  # flip u where labeled rows say it ranks the wrong way (AUROC < 0.5)
+    seed: int = 0  # breaks ties between equal scores
+
+
+@dataclass
+class MaterializeConfig:
+    annotation: str = "simulation"  # simulation | file:<path> | callable:<module>:<function>
+    out: str | None = None  # default: <run>/selected.parquet
+
+
+@dataclass
+class SelectConfig:
+    pool: str = "testbed-pool"  # a records Parquet, or "testbed-pool" for the testbed's candidate pool
+    out: str = "outputs/select"
+    shard_size: int = 64  # questions per shard
+    limit: int | None = None  # only the first N questions of the pool (tests, quick looks)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    score: ScoreConfig = field(default_factory=ScoreConfig)
+    route: RouteConfig = field(default_factory=RouteConfig)
+    materialize: MaterializeConfig = field(default_factory=MaterializeConfig)
+
+    def validate(self) -> "SelectConfig":
+        g, s, r = self.generate, self.score, self.route
+        if g.samples < 1:
+            raise ValueError(f"generate.samples must be >= 1, got {g.samples}")
+        if g.temperature <= 0:
+            raise ValueError(f"generate.temperature must be > 0, got {g.temperature}")
+        if self.shard_size < 1:
+            raise ValueError(f"shard_size must be >= 1, got {self.shard_size}")
+        unknown = [x for x in s.signals if x not in SIGNALS]
+        if unknown:
+            raise ValueError(f"score.signals: unknown {unknown}; known: {list(SIGNALS)}")
+        if s.aggregation not in AGGREGATIONS:
+            raise ValueError(f"score.aggregation must be one of {list(AGGREGATIONS)}, got {s.aggregation!r}")
+        if r.selector not in SELECTORS:
+            raise ValueError(f"route.selector must be one of {list(SELECTORS)}, got {r.selector!r}")
+        if r.signal not in s.signals:
+            raise ValueError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)}")
+        if r.interval not in (*INTERVALS, "custom"):
+            raise ValueError(f"route.interval must be one of {[*INTERVALS, 'custom']}, got {r.interval!r}")
+        if r.interval == "custom" and (r.low is None or r.high is None):
+            raise ValueError("route.interval=custom needs route.low and route.high")
+        if r.selector == "interval" and "accuracy" not in s.signals:
+            raise ValueError("route.selector=interval needs the accuracy signal (labels) in score.signals")
+        for name in ("rho_annotate", "rho_discard"):
+            v = getattr(r, name)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"route.{name} must lie in [0, 1], got {v}")
+        if r.rho_annotate + r.rho_discard > 1.0 + 1e-12:
+            raise ValueError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
+        return self
+
+    def section(self, *names: str) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return {n: d[n] for n in names}
+
+
+def fingerprint(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=list).encode()).hexdigest()[:16]
+
+
+def _build(cls, data: dict[str, Any], where: str):
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; known: {sorted(names)}")
+    kwargs = {}
+    for k, v in data.items():
+        sub = {"generate": GenerateConfig, "score": ScoreConfig, "route": RouteConfig,
+               "materialize": MaterializeConfig}.get(k) if cls is SelectConfig else None
+        if sub is not None:
+            if not isinstance(v, dict):
+                raise ValueError(f"{where}.{k}: expected a mapping, got {type(v).__name__}")
+            v = _build(sub, v, f"{where}.{k}")
+        elif k == "signals":
+            v = tuple([v] if isinstance(v, str) else v)
+        kwargs[k] = v
+    return cls(**kwargs)
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> SelectConfig:
+    """A :class:`SelectConfig` from a YAML/JSON file (missing keys take the defaults) plus dotted
+    ``overrides`` (``{"generate.samples": 4}``)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        import yaml
+
+        text = Path(path).read_text(encoding="utf-8")
+        loaded = yaml.safe_load(text)
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: expected a mapping of config keys, got {type(loaded).__name__}")
+        data = loaded
+    for dotted, v in (overrides or {}).items():
+        d = data
+        parts = dotted.split(".")
+        for p in parts[:-1]:
+            d = d.setdefault(p, {})
+        d[parts[-1]] = v
+    return _build(SelectConfig, data, str(path or "config")).validate()
+
+
+def interval_bounds(cfg: RouteConfig) -> tuple[float, float, bool, bool]:
+    """(low, high, low inclusive, high inclusive) of the pass-rate interval."""
+    if cfg.interval == "custom":
+        return float(cfg.low), float(cfg.high), True, True  # type: ignore[arg-type]
+    return INTERVALS[cfg.interval]

@@ -1,0 +1,404 @@
+"""The four stages of active selection, each resumable (see :mod:`devenus.select.shards`):
+
+``generate`` -> ``<out>/generate/shard-*.parquet``  one row per (question, sample): tokens, text, truncated
+``score``    -> ``<out>/score/shard-*.parquet``     one row per (question, sample): answer, reward, signals
+              ``<out>/score/questions-*.parquet``   one row per question: aggregated uncertainties, vote
+``route``    -> ``<out>/route/shard-00000.parquet`` one row per question: decision, rank, routing score
+``materialize`` -> the next dataset version (records Parquet + manifest) through records.versions
+
+Every table is keyed by ``extra_info.index`` (column ``index``) and, per sample, ``sample``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from devenus.select.config import SelectConfig, fingerprint, interval_bounds
+from devenus.select.shards import Stage, write_json, write_table
+
+
+def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=False if progress else (None if progress is None else True),
+                smoothing=0.1, dynamic_ncols=True)
+
+
+# ------------------------------------------------------------------------------ inputs
+def pool_path(cfg: SelectConfig) -> Path:
+    if cfg.pool == "testbed-pool":
+        from devenus.select.pool import build_pool
+
+        return build_pool()
+    p = Path(cfg.pool)
+    if not p.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(p))
+    return p
+
+
+def pool_rows(cfg: SelectConfig) -> list[dict]:
+    from devenus.records import read_records
+
+    rows = read_records(pool_path(cfg))
+    return rows[: cfg.limit] if cfg.limit is not None else rows
+
+
+def load_model(name: str):
+    import torch
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if name == "testbed":
+        from devenus.testbed import build_testbed
+
+        return build_testbed(log=lambda *_: None).load_model()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(name), AutoTokenizer.from_pretrained(name)
+
+
+def _shards(n: int, size: int) -> list[range]:
+    return [range(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def _pool_identity(cfg: SelectConfig) -> dict[str, Any]:
+    from devenus.records.versions import parent_of
+
+    p = parent_of(pool_path(cfg))
+    return {"pool": p.name, "pool_sha256": p.sha256, "limit": cfg.limit, "shard_size": cfg.shard_size}
+
+
+def stage(cfg: SelectConfig, name: str) -> Stage:
+    base = {"input": _pool_identity(cfg), **cfg.section("generate")}
+    conf = {"generate": base}
+    conf["score"] = {**base, **cfg.section("score")}
+    conf["route"] = {**conf["score"], **cfg.section("route")}
+    return Stage(Path(cfg.out) / name, name, conf[name])
+
+
+# ------------------------------------------------------------------------------ generate
+def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None) -> Stage:
+    import pyarrow as pa
+
+    from devenus.select.generate import HFGenerator
+
+    st = stage(cfg, "generate").open(force)
+    rows = pool_rows(cfg)
+    shards = _shards(len(rows), cfg.shard_size)
+    todo = [i for i in range(len(shards)) if not st.has(i)]
+    if st.done and not todo:
+        return st
+    g = cfg.generate
+    model, tok = _model(model, cfg)
+    gen = HFGenerator(model, tok, samples=g.samples, temperature=g.temperature, max_new_tokens=g.max_new_tokens,
+                      batch_size=g.batch_size, seed=g.seed)
+    bar = _bar(len(rows), "generate", progress)
+    bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
+    tokens = 0
+    for i in todo:
+        part = [rows[j] for j in shards[i]]
+        keys = [r["extra_info"]["index"] for r in part]
+        samples = gen.generate([r["prompt"] for r in part], keys)
+        cols: dict[str, list] = {"index": [], "sample": [], "response_ids": [], "response": [], "truncated": [], "n_tokens": []}
+        for k, ss in zip(keys, samples):
+            for j, s in enumerate(ss):
+                cols["index"].append(k)
+                cols["sample"].append(j)
+                cols["response_ids"].append(s.response_ids)
+                cols["response"].append(s.text)
+                cols["truncated"].append(s.truncated)
+                cols["n_tokens"].append(len(s.response_ids))
+                tokens += len(s.response_ids)
+        table = pa.table({"index": pa.array(cols["index"], pa.string()), "sample": pa.array(cols["sample"], pa.int32()),
+                          "response_ids": pa.array(cols["response_ids"], pa.list_(pa.int32())),
+                          "response": pa.array(cols["response"], pa.string()),
+                          "truncated": pa.array(cols["truncated"], pa.bool_()),
+                          "n_tokens": pa.array(cols["n_tokens"], pa.int32())})
+        write_table(table, st.shard_path(i))
+        bar.update(len(part))
+        bar.set_postfix(tok_s=f"{tokens / max(bar.format_dict['elapsed'], 1e-9):.0f}", refresh=False)
+    bar.close()
+    st.finish({"questions": len(rows), "shards": len(shards), "samples_per_question": g.samples})
+    return st
+
+
+# ------------------------------------------------------------------------------ score
+def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None) -> Stage:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from devenus.select.score import aggregate, answer_signals, forward_signals, uncertainty
+
+    gen_st = stage(cfg, "generate").check()
+    gen_st.require_done("score")
+    st = stage(cfg, "score").open(force)
+    rows = pool_rows(cfg)
+    shards = _shards(len(rows), cfg.shard_size)
+    qpath = lambda i: st.folder / f"questions-{i:05d}.parquet"  # noqa: E731
+    todo = [i for i in range(len(shards)) if not (st.has(i) and qpath(i).exists())]
+    if st.done and not todo:
+        return st
+    sc, signals = cfg.score, cfg.score.signals
+    want_model = [s for s in signals if s in ("entropy", "self_certainty", "coe_r", "coe_c")]
+    if want_model:
+        model, tok = _model(model, cfg)
+    bar = _bar(len(rows), "score", progress)
+    bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
+    for i in todo:
+        part = [rows[j] for j in shards[i]]
+        gen = pq.read_table(str(gen_st.shard_path(i))).to_pydict()
+        g = cfg.generate.samples
+        n = len(gen["index"])
+        if n != g * len(part) or gen["index"][::g] != [r["extra_info"]["index"] for r in part]:
+            raise ValueError(f"{gen_st.shard_path(i)} does not match the pool's questions {shards[i]}: rerun generate with --force")
+        raw: dict[str, np.ndarray] = {}
+        if want_model:
+            from devenus.select.generate.hf import HFGenerator
+
+            h = HFGenerator(model, tok)
+            pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
+            raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
+                                  batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk)
+        s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
+                                   "agrees": [], "reward": [], "sim_reward": []}
+        for name in signals:
+            s_cols[f"u_{name}"] = []
+        for name in want_model:
+            s_cols[name] = raw[name].tolist()
+        q_cols: dict[str, list] = {"index": [], "n_samples": [], "pass_rate": [], "majority": [], "majority_ratio": [],
+                                   "majority_correct": [], "sim_pass_rate": [], "sim_majority_correct": []}
+        for name in signals:
+            q_cols[f"u_{name}"] = []
+        for qi, r in enumerate(part):
+            sl = slice(qi * g, (qi + 1) * g)
+            target = r["reward_model"]["ground_truth"] if r["extra_info"]["labeled"] else None
+            a = answer_signals(gen["response"][sl], gen["truncated"][sl], target)
+            hidden = (r.get("simulation") or {}).get("hidden_answer")
+            sim = answer_signals(gen["response"][sl], gen["truncated"][sl], hidden) if hidden else None
+            agrees = np.asarray(a["agrees"], bool)
+            s_cols["pred"] += a["preds"]
+            s_cols["cluster"] += a["cluster"]
+            s_cols["agrees"] += a["agrees"]
+            s_cols["reward"] += a["rewards"].tolist() if a["rewards"] is not None else [None] * g
+            s_cols["sim_reward"] += sim["rewards"].tolist() if sim else [None] * g
+            q_cols["index"].append(r["extra_info"]["index"])
+            q_cols["n_samples"].append(g)
+            p = float(a["rewards"].mean()) if a["rewards"] is not None else None
+            q_cols["pass_rate"].append(p)
+            q_cols["majority"].append(a["majority"])
+            q_cols["majority_ratio"].append(a["majority_ratio"])
+            q_cols["majority_correct"].append(a["majority_correct"])
+            q_cols["sim_pass_rate"].append(float(sim["rewards"].mean()) if sim else None)
+            q_cols["sim_majority_correct"].append(sim["majority_correct"] if sim else None)
+            for name in signals:
+                if name == "accuracy":
+                    per = (1.0 - a["rewards"]) if a["rewards"] is not None else np.full(g, np.nan)
+                    q = float("nan") if p is None else 1.0 - p
+                elif name == "consistency":
+                    per, q = a["u_consistency_sample"], a["consistency"]
+                else:
+                    per = uncertainty(name, raw[name][sl])
+                    q = aggregate(per, sc.aggregation, agrees)
+                s_cols[f"u_{name}"] += [None if np.isnan(x) else float(x) for x in per]
+                q_cols[f"u_{name}"].append(None if np.isnan(q) else float(q))
+        f64 = pa.float64()
+        s_types = {"index": pa.string(), "sample": pa.int32(), "pred": pa.string(), "cluster": pa.int32(),
+                   "agrees": pa.bool_(), "reward": f64, "sim_reward": f64}
+        q_types = {"index": pa.string(), "n_samples": pa.int32(), "pass_rate": f64, "majority": pa.string(),
+                   "majority_ratio": f64, "majority_correct": pa.bool_(), "sim_pass_rate": f64,
+                   "sim_majority_correct": pa.bool_()}
+        write_table(pa.table({k: pa.array(v, s_types.get(k, f64)) for k, v in s_cols.items()}), st.shard_path(i))
+        write_table(pa.table({k: pa.array(v, q_types.get(k, f64)) for k, v in q_cols.items()}), qpath(i))
+        bar.update(len(part))
+    bar.close()
+    st.finish({"questions": len(rows), "shards": len(shards), "signals": list(signals), "aggregation": sc.aggregation})
+    return st
+
+
+def read_questions(st: Stage):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = sorted(st.folder.glob("questions-*.parquet"))
+    return pa.concat_tables([pq.read_table(str(p)) for p in paths])
+
+
+# ------------------------------------------------------------------------------ route
+def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig) -> tuple[np.ndarray, dict[str, Any]]:
+    """Decisions per question from per-question columns (``u_<signal>``, ``pass_rate``,
+    ``majority_correct``): vectorised, the core of the route stage (and of its benchmark)."""
+    from devenus.select.route import check_scores, interval_route, ratio_route, tiebreak
+    from devenus.signals.ranking import rank_auroc
+
+    r = cfg.route
+    u = np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
+    info: dict[str, Any] = {"signal": r.signal, "aggregation": cfg.score.aggregation, "selector": r.selector,
+                            "seed": r.seed, "sign": 1}
+    if r.calibrate_sign:
+        mc = np.asarray(q.get("majority_correct"), dtype=np.float64) if q.get("majority_correct") is not None else None
+        ok = mc is not None and np.isfinite(mc)
+        if mc is None or not np.any(ok):
+            raise ValueError("route.calibrate_sign needs labeled rows (majority_correct) in the pool")
+        auc = rank_auroc(u[ok], mc[ok] == 0.0)
+        info["calibration_auroc"] = auc
+        info["calibration_rows"] = int(ok.sum())
+        if np.isfinite(auc) and auc < 0.5:
+            u, info["sign"] = -u, -1
+    ties = tiebreak(keys, r.seed)
+    if r.selector == "interval":
+        p = np.asarray(q["pass_rate"], dtype=np.float64)
+        check_scores(p, keys, "accuracy")
+        bounds = interval_bounds(r)
+        if r.budget is not None:
+            check_scores(u, keys, r.signal)
+        dec = interval_route(p, np.nan_to_num(u, nan=-np.inf), ties, bounds, r.budget)
+        info.update(interval=r.interval, bounds=list(bounds), budget=r.budget)
+    else:
+        check_scores(u, keys, r.signal)
+        dec = ratio_route(u, ties, r.rho_annotate, r.rho_discard, r.annotation_budget)
+        info.update(rho_annotate=r.rho_annotate, rho_discard=r.rho_discard, annotation_budget=r.annotation_budget)
+    return dec, {**info, "u": u}
+
+
+def _floats(col) -> np.ndarray:
+    """A numeric or boolean Arrow column as float64 (nulls -> NaN)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None) -> Stage:
+    import pyarrow as pa
+
+    from devenus.select.route import DECISIONS, tiebreak, uncertainty_order
+
+    score_st = stage(cfg, "score").check()
+    score_st.require_done("route")
+    st = stage(cfg, "route").open(force)
+    if st.done and st.has(0):
+        return st
+    t0 = time.perf_counter()
+    qt = read_questions(score_st)
+    keys = qt.column("index").to_pylist()
+    cols = {name: _floats(qt.column(name)) for name in qt.column_names
+            if name.startswith("u_") or name in ("pass_rate", "majority_correct")}
+    dec, info = route_scores(cols, keys, cfg)
+    u = info.pop("u")
+    rank = np.empty(len(keys), dtype=np.int64)  # 0 = the most uncertain
+    rank[uncertainty_order(np.nan_to_num(u, nan=-np.inf), tiebreak(keys, cfg.route.seed))] = np.arange(len(keys))
+    table = pa.table({"index": pa.array(keys, pa.string()),
+                      "decision": pa.array([DECISIONS[d] for d in dec], pa.string()),
+                      "u": pa.array(u, pa.float64()), "rank": pa.array(rank, pa.int64())})
+    write_table(table, st.shard_path(0))
+    counts = {name: int((dec == code).sum()) for code, name in enumerate(DECISIONS)}
+    st.finish({**info, "questions": len(keys), "counts": counts, "seconds": round(time.perf_counter() - t0, 3)})
+    return st
+
+
+# ------------------------------------------------------------------------------ materialize
+def output_path(cfg: SelectConfig) -> Path:
+    return Path(cfg.materialize.out) if cfg.materialize.out else Path(cfg.out) / "selected.parquet"
+
+
+def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None):
+    """Write the next dataset version; returns its Manifest. Annotated rows get the annotator's answer
+    (``label_source=annotated``), weak rows are unlabeled, kept rows unchanged, discarded rows left
+    out and listed in the manifest."""
+    import copy
+
+    import pyarrow.parquet as pq
+
+    from devenus.records.versions import VersionWriter, check_output, parent_of, row_changes
+    from devenus.select.annotate import annotation_source
+
+    route_st = stage(cfg, "route").check()
+    route_st.require_done("materialize")
+    out = output_path(cfg)
+    src = pool_path(cfg)
+    check_output(out, [src], force=force)
+    dec = pq.read_table(str(route_st.shard_path(0))).to_pydict()
+    decision = dict(zip(dec["index"], dec["decision"]))
+    rows = pool_rows(cfg)
+    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate"]
+    answers = dict(zip([r["extra_info"]["index"] for r in annotate],
+                       annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
+    summary = route_st.summary()
+    config = {
+        "pool": _pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
+        "score": dataclasses.asdict(cfg.score), "route": dataclasses.asdict(cfg.route),
+        "annotation": cfg.materialize.annotation, "routing": summary,
+        "run_fingerprint": fingerprint(route_st.config),
+    }
+    bar = _bar(len(rows), "materialize", progress)
+    with VersionWriter(out, rule="select", config=config, parents=[parent_of(src)], force=force, inputs=[src]) as w:
+        batch = []
+        for r in rows:
+            k = r["extra_info"]["index"]
+            d = decision.get(k)
+            if d is None:
+                raise ValueError(f"question {k!r} has no routing decision: rerun route")
+            if d == "discard":
+                w.remove(k, f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
+            else:
+                new = copy.deepcopy(r)
+                if d == "annotate":
+                    new["reward_model"]["ground_truth"] = answers[k]
+                    new["extra_info"]["labeled"] = True
+                    new["extra_info"]["label_source"] = "annotated"
+                    w.add_changes(row_changes(r, new, f"annotated (most uncertain by {cfg.route.signal})"))
+                elif d == "weak":
+                    new["reward_model"]["ground_truth"] = ""
+                    new["extra_info"]["labeled"] = False
+                    new["extra_info"]["label_source"] = "none"
+                    if r["reward_model"]["ground_truth"]:
+                        sim = dict(new.get("simulation") or {"noise": "none"})
+                        if sim.get("hidden_answer") is None:
+                            sim["hidden_answer"] = r["reward_model"]["ground_truth"]
+                        new["simulation"] = sim
+                    w.add_changes(row_changes(r, new, "weak supervision (label withheld)"))
+                batch.append(new)
+            if len(batch) >= 4096:
+                w.write(batch)
+                batch = []
+            bar.update(1)
+        if batch:
+            w.write(batch)
+        if cfg.limit is not None:  # the rest of the pool was never scored: left out, and listed
+            from devenus.records.io import iter_records
+
+            seen = 0
+            for part in iter_records(src, columns=["extra_info"]):
+                for r in part:
+                    if seen >= cfg.limit:
+                        w.remove(r["extra_info"]["index"], f"not scored (limit={cfg.limit})")
+                    seen += 1
+    bar.close()
+    return w.manifest
+
+
+def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None):
+    """All four stages; each resumes from its last complete shard. The model is loaded once, and only
+    if a stage has work that needs it."""
+    loaded: dict[str, Any] = {}
+
+    def lazy():
+        if "m" not in loaded:
+            loaded["m"] = _model(model, cfg)
+        return loaded["m"]
+
+    run_generate(cfg, force=force, progress=progress, model=lazy)
+    run_score(cfg, force=force, progress=progress, model=lazy)
+    run_route(cfg, force=force, progress=progress)
+    return run_materialize(cfg, force=force, progress=progress)
+
+
+def _model(model, cfg: SelectConfig):
+    """``(model, tokenizer)`` from a pair, a zero-argument loader, or the config's model name."""
+    if model is None:
+        return load_model(cfg.generate.model)
+    return model() if callable(model) else model

@@ -1,0 +1,43 @@
+"""Routing: one decision per question from its aggregated scores, vectorised (no loop per question).
+
+Decisions: ``discard`` (left out of the next version), ``weak`` (kept unlabeled: weak supervision),
+``annotate`` (an annotator's answer becomes its label), ``keep`` (a labeled row kept as it is).
+
+- :mod:`.intervals`  keep questions whose pass rate lies in an interval, most uncertain first under a budget
+- :mod:`.ratios`     annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+DISCARD, WEAK, ANNOTATE, KEEP = 0, 1, 2, 3
+DECISIONS = ("discard", "weak", "annotate", "keep")
+
+
+def tiebreak(keys, seed: int) -> np.ndarray:
+    """A seeded, order-independent tie-breaker per key (uint64 from sha1(seed, key))."""
+    s = f"{seed}\0".encode()
+    return np.fromiter((int.from_bytes(hashlib.sha1(s + k.encode()).digest()[:8], "little") for k in keys),
+                       dtype=np.uint64, count=len(keys))
+
+
+def uncertainty_order(u: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Indices from the most to the least uncertain (equal scores ordered by ``ties``)."""
+    return np.lexsort((ties, -np.asarray(u, dtype=np.float64)))
+
+
+def check_scores(u: np.ndarray, keys, name: str) -> None:
+    bad = np.flatnonzero(~np.isfinite(u))
+    if bad.size:
+        raise ValueError(f"routing signal {name!r} is missing for {bad.size} question(s), e.g. {keys[int(bad[0])]!r} "
+                         "(accuracy needs a label; model signals need the score stage to compute them)")
+
+
+from devenus.select.route.intervals import interval_mask, interval_route  # noqa: E402
+from devenus.select.route.ratios import ratio_route  # noqa: E402
+
+__all__ = ["ANNOTATE", "DECISIONS", "DISCARD", "KEEP", "WEAK", "check_scores", "interval_mask", "interval_route",
+           "ratio_route", "tiebreak", "uncertainty_order"]

@@ -1,0 +1,32 @@
+"""Fixed ratios: sort by uncertainty u; annotate the top ``round(rho_a n)``, discard the bottom
+``round(rho_d n)``, weak supervision for the rest (the paper's setting: rho_a = 29.3%, rho_d = 42.1%).
+An annotation budget caps the annotated count; the overflow (the least uncertain of the top) goes weak."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def ratio_counts(n: int, rho_annotate: float, rho_discard: float, annotation_budget: int | None = None) -> tuple[int, int]:
+    n_a = int(round(rho_annotate * n))
+    n_d = min(int(round(rho_discard * n)), n - n_a)
+    if annotation_budget is not None:
+        if annotation_budget < 0:
+            raise ValueError(f"annotation_budget must be >= 0, got {annotation_budget}")
+        n_a = min(n_a, annotation_budget)
+    return n_a, n_d
+
+
+def ratio_route(u: np.ndarray, ties: np.ndarray, rho_annotate: float, rho_discard: float,
+                annotation_budget: int | None = None) -> np.ndarray:
+    """Decisions (``ANNOTATE`` / ``WEAK`` / ``DISCARD`` codes) per question."""
+    from devenus.select.route import ANNOTATE, DISCARD, WEAK, uncertainty_order
+
+    n = len(u)
+    n_a, n_d = ratio_counts(n, rho_annotate, rho_discard, annotation_budget)
+    order = uncertainty_order(u, ties)
+    out = np.full(n, WEAK, dtype=np.int8)
+    out[order[:n_a]] = ANNOTATE
+    if n_d:
+        out[order[n - n_d:]] = DISCARD
+    return out

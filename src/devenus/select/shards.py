@@ -1,0 +1,114 @@
+"""Stage outputs as numbered Parquet shards, each written atomically: what makes a stage resumable.
+
+A stage folder holds ``stage.json`` (the config the shards were made with) and ``shard-NNNNN.parquet``
+files. A shard exists only complete (temporary file, fsync, rename), so a stage killed at any point
+and rerun skips the shards it finds and redoes the rest; shards depend only on the config and their
+own questions, so the result is byte-identical to an uninterrupted run. ``done.json`` marks the
+whole stage complete.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from devenus.records.io import commit_temp, discard_temp, temp_path
+
+
+class StageError(ValueError):
+    """A stage folder made with another config, or an earlier stage that is not complete."""
+
+
+def write_table(table, path: Path) -> Path:
+    """Write a pyarrow table to ``path`` atomically (deterministic bytes for the same table)."""
+    import pyarrow.parquet as pq
+
+    tmp = temp_path(path)
+    try:
+        pq.write_table(table, str(tmp), compression="zstd")
+        commit_temp(tmp, path)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+    return path
+
+
+def write_json(obj: Any, path: Path) -> Path:
+    tmp = temp_path(path)
+    try:
+        tmp.write_text(json.dumps(obj, sort_keys=True, indent=1, default=list) + "\n", encoding="utf-8")
+        commit_temp(tmp, path)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+    return path
+
+
+class Stage:
+    """One stage's folder: ``Stage(root / "generate", config_dict)``; ``open(force)`` checks or
+    records the config; ``shard_path(i)``, ``has(i)``, ``finish(summary)``, ``done``."""
+
+    def __init__(self, folder: Path, name: str, config: dict[str, Any]):
+        self.folder = Path(folder)
+        self.name = name
+        self.config = config
+
+    def open(self, force: bool = False) -> "Stage":
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta = self.folder / "stage.json"
+        if meta.exists():
+            have = json.loads(meta.read_text(encoding="utf-8"))
+            if have != json.loads(json.dumps(self.config, sort_keys=True, default=list)):
+                if not force:
+                    raise StageError(
+                        f"{self.folder} holds '{self.name}' outputs made with another config; use another "
+                        "output folder, or --force to redo this stage")
+            elif not force:
+                return self
+        if force:
+            for p in self.folder.glob("shard-*.parquet"):
+                p.unlink()
+            (self.folder / "done.json").unlink(missing_ok=True)
+        write_json(self.config, meta)
+        return self
+
+    def check(self) -> "Stage":
+        """For an earlier stage: refuse outputs made with another config (writes nothing)."""
+        meta = self.folder / "stage.json"
+        if meta.exists():
+            have = json.loads(meta.read_text(encoding="utf-8"))
+            if have != json.loads(json.dumps(self.config, sort_keys=True, default=list)):
+                raise StageError(f"{self.folder} holds '{self.name}' outputs made with another config: rerun "
+                                 f"'devenus select {self.name}' with --force, or use another output folder")
+        return self
+
+    def shard_path(self, i: int) -> Path:
+        return self.folder / f"shard-{i:05d}.parquet"
+
+    def has(self, i: int) -> bool:
+        return self.shard_path(i).exists()
+
+    @property
+    def done(self) -> bool:
+        return (self.folder / "done.json").exists()
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        write_json(summary, self.folder / "done.json")
+
+    def summary(self) -> dict[str, Any]:
+        return json.loads((self.folder / "done.json").read_text(encoding="utf-8"))
+
+    def require_done(self, before: str) -> "Stage":
+        if not self.done:
+            raise StageError(f"stage '{self.name}' in {self.folder} is not complete: run "
+                             f"'devenus select {self.name}' before '{before}'")
+        return self
+
+    def read_all(self, columns: list[str] | None = None):
+        """All shards of a complete stage, concatenated in shard order."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        paths = sorted(self.folder.glob("shard-*.parquet"))
+        return pa.concat_tables([pq.read_table(str(p), columns=columns) for p in paths])

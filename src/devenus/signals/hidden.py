@@ -1,0 +1,74 @@
+"""Hidden-state pooling and the representation scores built on it (CoE).
+
+:class:`LayerPool` keeps, per sequence and per layer, the mean of the hidden states over a token mask
+(the response), accumulated layer by layer as a forward pass produces them: memory ``[B, L+1, d]``,
+never ``[L+1, B, T, d]``.
+
+CoE (Chain-of-Embedding, Wang et al. 2024a, "Latent space chain-of-embedding enables output-free LLM
+self-evaluation"), on the pooled states ``h_0 .. h_L`` (``h_0`` = embeddings, ``h_L`` = the last
+layer after the final norm, as in Hugging Face's ``output_hidden_states``):
+
+- ``M_l = ||h_{l+1} - h_l|| / ||h_L - h_0||``
+- ``A_l = arccos(cos(h_{l+1}, h_l)) / arccos(cos(h_L, h_0))``
+- ``CoE-R = mean_l M_l - mean_l A_l``, ``CoE-C = |mean_l M_l exp(i A_l)|``
+
+Higher = more likely correct (so an uncertainty is the negated score).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class LayerPool:
+    """Masked mean over tokens of each layer's hidden states, accumulated one layer at a time.
+
+    ``pool = LayerPool(mask)`` with ``mask`` ``[B, T]`` (1 = pooled token); call ``pool.add(l, h)``
+    with ``h`` ``[B, T, d]`` for each layer ``l`` in order (a forward hook does it); ``pool.means()``
+    returns ``[B, L+1, d]`` float64 (a sequence without pooled tokens gets zeros).
+    """
+
+    def __init__(self, mask: torch.Tensor):
+        self.mask = mask.to(torch.float64)
+        self.count = self.mask.sum(dim=1).clamp(min=1.0)[:, None]
+        self.sums: list[torch.Tensor | None] = []
+
+    def add(self, layer: int, hidden: torch.Tensor) -> None:
+        while len(self.sums) <= layer:
+            self.sums.append(None)
+        if self.sums[layer] is not None:
+            raise ValueError(f"layer {layer} pooled twice in one forward")
+        # [B, d]: one weighted sum over the tokens, the [B, T, d] input is the layer's own output
+        self.sums[layer] = torch.einsum("bt,btd->bd", self.mask.to(hidden.dtype), hidden).to(torch.float64)
+
+    def means(self) -> torch.Tensor:
+        if not self.sums or any(s is None for s in self.sums):
+            missing = [i for i, s in enumerate(self.sums) if s is None]
+            raise ValueError(f"no pooled states for layers {missing or 'any'}")
+        return torch.stack([s / self.count for s in self.sums], dim=1)  # type: ignore[operator]
+
+
+def coe_features(pooled: torch.Tensor, eps: float = 1e-12) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(M, A)``, each ``[..., L]``, from pooled states ``[..., L+1, d]`` (formulas in the module doc)."""
+    h = pooled.to(torch.float64)
+    if h.shape[-2] < 2:
+        raise ValueError(f"CoE needs at least 2 layers of states, got {h.shape[-2]}")
+    diff = h[..., 1:, :] - h[..., :-1, :]
+    span = (h[..., -1, :] - h[..., 0, :]).norm(dim=-1).clamp(min=eps)
+    m = diff.norm(dim=-1) / span[..., None]
+
+    def angle(x, y):
+        cos = torch.nn.functional.cosine_similarity(x, y, dim=-1, eps=eps)
+        return torch.arccos(cos.clamp(-1.0, 1.0))
+
+    total = angle(h[..., -1, :], h[..., 0, :]).clamp(min=eps)
+    a = angle(h[..., 1:, :], h[..., :-1, :]) / total[..., None]
+    return m, a
+
+
+def coe_scores(pooled: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``{"coe_r": ..., "coe_c": ...}`` per sequence from pooled states ``[..., L+1, d]``."""
+    m, a = coe_features(pooled)
+    re = (m * torch.cos(a)).mean(dim=-1)
+    im = (m * torch.sin(a)).mean(dim=-1)
+    return {"coe_r": m.mean(dim=-1) - a.mean(dim=-1), "coe_c": torch.sqrt(re * re + im * im)}
