@@ -56,9 +56,11 @@ def main() -> None:
     completions = sample(model, tok, questions, n=n_max, temperature=1.0, seed=args.seed)
     answers = [[extract_answer(c.text, truncated=c.truncated) for c in per_q] for per_q in completions]
     v = get_default_verifier()
-    print(f"testbed base model, {len(questions)} training questions, T=1; "
-          f"no-answer share of all {len(questions) * n_max} responses: "
-          f"{sum(a is None for q in answers for a in q) / (len(questions) * n_max):.3f}")
+    total = len(questions) * n_max
+    pass1 = sum(a is not None and v.equivalent(a, g) for q, g in zip(answers, gold) for a in q) / total
+    no_answer = sum(a is None for q in answers for a in q) / total
+    print(f"testbed base model ({tb.root.name}), {len(questions)} training questions, T=1; "
+          f"of all {total} responses: pass@1 {pass1:.3f}, no answer {no_answer:.3f}")
     print(f"{'N':>3s} {'rule':10s} {'target share':>12s} {'empty target':>12s} {'accuracy':>9s} "
           f"{'differs from devenus':>21s}")
     for n in args.votes:
