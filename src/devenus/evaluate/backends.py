@@ -64,6 +64,9 @@ class HFBackend:
         self.pad_id = int(pad) if pad is not None else self.eos_ids[0]
 
     def prompt_ids(self, messages: Sequence[dict]) -> list[int]:
+        if not getattr(self.tokenizer, "chat_template", None):
+            # a tokenizer without a chat template: the messages' text, one per line (as a plain LM sees it)
+            return list(self.tokenizer("\n".join(m["content"] for m in messages))["input_ids"])
         ids = self.tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True)
         if isinstance(ids, dict) or hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
             ids = ids["input_ids"]
@@ -130,8 +133,9 @@ class VLLMBackend:
     def generate(self, prompts, n, sampling, progress=None):
         from vllm import SamplingParams
 
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
         texts = [self.tokenizer.apply_chat_template(list(m), tokenize=False, add_generation_prompt=True)
-                 for m in prompts]
+                 if has_template else "\n".join(x["content"] for x in m) for m in prompts]
         params = [SamplingParams(n=n, temperature=sampling.temperature, top_p=sampling.top_p,
                                  max_tokens=sampling.max_new_tokens, seed=sampling.seed * 1_000_003 + i)
                   for i in range(len(texts))]

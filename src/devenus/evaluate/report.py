@@ -65,7 +65,7 @@ def to_json(res: EvalResult) -> dict:
     }
 
 
-def _plot(res: EvalResult, tmp: str) -> None:
+def _plot(res: EvalResult, tmp: str, label: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,7 +87,7 @@ def _plot(res: EvalResult, tmp: str) -> None:
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% bootstrap CI)")
     s = res.sampling
-    ax.set_title(f"{Path(res.model).name or res.model}: protocol {res.protocol}, T={s.temperature}", fontsize=9)
+    ax.set_title(f"{label}: protocol {res.protocol}, T={s.temperature}, top-p {s.top_p}", fontsize=9)
     fig.tight_layout()
     fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)
@@ -113,5 +113,5 @@ def write_outputs(res: EvalResult, out_dir: str | Path, plot: bool = True) -> di
             import matplotlib  # noqa: F401
         except ImportError:
             return paths  # the 'plot' extra is optional; the table and JSON carry the same numbers
-        paths["plot"] = atomic_write(out / "accuracy.png", lambda t: _plot(res, t), suffix=".png")
+        paths["plot"] = atomic_write(out / "accuracy.png", lambda t: _plot(res, t, out.name), suffix=".png")
     return paths
