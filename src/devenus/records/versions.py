@@ -27,7 +27,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,20 +96,42 @@ class Parent:
 
 @dataclass(frozen=True)
 class Manifest:
-    """What a manifest file holds (``path``: where it was read from or written to; not stored)."""
+    """What a manifest file holds (``path``: where it was read from or written to; not stored).
+
+    ``changes`` and ``refusals`` are read from the file on first use: a version of a large file can
+    list hundreds of thousands of changes, and most readers (the commands' summaries,
+    :func:`verify_manifest`) need only the header.
+    """
 
     rule: str
     config: dict[str, Any]
     parents: list[Parent]
     output: dict[str, Any]
     counts: dict[str, int]
-    changes: list[Change] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
     path: Path | None = None
 
     @property
     def output_path(self) -> Path | None:
         return None if self.path is None else self.path.with_name(self.output["name"])
+
+    def _lists(self) -> tuple[list[Change], list[Refusal]]:
+        cached = self.__dict__.get("_lists_cache")
+        if cached is None:
+            d = _load_json(self.path)
+            try:
+                cached = ([Change(**c) for c in d["changes"]], [Refusal(**r) for r in d["refusals"]])
+            except (KeyError, TypeError) as exc:
+                raise VersionError(f"manifest {self.path} has a malformed change or refusal: {exc}") from exc
+            object.__setattr__(self, "_lists_cache", cached)
+        return cached
+
+    @property
+    def changes(self) -> list[Change]:
+        return self._lists()[0]
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        return self._lists()[1]
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -498,15 +520,41 @@ def _manifest_file(path: str | os.PathLike[str]) -> Path:
     return path if path.name.endswith(MANIFEST_SUFFIX) else manifest_path(path)
 
 
+def _load_json(mpath: Path | None) -> dict[str, Any]:
+    if mpath is None or not mpath.is_file():
+        raise VersionError(f"no manifest {mpath}")
+    try:
+        with open(mpath, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise VersionError(f"manifest {mpath} is not valid JSON: {exc}") from exc
+
+
+_LISTS_START = ' "refusals": ['
+
+
+def _load_header(mpath: Path) -> dict[str, Any]:
+    """The manifest without its change and refusal lists, read without loading them (they come
+    after the header, one entry per line, in the files this module writes); other layouts are
+    loaded whole."""
+    lines = []
+    try:
+        with open(mpath, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(_LISTS_START):
+                    return json.loads("".join(lines).rstrip().rstrip(",") + "\n}")
+                lines.append(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        pass
+    return _load_json(mpath)
+
+
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """The manifest of a version (``path``: the manifest or its Parquet file)."""
     mpath = _manifest_file(path)
     if not mpath.is_file():
         raise VersionError(f"no manifest {mpath}" + (f" for {path}" if Path(path) != mpath else ""))
-    try:
-        d = json.loads(mpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise VersionError(f"manifest {mpath} is not valid JSON: {exc}") from exc
+    d = _load_header(mpath)
     if not isinstance(d, dict) or d.get("format") != MANIFEST_FORMAT:
         raise VersionError(f"{mpath} is not a {MANIFEST_FORMAT} manifest")
     try:
@@ -516,8 +564,6 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
             parents=[Parent(**p) for p in d["parents"]],
             output=d["output"],
             counts=d["counts"],
-            changes=[Change(**c) for c in d["changes"]],
-            refusals=[Refusal(**r) for r in d["refusals"]],
             path=mpath,
         )
     except (KeyError, TypeError) as exc:
