@@ -52,3 +52,17 @@ def test_noise_errors(rows):
         inject_noise(rows, 0.1, "loud", seed=0)
     with pytest.raises(ValueError, match="wrong_answers"):
         inject_noise(rows, 0.1, "active", seed=0)
+
+
+@pytest.mark.slow
+def test_wrong_answer_sampling_is_deterministic_across_chunks(base_testbed):
+    """Sampling runs in chunks (for the progress bar); the result still depends on (seed, rows) only."""
+    from devenus.records import read_records
+    from devenus.testbed.noise import SAMPLE_CHUNK, sample_wrong_answers
+
+    model, tok = base_testbed.load_model()
+    rows = read_records(base_testbed.split("train"))[: SAMPLE_CHUNK + 20]  # two chunks
+    a = sample_wrong_answers(model, tok, rows, n_samples=2, seed=3, progress=False)
+    b = sample_wrong_answers(model, tok, rows, n_samples=2, seed=3, progress=False)
+    assert a == b and list(a) == [r["extra_info"]["index"] for r in rows]
+    assert any(a.values())
