@@ -135,6 +135,14 @@ def test_multiple_choice_is_graded_by_letter():
     assert grade("so the answer is B.\n\\boxed{B}", "B").score == 1.0
     assert grade("\\boxed{C}", "B").score == 0.0
     assert grade("The answer is D", "D").score == 1.0
+    assert grade("\\boxed{(C)}", "C").score == 1.0 and grade("\\boxed{(B)}", "C").score == 0.0
+
+
+def test_majority_of_letters_in_several_spellings():
+    from devenus.evaluate.metrics import majority_correct
+
+    # "(C)", "C" and "c" are one answer: 3 votes against 2 for "B"
+    assert majority_correct(["(C)", "B", "B", "C", "c"], [1, 0, 0, 1, 1]) == 1.0
 
 
 def test_testbed_splits_as_benchmarks(base_testbed):

@@ -50,6 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="auto: vllm where importable with a GPU, else hf")
     p.add_argument("--batch-size", type=int, default=256, help="hf: sequences per generate call")
     p.add_argument("--device", default="cpu", help="hf: torch device")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="hf: compute dtype")
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
     p.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
@@ -149,7 +150,7 @@ def _run(args) -> int:
     print(f"protocol {protocol.name}: {', '.join(f'{b.name} ({len(items[b.name])} x {ks.get(b.name, b.k)})' for b in protocol.benchmarks)}"
           + (f"; off-protocol: {', '.join(off)}" if off else ""))
 
-    backend = make_backend(args.backend, model_dir, batch_size=args.batch_size, device=args.device,
+    backend = make_backend(args.backend, model_dir, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
                            tensor_parallel_size=args.tensor_parallel_size, seed=args.seed,
                            max_model_len=None)
     bars = []
