@@ -24,6 +24,8 @@ DESCRIPTION = (
 COMMAND_MODULES: tuple[str, ...] = (
     "devenus.records.cli",  # import, data hide-labels, data pair-views
     "devenus.online.cli",  # methods
+    "devenus.select.cli",  # select generate|score|route|materialize|run
+    "devenus.transitions.cli",  # transition
 )
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback

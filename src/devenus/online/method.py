@@ -126,6 +126,13 @@ class OnlineMethod:
         if state:
             raise ValueError(f"{type(self).__name__} keeps no state but was given {sorted(state)}")
 
+    # ---- evidence: what later rounds need, written by the adapter to the evidence table ------------
+    def pop_evidence(self) -> list[dict[str, Any]]:
+        """This step's evidence rows, handed over once (the adapter appends them to the run's evidence
+        table, :class:`devenus.records.evidence.EvidenceWriter`): dicts with ``key``, ``step``, ``kind``
+        and optionally ``majority_answer``, ``majority_pass_rate``, ``target_pass_rate``, ``values``."""
+        return []
+
     # ---- metrics: logged under devenus/<name>/... in verl's step metrics --------------------------
     def log(self, **values: float) -> None:
         self._metrics.update({k: float(v) for k, v in values.items()})

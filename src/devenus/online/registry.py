@@ -15,7 +15,7 @@ from devenus.online.config import config_from_dict
 from devenus.online.method import OnlineMethod
 
 DEFAULT_TRAINER = "devenus.adapters.verl.trainer:DeVenusTrainer"
-_BUILTIN_MODULES = ("devenus.online.supervise",)
+_BUILTIN_MODULES = ("devenus.online.supervise", "devenus.online.refine")
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,8 @@ class StepRules:
             proposed = np.array([t is not None for t in new], dtype=bool)
             allowed = self.writable(view)
             self.metrics["devenus/target/labeled_protected"] = int((proposed & ~allowed).sum())
+            if m.may_change_labeled:  # label refinement: how many given labels it overrode, and how well
+                self.metrics.update(correction_metrics(view, np.where(proposed & allowed, new, None), hidden))
             for i in np.flatnonzero(proposed & allowed):
                 constructed[i] = str(new[i])
                 view.target[i] = constructed[i]
@@ -184,6 +186,23 @@ class StepRules:
             m["devenus/update_skipped"] = 1  # nothing admitted: no gradient step this time
         self.metrics = {}
         return skip, m
+
+
+def correction_metrics(view: RolloutBatch, constructed: np.ndarray, hidden: np.ndarray | None) -> dict[str, float]:
+    """Groups whose given label a refinement method overrides this step (``devenus/target/corrections``), and
+    with simulation truth the share of them whose new target is the hidden answer (``.../correction_precision``)."""
+    from devenus.verify import get_default_verifier
+
+    v = get_default_verifier()
+    fixed = [rows for rows in view.groups()
+             if view.labeled[rows[0]] and constructed[rows[0]] is not None
+             and not v.equivalent(str(constructed[rows[0]]), str(view.target[rows[0]]))]
+    out: dict[str, float] = {"devenus/target/corrections": len(fixed)}
+    right = [v.equivalent(str(constructed[r[0]]), str(hidden[r[0]])) for r in fixed
+             if hidden is not None and hidden[r[0]] is not None]
+    if right:
+        out["devenus/target/correction_precision"] = float(np.mean(right))
+    return out
 
 
 def check_group_constant(values: np.ndarray, batch: RolloutBatch, what: str) -> None:

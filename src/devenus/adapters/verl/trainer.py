@@ -212,9 +212,36 @@ class DeVenusTrainer(RayPPOTrainer):
             surfaces.scale_advantages(train, nt[surfaces.WEIGHT_KEY])
         reward, advantage, valid = surfaces.row_reward_advantage(train)
         skip, metrics = self.rules.before_update(keep, labeled, reward, advantage, valid, dropped)
+        self._write_evidence(metrics)
         metrics["devenus/timing_s/hooks"] = self._hook_s
         self._hook_s = 0.0
         return train, metrics, skip
+
+    # ------------------------------------------------------------------------------ evidence
+    def _write_evidence(self, metrics: dict) -> None:
+        """The method's evidence rows of this step, appended to the run's evidence table and flushed now
+        (one part file per step): a kill loses nothing already decided, and a resumed run's re-run steps
+        replace their earlier rows (the reader keeps the later part). Directory: ``devenus.evidence_dir``,
+        default ``<trainer.default_local_dir>/evidence``; round: ``devenus.round`` (default 0)."""
+        if not self.method.implements("pop_evidence"):
+            return
+        rows = self.method.pop_evidence()
+        if not rows:
+            return
+        if getattr(self, "_evidence", None) is None:
+            from devenus.records.evidence import EvidenceWriter
+            from devenus.transitions.evidence import record_dataset
+
+            dv = self.config.get("devenus", {}) or {}
+            folder = dv.get("evidence_dir") or os.path.join(self.config.trainer.default_local_dir, "evidence")
+            record_dataset(folder, list(self.config.data.train_files) if not isinstance(self.config.data.train_files, str)
+                           else [self.config.data.train_files], int(dv.get("round", 0) or 0))
+            self._evidence = EvidenceWriter(folder, method=self.method.name, round=int(dv.get("round", 0) or 0))
+        t0 = time.perf_counter()
+        self._evidence.extend(rows)
+        self._evidence.flush()
+        metrics["devenus/evidence/rows"] = len(rows)
+        metrics["devenus/timing_s/evidence"] = time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------ data
     def _create_dataloader(self, train_dataset, val_dataset, collate_fn, train_sampler):

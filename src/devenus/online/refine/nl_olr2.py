@@ -1,0 +1,93 @@
+"""NL-OLR v2 (this framework's extension of OLR, persistent): corrections become dataset edits only
+offline, through ``devenus transition --rule correct``, never during training.
+
+Online it trains against the given labels (no S_y edits) and observes every visit of a labeled
+sample. It *proposes* a correction (an evidence row of kind ``proposal``) when, at this visit,
+
+- the candidate (the group's unique majority answer) differs from the label,
+- the candidate's pass rate (majority pass rate) >= ``min_candidate_pass_rate`` (0.75),
+- the label's own pass rate <= ``max_label_pass_rate`` (0.25), and
+- over each of the last ``margin_visits`` (3) visits the majority was the same candidate and beat the
+  label's pass rate by >= ``min_margin`` (0.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from devenus.online.config import MethodConfig, option
+from devenus.online.refine.common import EPS, Histories, RefineMethod, Visit, equivalent, observe_groups
+from devenus.online.registry import WeakTrainerInterface
+from devenus.online.rollouts import RolloutBatch
+
+RULE = "correct"
+
+
+@dataclass
+class NLOLR2Config(MethodConfig):
+    min_candidate_pass_rate: float = option(0.75, "the candidate's majority pass rate at this visit must be >= this",
+                                            ge=0.0, le=1.0)
+    max_label_pass_rate: float = option(0.25, "the label's own pass rate at this visit must be <= this", ge=0.0, le=1.0)
+    min_margin: float = option(0.3, "candidate pass rate minus label pass rate, required at each of the last "
+                                    "margin_visits visits", ge=0.0, le=1.0)
+    margin_visits: int = option(3, "visits over which the same candidate must keep the margin", ge=1)
+    window: int = option(8, "visits kept per sample; bounds memory (must be >= margin_visits)", ge=1)
+
+    def check(self) -> None:
+        from devenus.online.config import ConfigError
+
+        if self.window < self.margin_visits:
+            raise ConfigError(f"devenus.method_config.window={self.window} must be >= "
+                              f"devenus.method_config.margin_visits={self.margin_visits}")
+
+
+def correction_proposal(history: list[Visit], config: NLOLR2Config) -> tuple[str | None, list[float]]:
+    """(the proposed correction or None, the margins of the last ``margin_visits`` visits), the current visit last."""
+    cur = history[-1]
+    last = history[-config.margin_visits:]
+    margins = [v.majority_pass_rate - (v.target_pass_rate or 0.0) for v in last]
+    if (not cur.labeled or cur.majority is None or cur.target_pass_rate is None
+            or len(last) < config.margin_visits or equivalent(cur.majority, cur.target)):
+        return None, margins
+    ok = (cur.majority_pass_rate >= config.min_candidate_pass_rate - EPS
+          and cur.target_pass_rate <= config.max_label_pass_rate + EPS
+          and all(v.target_pass_rate is not None and equivalent(v.majority, cur.majority) for v in last)
+          and all(m >= config.min_margin - EPS for m in margins))
+    return (cur.majority if ok else None), margins
+
+
+@WeakTrainerInterface.register
+class NLOLR2(RefineMethod):
+    name = "nl_olr2"
+    config_class = NLOLR2Config
+    data_needs = frozenset({"labels"})
+
+    def __init__(self, config: NLOLR2Config | None = None):
+        super().__init__(config)
+        self.history = Histories(self.config.window)
+
+    def construct_targets(self, batch: RolloutBatch) -> None:
+        proposed = 0
+        for rows, visit in observe_groups(batch):
+            if not visit.labeled:
+                continue
+            key = str(batch.key[rows[0]])
+            h = list(self.history.add(key, visit))
+            candidate, margins = correction_proposal(h, self.config)
+            self.evidence(key, visit, label=visit.target, margins=margins)
+            if candidate is not None:
+                proposed += 1
+                self.evidence(key, visit, kind="proposal", rule=RULE, field="reward_model.ground_truth",
+                              before=visit.target, after=candidate, margins=margins,
+                              candidate_pass_rate=visit.majority_pass_rate, label_pass_rate=visit.target_pass_rate)
+        self.log(proposals=proposed, tracked_samples=len(self.history.by_key))
+        return None  # observe only: training keeps the given labels
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.history.load_state_dict(state["history"])

@@ -1,0 +1,163 @@
+"""TraPO (Yang et al. 2025b): admit unlabeled samples whose pass-rate trajectory looks like those of
+reliable samples.
+
+Every visit of a sample appends one point to its trajectory: labeled -> true pass rate (share of the
+group's rollouts scored > 0.5 against the gold target); unlabeled -> majority pass rate (share in the
+unique majority cluster; tie or no answer -> 0). Trajectories keep their *first* ``max_points`` points
+(visits are epochs, so first points align in training time; later points are not needed because
+scores use a common prefix).
+
+Scoring an unlabeled sample with >= ``warmup`` points (before that it is dropped: during warm-up only
+labeled rows train): the reference set is every labeled sample plus every unlabeled sample already
+judged reliable (admitted by its score, not by the top-k quota), itself excluded, each with >= 2
+points. L = min(the candidate's length, the shortest reference length); each trajectory's first L
+points are z-normalised (x - mean) / std; a constant trajectory (std = 0) becomes the zero vector,
+whose cosine with anything is 0, so it is admitted only through the top-k quota. score = the mean
+cosine similarity to the reference set. No reference trajectory, or L < 2: the sample is not scored
+(dropped this visit).
+
+Admission (S_b, whole groups): every labeled group; among scored unlabeled groups, all with score >=
+``min_score`` plus the top ``top_fraction`` (floor, at least 1; ties broken by batch order). Admitted
+unlabeled groups train against their majority answer (S_y); a group without a majority is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from devenus.online.config import MethodConfig, option
+from devenus.online.refine.common import EPS, RefineMethod, observe_groups
+from devenus.online.registry import WeakTrainerInterface
+from devenus.online.rollouts import RolloutBatch
+
+
+@dataclass
+class TraPOConfig(MethodConfig):
+    warmup: int = option(8, "trajectory points an unlabeled sample needs before it is scored (dropped until then)", ge=2)
+    min_score: float = option(0.4, "unlabeled samples with mean cosine similarity >= this are admitted and join "
+                                   "the reference set", ge=-1.0, le=1.0)
+    top_fraction: float = option(0.1, "share of the batch's scored unlabeled samples admitted by rank "
+                                      "(floor, at least 1)", ge=0.0, le=1.0)
+    max_points: int = option(32, "trajectory points kept per sample (the first ones); bounds memory", ge=2)
+
+    def check(self) -> None:
+        from devenus.online.config import ConfigError
+
+        if self.max_points < self.warmup:
+            raise ConfigError(f"devenus.method_config.max_points={self.max_points} must be >= "
+                              f"devenus.method_config.warmup={self.warmup}")
+
+
+def znorm(x: np.ndarray) -> np.ndarray:
+    """(x - mean) / std; the zero vector for a constant trajectory (std 0): it resembles nothing."""
+    x = np.asarray(x, dtype=np.float64)
+    sd = x.std()
+    return np.zeros_like(x) if sd <= EPS else (x - x.mean()) / sd
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return 0.0 if na <= EPS or nb <= EPS else float(a @ b / (na * nb))
+
+
+def trajectory_score(candidate: list[float], references: list[list[float]]) -> float | None:
+    """Mean cosine similarity of the z-normalised common prefix to each reference; None when unscorable."""
+    refs = [r for r in references if len(r) >= 2]
+    if not refs or len(candidate) < 2:
+        return None
+    L = min(len(candidate), min(len(r) for r in refs))
+    c = znorm(candidate[:L])
+    return float(np.mean([cosine(c, znorm(r[:L])) for r in refs]))
+
+
+def admit_scored(scores: list[float | None], min_score: float, top_fraction: float) -> list[bool]:
+    """Per unlabeled sample: admitted (score >= min_score, or in the top floor(top_fraction * n_scored),
+    at least 1); unscored ones (None) never."""
+    scored = [i for i, s in enumerate(scores) if s is not None]
+    keep = [s is not None and s >= min_score - EPS for s in scores]
+    if scored:
+        k = max(1, math.floor(top_fraction * len(scored) + EPS))
+        for i in sorted(scored, key=lambda i: -scores[i])[:k]:  # stable: batch order breaks ties
+            keep[i] = True
+    return keep
+
+
+@WeakTrainerInterface.register
+class TraPO(RefineMethod):
+    name = "trapo"
+    config_class = TraPOConfig
+    data_needs = frozenset({"labels", "unlabeled"})
+
+    def __init__(self, config: TraPOConfig | None = None):
+        super().__init__(config)
+        self.trajectories: dict[str, list[float]] = {}
+        self.reliable: set[str] = set()
+        self.labeled: set[str] = set()
+        self.visits: dict[str, int] = {}
+        self._admit: dict[str, bool] = {}  # this step's decisions per uid, read back by admit()
+
+    def _point(self, key: str, value: float) -> list[float]:
+        t = self.trajectories.setdefault(key, [])
+        if len(t) < self.config.max_points:
+            t.append(float(value))
+        self.visits[key] = self.visits.get(key, 0) + 1
+        return t
+
+    def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
+        new = np.full(len(batch), None, dtype=object)
+        observed = observe_groups(batch)
+        for rows, v in observed:  # every point first: this step's labeled points are part of the reference
+            key = str(batch.key[rows[0]])
+            self._point(key, (v.target_pass_rate or 0.0) if v.labeled else v.majority_pass_rate)
+            if v.labeled:
+                self.labeled.add(key)
+        unl = [(rows, v) for rows, v in observed if not v.labeled]
+        scores: list[float | None] = []
+        for rows, v in unl:
+            key = str(batch.key[rows[0]])
+            t = self.trajectories[key]
+            if len(t) < self.config.warmup:
+                scores.append(None)
+                continue
+            refs = [tr for k, tr in self.trajectories.items() if k != key
+                    and (k in self.reliable or k in self.labeled)]
+            scores.append(trajectory_score(t, refs))
+        keep = admit_scored(scores, self.config.min_score, self.config.top_fraction)
+        self._admit = {}
+        for (rows, v), s, k in zip(unl, scores, keep):
+            key = str(batch.key[rows[0]])
+            k = k and v.majority is not None  # nothing to train against
+            if s is not None and s >= self.config.min_score - EPS:
+                self.reliable.add(key)
+            self._admit[str(batch.uid[rows[0]])] = k
+            if k:
+                new[rows] = v.majority
+        by_key = {str(batch.key[rows[0]]): s for (rows, _), s in zip(unl, scores)}
+        for rows, v in observed:
+            key = str(batch.key[rows[0]])
+            self.evidence(key, v, point=self.trajectories[key][-1], points=len(self.trajectories[key]),
+                          score=by_key.get(key), admitted=self._admit.get(str(batch.uid[rows[0]]), True))
+        n_scored = sum(s is not None for s in scores)
+        self.log(unlabeled_groups=len(unl), scored=n_scored, admitted_unlabeled=sum(self._admit.values()),
+                 admitted_share_unlabeled=(sum(self._admit.values()) / len(unl)) if unl else 0.0,
+                 reliable=len(self.reliable), reference_size=len(self.reliable) + len(self.labeled),
+                 mean_score=float(np.mean([s for s in scores if s is not None])) if n_scored else 0.0)
+        return new
+
+    def admit(self, batch: RolloutBatch) -> np.ndarray:
+        return np.array([bool(batch.labeled[i]) or self._admit.get(str(batch.uid[i]), False)
+                         for i in range(len(batch))], dtype=bool)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"trajectories": {k: list(v) for k, v in self.trajectories.items()}, "reliable": sorted(self.reliable),
+                "visits": dict(self.visits), "labeled": sorted(self.labeled)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.trajectories = {str(k): [float(x) for x in v] for k, v in state["trajectories"].items()}
+        self.reliable = set(state["reliable"])
+        self.visits = {str(k): int(v) for k, v in state["visits"].items()}
+        self.labeled = set(state["labeled"])

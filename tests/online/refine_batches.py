@@ -1,0 +1,36 @@
+"""Hand-built visits for the refinement tests: one RolloutBatch per step, verifier scores recomputed by
+plain string equality (the tests use integer answers written one way only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from devenus.online.rollouts import RolloutBatch
+
+
+def step_batch(groups, step: int = 1) -> RolloutBatch:
+    """``groups``: (key, labeled, target, answers) per prompt; answers None = no answer."""
+    uid, key, lab, tgt, pred, score = [], [], [], [], [], []
+    for g, (k, labeled, target, answers) in enumerate(groups):
+        for a in answers:
+            uid.append(f"s{step}u{g}")
+            key.append(k)
+            lab.append(labeled)
+            tgt.append(target)
+            pred.append(a)
+            score.append(1.0 if (a is not None and target and a == target) else 0.0)
+    n = len(uid)
+    return RolloutBatch(uid=np.array(uid, object), key=np.array(key, object), labeled=np.array(lab, bool),
+                        target=np.array(tgt, object), pred=pred, score=np.array(score), response_length=np.full(n, 5),
+                        truncated=np.zeros(n, bool), step=step, response=[str(a) for a in pred],
+                        fields={"extra_info": np.array([{"index": k} for k in key], dtype=object)})
+
+
+def answers(major: str, k: int, g: int = 8) -> list[str]:
+    """``k`` of ``g`` rollouts answer ``major``, the others each a different answer (1000, 1001, ...): a
+    unique majority for k >= 2, a tie (no majority) for k <= 1."""
+    return [major] * k + [str(1000 + i) for i in range(g - k)]
+
+
+def exact_grade(response: str, target: str, truncated: bool) -> float:
+    return 0.0 if truncated else float(response == target)
