@@ -1,0 +1,67 @@
+"""Layer pooling and CoE against the reference definition in methods.md, computed independently
+(numpy, complex numbers, an explicit loop over layers) on the same hidden states."""
+
+import cmath
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from devenus.signals.hidden import LayerPool, coe_scores
+from devenus.signals.ranking import rank_auroc
+from devenus.signals import auroc
+
+
+def coe_reference(h: np.ndarray) -> tuple[float, float]:
+    """methods.md: M_l = ||h_{l+1}-h_l|| / ||h_L-h_0||; A_l = arccos(cos(h_{l+1},h_l)) / arccos(cos(h_L,h_0));
+    CoE-R = mean M - mean A; CoE-C = |mean_l M_l e^{i A_l}|."""
+    def ang(x, y):
+        return math.acos(max(-1.0, min(1.0, float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y))))))
+
+    big_l = len(h) - 1
+    ms = [np.linalg.norm(h[l + 1] - h[l]) / np.linalg.norm(h[big_l] - h[0]) for l in range(big_l)]
+    as_ = [ang(h[l + 1], h[l]) / ang(h[big_l], h[0]) for l in range(big_l)]
+    r = sum(ms) / big_l - sum(as_) / big_l
+    c = abs(sum(m * cmath.exp(1j * a) for m, a in zip(ms, as_)) / big_l)
+    return r, c
+
+
+def test_coe_matches_reference():
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(5, 7, 12))  # 5 sequences, L+1 = 7 layers of states, d = 12
+    out = coe_scores(torch.tensor(pooled))
+    for b in range(5):
+        r, c = coe_reference(pooled[b])
+        assert out["coe_r"][b].item() == pytest.approx(r, rel=1e-9)
+        assert out["coe_c"][b].item() == pytest.approx(c, rel=1e-9)
+
+
+def test_layer_pool_is_the_masked_mean():
+    g = torch.Generator().manual_seed(1)
+    states = [torch.randn(3, 9, 8, generator=g) for _ in range(4)]
+    mask = torch.zeros(3, 9, dtype=torch.bool)
+    mask[0, 2:5] = True
+    mask[1, 8] = True
+    mask[2, :] = True
+    pool = LayerPool(mask)
+    for i, s in enumerate(states):
+        pool.add(i, s)
+    got = pool.means()
+    assert got.shape == (3, 4, 8)
+    for b in range(3):
+        for i, s in enumerate(states):
+            want = s[b][mask[b]].double().mean(0)
+            torch.testing.assert_close(got[b, i], want)
+    with pytest.raises(ValueError, match="twice"):
+        pool.add(0, states[0])
+
+
+def test_rank_auroc_matches_the_pairwise_form():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        s = rng.integers(0, 6, size=40).astype(float)  # many ties
+        s[rng.integers(0, 40)] = np.nan
+        y = rng.random(40) < 0.4
+        assert rank_auroc(s, y) == pytest.approx(auroc(s, y), abs=1e-12)
+    assert math.isnan(rank_auroc([1.0, 2.0], [True, True]))

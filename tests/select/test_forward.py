@@ -1,0 +1,79 @@
+"""The all-signals forward (one teacher-forced pass with hooks, head applied in chunks) against an
+independent computation on the same model: HF's full logits and ``output_hidden_states``."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from devenus.select.generate import HFGenerator
+from devenus.select.score import forward_signals
+from test_signals_hidden_ref import coe_reference
+
+
+@pytest.fixture(scope="module")
+def model_tok(base_testbed):
+    return base_testbed.load_model()
+
+
+def test_forward_signals_match_full_logits_and_hidden_states(model_tok):
+    model, tok = model_tok
+    gen = HFGenerator(model, tok, samples=3, max_new_tokens=40, seed=0)
+    prompts = [[{"role": "user", "content": "Compute 12 + 345."}], [{"role": "user", "content": "Compute 7 + 8."}]]
+    samples = gen.generate(prompts, ["a", "b"])
+    pids, rids = [], []
+    for p, ss in zip(prompts, samples):
+        for s in ss:
+            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            rids.append(s.response_ids)
+    got = forward_signals(model, pids, rids, batch_size=4, token_chunk=5, vocab_chunk=50)
+    model.eval()
+    for i, (p, r) in enumerate(zip(pids, rids)):
+        ids = torch.tensor([p + r])
+        with torch.no_grad():
+            out = model(input_ids=ids, output_hidden_states=True)
+        z = out.logits[0, len(p) - 1: len(p) + len(r) - 1].double()  # the distributions that chose r
+        logp = torch.log_softmax(z, -1)
+        ent = float((-(logp.exp() * logp).sum(-1)).mean())
+        sc = float((-math.log(z.shape[-1]) - logp.mean(-1)).mean())
+        hs = np.stack([h[0, len(p):].double().mean(0).numpy() for h in out.hidden_states])
+        coe_r, coe_c = coe_reference(hs)
+        assert got["entropy"][i] == pytest.approx(ent, rel=1e-4, abs=1e-5)
+        assert got["self_certainty"][i] == pytest.approx(sc, rel=1e-4, abs=1e-5)
+        assert got["coe_r"][i] == pytest.approx(coe_r, rel=1e-4, abs=1e-6)
+        assert got["coe_c"][i] == pytest.approx(coe_c, rel=1e-4, abs=1e-6)
+
+
+def test_samples_are_seeded_per_question_not_per_batch(model_tok):
+    model, tok = model_tok
+    q = [{"role": "user", "content": "Compute 41 + 18."}]
+    other = [{"role": "user", "content": "Compute 23 + 56."}]  # same token length: no padding difference
+    g = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=3, batch_size=8)
+    alone = g.generate([q], ["k"])[0]
+    together = g.generate([other, q], ["other", "k"])[1]
+    assert [s.response_ids for s in alone] == [s.response_ids for s in together]
+    again = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=4, batch_size=8).generate([q], ["k"])[0]
+    assert [s.response_ids for s in again] != [s.response_ids for s in alone]  # the seed matters
+    hard = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=3).generate(
+        [[{"role": "user", "content": "Compute 48213 + 97764."}]], ["h"])[0]
+    assert len({tuple(s.response_ids) for s in hard}) > 1  # samples of one question differ from each other
+
+
+def test_row_sampler_draws_from_the_softmax():
+    from devenus.select.generate.hf import _RowSampler
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    for temperature in (1.0, 0.5):
+        s = _RowSampler([123], temperature)
+        picks = [int(s(None, logits).argmax()) for _ in range(20000)]
+        freq = np.bincount(picks, minlength=4) / len(picks)
+        want = torch.softmax(logits[0] / temperature, -1).numpy()
+        assert np.abs(freq - want).max() < 0.015
+
+
+def test_truncated_samples_have_no_eos(model_tok):
+    model, tok = model_tok
+    g = HFGenerator(model, tok, samples=2, max_new_tokens=3, seed=0)
+    for s in g.generate([[{"role": "user", "content": "Compute 123456 + 654321."}]], ["t"])[0]:
+        assert s.truncated and len(s.response_ids) == 3 and tok.eos_token_id not in s.response_ids
