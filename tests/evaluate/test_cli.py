@@ -88,5 +88,7 @@ def test_errors_are_clear(base_testbed, tmp_path, capsys):
     assert "row 0: field 'answer'" in capsys.readouterr().err
     assert _run([str(tmp_path / "nowhere"), "--protocol", "testbed", "--limit", "2"]) == 2
     assert "model not found" in capsys.readouterr().err
+    assert _run(["testbed", "--k", "math500=2"]) == 2
+    assert "--k names math500, not among this run's benchmarks" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _run(["testbed", "--protocol", "nope"])

@@ -124,6 +124,13 @@ def _run(args) -> int:
     protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(b for b, _ in extra))
     files = _pairs(args.file, "--file") | {b.name: p for b, p in extra}
     ks = {n: int(v) for n, v in _pairs(args.k, "--k").items()}
+    known = {b.name for b in protocol.benchmarks}
+    for flag, names_given in (("--k", ks), ("--file", files)):
+        unknown = sorted(set(names_given) - known)
+        if unknown:
+            raise ValueError(f"{flag} names {', '.join(unknown)}, not among this run's benchmarks: {', '.join(sorted(known))}")
+    if any(k < 1 for k in ks.values()):
+        raise ValueError(f"--k needs at least one sample per question, got {ks}")
 
     max_new = args.max_new_tokens or protocol.max_new_tokens
     if max_new is None:
@@ -145,7 +152,8 @@ def _run(args) -> int:
     model_dir, how = resolve_model(args.model, args)
     out = Path(args.out or Path("outputs") / "eval" / _default_name(args.model, model_dir))
     off = [f"{n} k={k}" for n, k in ks.items()] + (["temperature"] if args.temperature is not None else []) + \
-          (["top-p"] if args.top_p is not None else []) + ([f"--limit {args.limit}"] if args.limit else [])
+          (["top-p"] if args.top_p is not None else []) + ([f"--limit {args.limit}"] if args.limit else []) + \
+          ([f"max {max_new} new tokens"] if protocol.max_new_tokens not in (None, max_new) else [])
     print(f"model: {model_dir} ({how})")
     print(f"protocol {protocol.name}: {', '.join(f'{b.name} ({len(items[b.name])} x {ks.get(b.name, b.k)})' for b in protocol.benchmarks)}"
           + (f"; off-protocol: {', '.join(off)}" if off else ""))
