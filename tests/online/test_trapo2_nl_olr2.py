@@ -70,7 +70,7 @@ def test_nl_olr2_proposes_corrections_with_the_margin_over_the_last_visits_and_k
     rules = StepRules(m, grade=exact_grade)
     # (majority answer, its count, label count) per visit, label "9"; the label's count are rollouts answering 9
     plan = {"noisy": [("7", 5, 1), ("7", 6, 1), ("7", 6, 2), ("7", 7, 1), ("7", 7, 0)],
-            "close": [("7", 6, 2), ("7", 6, 2), ("7", 5, 2), ("7", 6, 2), ("7", 6, 2)],  # margin 0.375/0.5 but label 0.25
+            "close": [("7", 6, 3), ("7", 6, 3), ("7", 5, 2), ("7", 6, 3), ("7", 5, 1)],  # margins >= 0.375, label pass rate 0.375
             "clean": [("9", 7, 7)] * 5}
     seen = {k: [] for k in plan}
     made = Counter()
