@@ -12,7 +12,6 @@ Every table is keyed by ``extra_info.index`` (column ``index``) and, per sample,
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +281,6 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     st = stage(cfg, "route").open(force)
     if st.done and st.has(0):
         return st
-    t0 = time.perf_counter()
     qt = read_questions(score_st)
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names
@@ -296,7 +294,7 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
                       "u": pa.array(u, pa.float64()), "rank": pa.array(rank, pa.int64())})
     write_table(table, st.shard_path(0))
     counts = {name: int((dec == code).sum()) for code, name in enumerate(DECISIONS)}
-    st.finish({**info, "questions": len(keys), "counts": counts, "seconds": round(time.perf_counter() - t0, 3)})
+    st.finish({**info, "questions": len(keys), "counts": counts})
     return st
 
 

@@ -1,0 +1,74 @@
+"""``devenus select generate|score|route|materialize|run CONFIG``: active data selection.
+
+CONFIG is a YAML (or JSON) file of :class:`devenus.select.config.SelectConfig` keys; ``--set KEY=VALUE``
+overrides one (dotted keys, YAML values: ``--set generate.samples=4``). Each stage resumes from its
+last complete shard; ``--force`` redoes it (and, for materialize, replaces the output).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+STAGES = ("generate", "score", "route", "materialize", "run")
+
+
+def _override(text: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), yaml.safe_load(value)
+
+
+def cmd_select(args) -> int:
+    import torch
+
+    from devenus.select import pipeline
+    from devenus.select.config import load_config
+
+    torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1") or 1))
+    overrides = dict(args.set or [])
+    if args.out:
+        overrides["out"] = args.out
+    cfg = load_config(args.config, overrides)
+    progress = False if args.no_progress else None
+    stage = args.select_cmd
+    if stage == "generate":
+        st = pipeline.run_generate(cfg, force=args.force, progress=progress)
+        print(f"generate: {st.summary()} in {st.folder}")
+    elif stage == "score":
+        st = pipeline.run_score(cfg, force=args.force, progress=progress)
+        print(f"score: {st.summary()} in {st.folder}")
+    elif stage == "route":
+        st = pipeline.run_route(cfg, force=args.force, progress=progress)
+        s = st.summary()
+        print(f"route ({s['selector']} on {s['signal']}): {s['counts']} in {st.folder}")
+    else:
+        fn = pipeline.run_materialize if stage == "materialize" else pipeline.run_all
+        m = fn(cfg, force=args.force, progress=progress)
+        c = m.config["routing"]["counts"]
+        print(f"wrote {m.output_path}: {m.output['rows']} rows ({m.output['labeled']} labeled); routing {c}; "
+              f"manifest {m.path}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("select", help="active data selection: generate -> score -> route -> materialize")
+    sub = p.add_subparsers(dest="select_cmd", required=True, metavar="{" + ",".join(STAGES) + "}")
+    helps = {
+        "generate": "sample G responses per pool question (resumable shards)",
+        "score": "per-sample and per-question uncertainty signals",
+        "route": "one decision per question: annotate, weak, keep or discard",
+        "materialize": "write the next dataset version (Parquet + manifest)",
+        "run": "all four stages",
+    }
+    for name in STAGES:
+        sp = sub.add_parser(name, help=helps[name])
+        sp.add_argument("config", nargs="?", default=None, help="YAML/JSON config file (default: the built-in defaults)")
+        sp.add_argument("--set", action="append", type=_override, metavar="KEY=VALUE",
+                        help="override a config key (dotted, YAML value), e.g. generate.samples=4; repeatable")
+        sp.add_argument("--out", default=None, help="run folder (overrides the config's out)")
+        sp.add_argument("--force", action="store_true", help="redo the stage(s) from scratch; replace the output version")
+        sp.add_argument("--no-progress", action="store_true", help="no progress bars")
+        sp.set_defaults(fn=cmd_select)

@@ -1,0 +1,127 @@
+"""``devenus select run`` end to end on the testbed pool (12 questions x 4 samples, shards of 4): the
+output passes the record contract, its manifest matches it and says what was decided; a run killed
+twice (during generate, during score) and rerun ends byte-identical to an uninterrupted one."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from devenus.records import read_records
+from devenus.records.versions import read_manifest, verify_manifest
+
+pytestmark = pytest.mark.slow
+
+CONFIG = {
+    "pool": "testbed-pool", "limit": 12, "shard_size": 4,
+    "generate": {"samples": 4, "batch_size": 16},
+    "score": {"batch_size": 16},
+    "route": {"selector": "ratio", "signal": "entropy", "rho_annotate": 0.25, "rho_discard": 0.25},
+}
+
+
+def select(*args, timeout=600):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", "devenus", "select", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory, base_testbed):
+    from devenus.select.pool import build_pool
+
+    build_pool()  # once, before any subprocess (they would otherwise race on the lock)
+    p = tmp_path_factory.mktemp("cfg") / "select.yaml"
+    p.write_text(yaml.safe_dump(CONFIG))
+    return p
+
+
+@pytest.fixture(scope="module")
+def full_run(config_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    r = select("run", str(config_file), "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r
+
+
+def test_output_is_a_valid_version_that_says_what_was_decided(full_run):
+    out, r = full_run
+    assert "wrote" in r.stdout
+    sel = out / "selected.parquet"
+    rows = read_records(sel)  # validates the record contract
+    verify_manifest(sel)
+    m = read_manifest(sel)
+    pool = read_records(_pool())[:12]
+    by_key = {r["extra_info"]["index"]: r for r in pool}
+    routing = m.config["routing"]
+    assert routing["counts"] == {"annotate": 3, "discard": 3, "weak": 6, "keep": 0}
+    assert m.config["route"]["signal"] == "entropy" and m.config["score"]["aggregation"] == "mean"
+    assert m.config["generation"]["samples"] == 4 and m.config["model"] == "testbed"
+    removed = {c.key for c in m.changes if c.field == "<row>"}
+    assert len(removed) == 3 + (len(read_records(_pool())) - 12)  # discarded + never scored (limit)
+    assert len(rows) == 9
+    annotated = [r for r in rows if r["extra_info"]["label_source"] == "annotated"]
+    assert len(annotated) == 3
+    for r in annotated:
+        assert r["extra_info"]["labeled"] is True
+        assert r["reward_model"]["ground_truth"] == by_key[r["extra_info"]["index"]]["simulation"]["hidden_answer"]
+    weak = [r for r in rows if r["extra_info"]["label_source"] == "none"]
+    assert len(weak) == 6 and all(r["reward_model"]["ground_truth"] == "" and not r["extra_info"]["labeled"] for r in weak)
+    # the annotated questions are the most uncertain by the routing signal, the discarded the least
+    import pyarrow.parquet as pq
+
+    route = pq.read_table(out / "route" / "shard-00000.parquet").to_pydict()
+    u = dict(zip(route["index"], route["u"]))
+    dec = dict(zip(route["index"], route["decision"]))
+    assert min(u[k] for k in u if dec[k] == "annotate") >= max(u[k] for k in u if dec[k] == "weak")
+    assert max(u[k] for k in u if dec[k] == "discard") <= min(u[k] for k in u if dec[k] == "weak")
+
+
+def _pool():
+    from devenus.select.pool import build_pool
+
+    return build_pool()
+
+
+def _kill_when(proc, path: Path, timeout=300):
+    t0 = time.time()
+    while not path.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before {path} appeared: {proc.stderr.read()[-2000:]}")
+        if time.time() - t0 > timeout:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_killed_and_rerun_is_byte_identical(full_run, config_file, tmp_path):
+    full, _ = full_run
+    out = tmp_path / "resumed"
+    cmd = [sys.executable, "-m", "devenus", "select", "run", str(config_file), "--out", str(out), "--no-progress"]
+    for marker in (out / "generate" / "shard-00000.parquet", out / "score" / "questions-00000.parquet"):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _kill_when(proc, marker)
+    assert not (out / "selected.parquet").exists()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    files = sorted(p.relative_to(full) for p in full.rglob("*.parquet"))
+    assert len(files) == 3 + 6 + 1 + 1  # generate, score (samples + questions), route, selected
+    for f in files:
+        assert (out / f).read_bytes() == (full / f).read_bytes(), f
+    assert (out / "selected.manifest.json").read_bytes() == (full / "selected.manifest.json").read_bytes()
+
+
+def test_stage_errors_are_one_line(full_run, config_file, tmp_path):
+    full, _ = full_run
+    r = select("route", str(config_file), "--out", str(tmp_path / "empty"), "--no-progress")
+    assert r.returncode == 1 and "run 'devenus select score' before 'route'" in r.stderr
+    r = select("score", str(config_file), "--out", str(full), "--set", "generate.samples=2", "--no-progress")
+    assert r.returncode == 1 and "made with another config" in r.stderr
+    r = select("materialize", str(config_file), "--out", str(full), "--no-progress")
+    assert r.returncode == 1 and "exists (use --force" in r.stderr

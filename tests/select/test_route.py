@@ -1,0 +1,82 @@
+"""Routing rules on hand-made scores (pure functions), and the route core on a table of them."""
+
+import numpy as np
+import pytest
+
+from devenus.select.config import interval_bounds, load_config
+from devenus.select.pipeline import route_scores
+from devenus.select.route import ANNOTATE, DISCARD, KEEP, WEAK, interval_mask, interval_route, ratio_route, tiebreak
+from devenus.select.route.ratios import ratio_counts
+
+P = np.array([0.0, 0.125, 0.25, 0.5, 0.75, 0.875, 1.0, np.nan])
+
+
+@pytest.mark.parametrize("preset,want", [
+    ("dapo", [0, 1, 1, 1, 1, 1, 0, 0]),
+    ("balanced", [0, 0, 1, 1, 1, 0, 0, 0]),
+    ("polaris", [1, 1, 1, 1, 1, 1, 0, 0]),
+])
+def test_interval_presets(preset, want):
+    cfg = load_config(None, {"route.selector": "interval", "route.interval": preset})
+    assert interval_mask(P, *interval_bounds(cfg.route)).astype(int).tolist() == want
+
+
+def test_custom_interval_is_inclusive():
+    cfg = load_config(None, {"route.selector": "interval", "route.interval": "custom", "route.low": 0.125, "route.high": 0.5})
+    assert interval_mask(P, *interval_bounds(cfg.route)).astype(int).tolist() == [0, 1, 1, 1, 0, 0, 0, 0]
+
+
+def test_interval_budget_keeps_the_most_uncertain_inside():
+    p = np.array([0.5, 0.5, 0.5, 1.0, 0.5])
+    u = np.array([0.1, 0.9, 0.5, 5.0, 0.7])  # the p = 1 question is the most uncertain but outside
+    ties = np.zeros(5, np.uint64)
+    dec = interval_route(p, u, ties, (0.0, 1.0, False, False), budget=2)
+    assert dec.tolist() == [DISCARD, KEEP, DISCARD, DISCARD, KEEP]
+    assert (interval_route(p, u, ties, (0.0, 1.0, False, False)) == KEEP).sum() == 4
+
+
+def test_ratio_route():
+    u = np.arange(10, dtype=float)  # question 9 is the most uncertain
+    dec = ratio_route(u, np.zeros(10, np.uint64), 0.3, 0.4)
+    assert dec.tolist() == [DISCARD] * 4 + [WEAK] * 3 + [ANNOTATE] * 3
+    capped = ratio_route(u, np.zeros(10, np.uint64), 0.3, 0.4, annotation_budget=1)
+    assert capped.tolist() == [DISCARD] * 4 + [WEAK] * 5 + [ANNOTATE]
+    assert ratio_counts(1000, 0.293, 0.421) == (293, 421)
+    assert ratio_counts(3, 0.9, 0.9) == (3, 0)
+
+
+def test_ties_are_broken_by_key_not_by_position():
+    keys = [f"q{i}" for i in range(50)]
+    u = np.zeros(50)
+    dec = ratio_route(u, tiebreak(keys, 0), 0.2, 0.2)
+    perm = np.random.default_rng(0).permutation(50)
+    dec_perm = ratio_route(u[perm], tiebreak([keys[i] for i in perm], 0), 0.2, 0.2)
+    assert dict(zip(keys, dec)) == dict(zip([keys[i] for i in perm], dec_perm))
+    assert not np.array_equal(tiebreak(keys, 0), tiebreak(keys, 1))
+
+
+def test_route_scores_calibrates_the_sign_on_labeled_rows():
+    n = 40
+    rng = np.random.default_rng(0)
+    wrong = rng.random(n) < 0.5
+    u = np.where(wrong, -1.0, 1.0) + rng.normal(0, 0.1, n)  # ranks the wrong way round
+    keys = [f"q{i}" for i in range(n)]
+    cfg = load_config(None, {"route.signal": "entropy", "route.calibrate_sign": True})
+    dec, info = route_scores({"u_entropy": u, "majority_correct": (~wrong).astype(float)}, keys, cfg)
+    assert info["sign"] == -1 and info["calibration_auroc"] < 0.1
+    assert np.all(wrong[dec == ANNOTATE])  # after the flip, the annotated questions are the wrong ones
+
+
+def test_missing_scores_are_an_error_naming_a_question():
+    cfg = load_config(None, {"route.signal": "accuracy"})
+    with pytest.raises(ValueError, match="'q1'"):
+        route_scores({"u_accuracy": np.array([0.5, np.nan])}, ["q0", "q1"], cfg)
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="rho_annotate"):
+        load_config(None, {"route.rho_annotate": 0.7, "route.rho_discard": 0.5})
+    with pytest.raises(ValueError, match="unknown key 'sampels'"):
+        load_config(None, {"generate.sampels": 4})
+    with pytest.raises(ValueError, match="needs the accuracy signal"):
+        load_config(None, {"route.selector": "interval", "score.signals": ["entropy"], "route.signal": "entropy"})
