@@ -13,11 +13,11 @@ only reliable bound is a separate process that the parent kills (SIGKILL) when i
 Why a pool behind a deadline: with one worker behind one lock, an ordinary check queues behind
 every pathological one ahead of it (each costs a full bound, then a restart), so latency under
 concurrency had no bound at all. Here each call gets a deadline when it enters (``deadline_s``,
-default twice ``timeout_s``) that covers waiting for a worker as well as the check; up to
+default 1.9 ``timeout_s``) that covers waiting for a worker as well as the check; up to
 ``max_workers`` workers run checks side by side, a freed worker goes to the longest-waiting call,
 and a call still without a worker at its deadline gives up (undecided) instead of queueing on.
-A check still running after ``demote_after`` of its bound is probably a runaway: its worker drops to
-the lowest CPU priority and gives its slot to the next call, so fresh checks neither queue nor
+A check that has burnt ``demote_after`` of its bound in CPU time is probably a runaway: its worker
+drops in CPU priority and gives its slot to the next call, so fresh checks neither queue nor
 compete for the CPU behind it.
 
 Why a template process: workers are forked from a warm zygote (``_worker.py``) that has imported
@@ -68,15 +68,18 @@ class VerifierConfig:
         timeout_s: wall-clock bound of one math-verify check in a worker (parse of both sides +
             verify); the worker is killed when it overruns.
         deadline_s: bound on one ``equivalent`` call from entry to answer, waiting for a free worker
-            included; ``None`` means ``2 * timeout_s``. A check that gets its worker late runs for
-            ``min(timeout_s, time left)``. Starting the zygote (first symbolic check of a process,
-            or after the zygote died) is not counted: it is bounded by ``startup_timeout_s``.
+            included; ``None`` means ``1.9 * timeout_s``, so that with the kill and a thread's
+            wake-up on a busy host a call still returns within twice the bound. A check that gets
+            its worker late runs for ``min(timeout_s, time left)``. Starting the zygote (first
+            symbolic check of a process, or after the zygote died) is not counted: it is bounded
+            by ``startup_timeout_s``.
         max_workers: checks that may run at full CPU priority at the same time, each in its own
             worker process (forked on demand, kept while idle); ``None``: the number of CPUs,
             clamped to 2..8. More than the CPUs only makes every check slower.
         max_demoted: checks past ``demote_after`` (demoted, likely runaways) that may run beside
             them: they no longer hold one of the ``max_workers`` slots, so a fresh check never
-            waits behind a runaway for more than ``demote_after`` of a bound.
+            waits behind a runaway for longer than the runaway takes to burn ``demote_after`` of
+            a bound in CPU time.
         startup_timeout_s: bound on starting the zygote (interpreter + sympy import + warm-up).
         cache_size: entries of the (normalised pair) -> result LRU cache. Only decided results
             are cached.
@@ -88,9 +91,11 @@ class VerifierConfig:
         memory_limit_mb: address-space limit of each worker (0 = none); stops a runaway
             ``10^{10^{10}}`` from eating the host's memory before the timeout fires.
         python_executable: interpreter for the zygote (default ``sys.executable``).
-        demote_after: a check still running after this fraction of its bound has its worker
-            lowered to nice 19 and gives up its slot (``None``: never), so runaway checks yield
-            the CPU and the queue to fresh ones; such a worker is replaced after the check.
+        demote_after: a check that has used this fraction of its bound in CPU time gives up its
+            slot and its worker's niceness steps up (6, then 12 and 19 at twice and three times
+            that CPU time; ``None``: never), so runaway checks yield the queue and the CPU to
+            younger ones; such a worker is replaced after the check. CPU time, not wall time: a
+            check that merely waits for a busy CPU is not a runaway.
         log_interval_s: at most one log line about undecided checks per this many seconds
             (the first one is always logged; the line carries the running count).
     """
@@ -128,11 +133,15 @@ class VerifierConfig:
         """``max_workers``, resolved."""
         if self.max_workers is not None:
             return self.max_workers
-        return min(8, max(2, os.cpu_count() or 2))
+        try:
+            cpus = len(os.sched_getaffinity(0))  # what this process may use, not the host's count
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 2
+        return min(8, max(2, cpus))
 
     @property
     def call_deadline_s(self) -> float:
-        return 2.0 * self.timeout_s if self.deadline_s is None else self.deadline_s
+        return 1.9 * self.timeout_s if self.deadline_s is None else self.deadline_s
 
 
 @dataclass
@@ -236,6 +245,19 @@ def _wait_fd(fd: int, event: int, deadline: float) -> None:
             return
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process from /proc (None where there is no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class _Worker:
     """The parent's handle on one forked worker: its stream socket and a way to kill it.
 
@@ -308,31 +330,48 @@ class _Worker:
         demote_after_s: float | None = None,
         on_demote: Callable[["_Worker"], None] | None = None,
     ) -> dict[str, Any]:
+        """One request under ``timeout_s`` (wall clock).
+
+        Once the check has used ``demote_after_s`` of CPU time (and twice, three times that) the
+        worker's niceness steps up (6, 12, 19): the more CPU a check has eaten, the likelier it is
+        a runaway, so younger checks outrank it. CPU time, not wall time: on a host that is busy
+        anyway an ordinary check waits long for the CPU without using much, and demoting it
+        would only starve it. ``on_demote`` runs at the first step.
+        """
         start = time.monotonic()
         deadline = start + timeout_s
-        demote_at = deadline if demote_after_s is None else min(deadline, start + demote_after_s)
+        steps: list[tuple[float, int]] = []
+        cpu0 = _cpu_seconds(self.pid) if demote_after_s is not None and demote_after_s > 0 else None
+        if cpu0 is not None:
+            assert demote_after_s is not None
+            steps = [(k * demote_after_s, nice) for k, nice in ((1, 6), (2, 12), (3, 19))]
+            tick = min(0.05, demote_after_s / 4)
         self._next_id += 1
         rid = self._next_id
         self._write(json.dumps({"id": rid, "op": op, "a": a, "b": b}).encode() + b"\n", deadline)
         while True:
+            until = min(deadline, time.monotonic() + tick) if steps else deadline
             try:
-                msg = self._read_line(demote_at if not self.demoted else deadline)
+                msg = self._read_line(until)
             except _WorkerTimeout:
-                if self.demoted or demote_at >= deadline:
+                if until >= deadline:
                     raise
-                self.demote()
-                if on_demote is not None:
-                    on_demote(self)
+                used = (_cpu_seconds(self.pid) or 0.0) - (cpu0 or 0.0)
+                while steps and used >= steps[0][0]:
+                    first = not self.demoted
+                    self.demote(steps.pop(0)[1])
+                    if first and on_demote is not None:
+                        on_demote(self)
                 continue
             if msg.get("id") == rid:
                 return msg
 
-    def demote(self) -> None:
-        """Lowest CPU priority: a long check is likely a runaway, and must not starve fresh
-        checks on a busy host. Irreversible without privileges, so the worker is retired after."""
+    def demote(self, nice: int = 19) -> None:
+        """Lower the worker's CPU priority. Irreversible without privileges, so a demoted worker
+        is retired after its check."""
         self.demoted = True
         try:
-            os.setpriority(os.PRIO_PROCESS, self.pid, 19)  # unreaped, so certainly our worker
+            os.setpriority(os.PRIO_PROCESS, self.pid, nice)  # unreaped, so certainly our worker
         except OSError:
             pass
 
@@ -952,7 +991,7 @@ def get_default_verifier() -> Verifier:
     """The per-process shared :class:`Verifier` (created lazily; a forked child gets its own).
 
     Environment: ``DEVENUS_VERIFY_TIMEOUT_S`` (check bound), ``DEVENUS_VERIFY_DEADLINE_S`` (call
-    deadline, default twice the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes).
+    deadline, default 1.9 times the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes).
     """
     global _DEFAULT, _DEFAULT_PID
     pid = os.getpid()
