@@ -68,6 +68,10 @@ class TransitionResult:
     proposals: int = 0
     accepted: int = 0
     rejected: int = 0
+    #: with simulation truth: accepted changes whose new target is the hidden answer / accepted, and / the
+    #: rows the rule could fix (promote: unlabeled rows; correct: labeled rows whose label is not the truth)
+    precision: float | None = None
+    recall: float | None = None
 
 
 def rule_config(rule: str, values: dict[str, Any] | None = None):
@@ -185,5 +189,26 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
               "evidence": {"proposal_keys": len(proposals), "sha256": digest}}
     manifest = write_version(out_rows, out, rule=f"transition-{rule}", config=config, parent=[parent], changes=changes,
                              refusals=refusals, force=force, inputs=[data])
+    precision, recall = _truth(rule, rows, out_rows, {c.key for c in changes}, by_key)
     return TransitionResult(manifest, proposals=len(proposals), accepted=len({c.key for c in changes}),
-                            rejected=len(refusals))
+                            rejected=len(refusals), precision=precision, recall=recall)
+
+
+def _truth(rule: str, before: list, after: list, changed: set[str], by_key: dict[str, int]):
+    """(precision, recall) of the accepted changes against ``simulation.hidden_answer`` (None without it)."""
+    from devenus.verify import get_default_verifier
+
+    v = get_default_verifier()
+    hidden = [(r.get("simulation") or {}).get("hidden_answer") for r in before]
+    if all(h is None for h in hidden):
+        return None, None
+
+    def wrong(r, h):  # the row's target does not give the truth: what the rule is there to fix
+        gt = r["reward_model"]["ground_truth"]
+        return not r["extra_info"]["labeled"] if rule == "promote" else bool(r["extra_info"]["labeled"] and not v.equivalent(gt, h))
+
+    fixable = sum(1 for r, h in zip(before, hidden) if h is not None and wrong(r, h))
+    right = sum(1 for k in changed if hidden[by_key[k]] is not None
+                and v.equivalent(after[by_key[k]]["reward_model"]["ground_truth"], hidden[by_key[k]]))
+    judged = sum(1 for k in changed if hidden[by_key[k]] is not None)
+    return (right / judged if judged else None), (right / fixable if fixable else None)

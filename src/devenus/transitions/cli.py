@@ -40,4 +40,7 @@ def cmd_transition(args: argparse.Namespace) -> int:
     m = r.manifest
     print(f"wrote {args.out}: {m.output['labeled']}/{m.output['rows']} rows labeled; {r.accepted} of {r.proposals} "
           f"proposed rows changed ({m.counts['changes']} field changes), {r.rejected} proposals rejected; manifest {m.path}")
+    if r.precision is not None or r.recall is not None:
+        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        print(f"against simulation truth: precision {fmt(r.precision)}, recall {fmt(r.recall)}")
     return 0
