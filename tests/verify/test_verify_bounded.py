@@ -179,3 +179,25 @@ def test_identical_checks_in_flight_share_one_worker_check():
 def test_bad_config_is_refused(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):
         Verifier(**kw)
+
+
+def test_cold_start_burst_is_not_undecided():
+    """The first checks of a process wait for the worker template to start (seconds on a busy
+    box): that one-off start moves every waiting call's deadline on, queued ones included, so a
+    burst of first calls is decided, not cut off."""
+    v = Verifier(timeout_s=2.0, max_workers=2, numeric_eval=False, log_interval_s=1e9)  # no start()
+    try:
+        jobs = [_ordinary(i) for i in range(8)]
+        out: dict[int, bool] = {}
+        threads = [
+            threading.Thread(target=lambda i=i: out.update({i: v.equivalent(jobs[i][0], jobs[i][1])})) for i in range(8)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        st = v.stats
+        assert st.zygote_starts == 1 and st.undecided == 0, st
+        assert [out[i] for i in range(8)] == [bool(j[2]) for j in jobs]
+    finally:
+        v.close()

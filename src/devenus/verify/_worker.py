@@ -192,7 +192,10 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
                     children.discard(pid)
             if not events:
                 continue
-            data = ctl.recv(65536)
+            try:
+                data = ctl.recv(65536)
+            except OSError:
+                return  # the parent is gone
             if not data:
                 return
             msg = json.loads(data)
@@ -207,6 +210,8 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
                 spare = None
                 try:
                     socket.send_fds(ctl, [json.dumps({"id": msg.get("id"), "pid": pid}).encode()], [theirs.fileno()])
+                except OSError:
+                    return  # the parent is gone (or closed us) before taking the worker
                 finally:
                     theirs.close()
                 spare = _fork_worker(ctl, check, children)  # after the reply: off the caller's path

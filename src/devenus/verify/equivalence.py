@@ -569,6 +569,8 @@ class Verifier:
         self._zygote: _Zygote | None = None
         self._zygote_lock = threading.Lock()
         self._zygote_failures = 0
+        self._startup_done_s = 0.0  # time spent in finished zygote starts
+        self._startup_began: float | None = None  # a zygote start in progress since
         self._inflight: dict[tuple[str, str], _Flight] = {}
         self._inflight_lock = threading.Lock()
 
@@ -614,6 +616,12 @@ class Verifier:
         return z.proc.pid if z is not None and self._pid == os.getpid() and z.alive() else None
 
     # -- the pool -------------------------------------------------------------------------
+    def _startup_s(self) -> float:
+        """Seconds spent starting zygotes so far: deadlines move on by what elapses of it while
+        a call waits (the one-off start is bounded by startup_timeout_s, not the deadline)."""
+        began = self._startup_began
+        return self._startup_done_s + (time.monotonic() - began if began is not None else 0.0)
+
     def _get_zygote(self) -> _Zygote | None:
         """The live zygote, started if needed (bounded by startup_timeout_s, not the deadline)."""
         z = self._zygote
@@ -629,34 +637,43 @@ class Verifier:
             if z is not None:
                 z.close()
                 self._zygote = None
+            self._startup_began = began = time.monotonic()
             try:
-                z = _Zygote(self.config)
-            except OSError as e:
-                self._zygote_failures += 1
-                logger.warning("devenus.verify: cannot start the math-verify worker: %s", e)
-                return None
-            self._count("zygote_starts")
-            try:
-                z.wait_ready(self.config.startup_timeout_s)
-            except (_WorkerTimeout, _WorkerDied, ValueError, OSError) as e:
-                self._zygote_failures += 1
-                logger.warning("devenus.verify: math-verify worker failed to start: %s", e or type(e).__name__)
-                z.close()
-                return None
-            self._zygote = z
-            return z
+                return self._start_zygote()
+            finally:
+                self._startup_done_s += time.monotonic() - began
+                self._startup_began = None
 
-    def _fork_worker(self, deadline: float) -> tuple[_Worker | None, str, float]:
+    def _start_zygote(self) -> _Zygote | None:
+        """Start a zygote and wait until it is ready (caller holds ``_zygote_lock``)."""
+        try:
+            z = _Zygote(self.config)
+        except OSError as e:
+            self._zygote_failures += 1
+            logger.warning("devenus.verify: cannot start the math-verify worker: %s", e)
+            return None
+        self._count("zygote_starts")
+        try:
+            z.wait_ready(self.config.startup_timeout_s)
+        except (_WorkerTimeout, _WorkerDied, ValueError, OSError) as e:
+            self._zygote_failures += 1
+            logger.warning("devenus.verify: math-verify worker failed to start: %s", e or type(e).__name__)
+            z.close()
+            return None
+        self._zygote = z
+        return z
+
+    def _fork_worker(self, deadline: float, startup0: float) -> tuple[_Worker | None, str, float]:
         """Fork a worker for a call that owns a fork slot; on failure hand the slot on.
 
-        Returns the worker (or None and why) and the deadline, moved on by the time spent
-        starting the zygote (that one-off start is bounded by ``startup_timeout_s`` instead)."""
+        Returns the worker (or None and why) and the deadline, moved on by the zygote start time
+        that elapsed since ``startup0`` (see ``_startup_s``)."""
         w: _Worker | None = None
         reason = ""
         try:
-            t0 = time.monotonic()
             z = self._get_zygote()
-            deadline += time.monotonic() - t0
+            deadline += self._startup_s() - startup0
+            startup0 = self._startup_s()
             if z is None:
                 reason = "worker start failed"
             else:
@@ -713,6 +730,7 @@ class Verifier:
 
     def _acquire(self, deadline: float) -> tuple[_Worker | None, str, float]:
         """A worker for this call (or None and why), and the call's possibly moved deadline."""
+        startup0 = self._startup_s()
         while True:
             fork = False
             with self._cond:
@@ -727,15 +745,17 @@ class Verifier:
                     waiter = _Waiter()
                     self._waiters.append(waiter)  # FIFO: a freed worker goes to the oldest call
                     while waiter.worker is None and not waiter.slot:
-                        remaining = deadline - time.monotonic()
+                        remaining = deadline + self._startup_s() - startup0 - time.monotonic()
                         if remaining <= 0:
                             self._waiters.remove(waiter)
                             return None, "no worker before the deadline", deadline
                         self._cond.wait(remaining)
                     w = waiter.worker
                     fork = waiter.slot
+            deadline += self._startup_s() - startup0
+            startup0 = self._startup_s()
             if fork:
-                return self._fork_worker(deadline)
+                return self._fork_worker(deadline, startup0)
             assert w is not None
             if w.idle_and_alive():
                 return w, "", deadline
@@ -921,9 +941,13 @@ class Verifier:
         assert flight is not None
         if not leader:
             self._count("shared_hits")
-            if flight.done.wait(max(0.0, deadline - time.monotonic())):
-                return flight.result
-            return None, "no answer before the deadline from an identical check in flight"
+            startup0 = self._startup_s()
+            while True:  # the leader's deadline moves on while a zygote starts; so does ours
+                remaining = deadline + self._startup_s() - startup0 - time.monotonic()
+                if flight.done.wait(max(0.0, remaining)):
+                    return flight.result
+                if deadline + self._startup_s() - startup0 - time.monotonic() <= 0:
+                    return None, "no answer before the deadline from an identical check in flight"
         try:
             flight.result = self._check("verify", key[0], key[1], deadline)
         finally:
