@@ -11,7 +11,9 @@ and reward loop workers, the rollout server) loads the backend when it imports v
 - the ``cpu`` platform (:mod:`.platform`) in verl's ``PlatformRegistry``, selected via ``VERL_PLATFORM``;
 - ``VERL_ENGINE_DEVICE=cuda``, so verl's engine registry hands out its FSDP engine on a CPU;
 - the ``hf`` rollout (:mod:`.hf_rollout`);
-- the torch shims (:mod:`.shims`) and one torch thread per process.
+- the torch shims (:mod:`.shims`) and one torch thread per process;
+- an exact, vectorised ``process_validation_metrics`` (:mod:`.val_metrics`): verl's takes a minute
+  per testbed validation.
 
 Launch helpers (Hydra overrides, environment) are in :mod:`.launch`.
 """
@@ -113,6 +115,9 @@ def register(force: bool = False) -> bool:
     _REGISTERED = True
     _install_platform()
     register_hf_rollout()
+    from .val_metrics import install as install_val_metrics
+
+    install_val_metrics()
     return True
 
 
