@@ -125,3 +125,26 @@ def test_stage_errors_are_one_line(full_run, config_file, tmp_path):
     assert r.returncode == 1 and "made with another config" in r.stderr
     r = select("materialize", str(config_file), "--out", str(full), "--no-progress")
     assert r.returncode == 1 and "exists (use --force" in r.stderr
+
+
+def test_triage_on_the_scored_run(full_run, config_file, tmp_path):
+    """Route the already-scored run again with probe-calibrated triage: the probes are annotated
+    (simulation truth), keep their labels through materialize, and the manifest holds the calibration."""
+    import shutil
+
+    out = tmp_path / "triage"
+    shutil.copytree(full_run[0], out)
+    sets = ["--set", "route.selector=triage", "--set", "route.min_probes=6", "--set", "route.window=3"]
+    r = select("route", str(config_file), "--out", str(out), *sets, "--force", "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = select("materialize", str(config_file), "--out", str(out), *sets, "--force", "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = read_manifest(out / "selected.parquet")
+    routing = m.config["routing"]
+    assert routing["selector"] == "triage" and len(routing["probe_keys"]) == 6
+    assert set(routing["thresholds"]) == {"t_discard", "t_annotate"} and len(routing["calibration_curve"]["u"]) == 4
+    rows = {r["extra_info"]["index"]: r for r in read_records(out / "selected.parquet")}
+    pool = {r["extra_info"]["index"]: r for r in read_records(_pool())[:12]}
+    for k in routing["probe_keys"]:
+        assert rows[k]["extra_info"]["label_source"] == "annotated"
+        assert rows[k]["reward_model"]["ground_truth"] == pool[k]["simulation"]["hidden_answer"]

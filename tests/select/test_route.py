@@ -80,3 +80,18 @@ def test_config_errors():
         load_config(None, {"generate.sampels": 4})
     with pytest.raises(ValueError, match="needs the accuracy signal"):
         load_config(None, {"route.selector": "interval", "score.signals": ["entropy"], "route.signal": "entropy"})
+
+
+def test_aggregate_matrix_matches_the_per_question_rule():
+    from devenus.select.score import aggregate, aggregate_matrix
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(30, 8))
+    v[3, 2] = np.nan
+    v[4, :] = np.nan
+    agrees = rng.random((30, 8)) < 0.5
+    agrees[5] = False
+    for how in ("mean", "median", "majority"):
+        got = aggregate_matrix(v, how, agrees)
+        want = [aggregate(v[i], how, agrees[i]) for i in range(30)]
+        np.testing.assert_allclose(got, want, equal_nan=True)

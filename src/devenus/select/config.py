@@ -17,7 +17,7 @@ SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe
 MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c")  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
-SELECTORS = ("interval", "ratio")
+SELECTORS = ("interval", "ratio", "triage")
 
 
 @dataclass
@@ -52,8 +52,15 @@ class RouteConfig:
     # ratio: annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
     rho_annotate: float = 0.293
     rho_discard: float = 0.421
-    annotation_budget: int | None = None  # cap on annotated questions (overflow -> weak)
-    calibrate_sign: bool = False  # flip u where labeled rows say it ranks the wrong way (AUROC < 0.5)
+    annotation_budget: int | None = None  # cap on annotated questions, probes included (overflow -> weak)
+    # triage: probes drawn across the ranking, annotated, windowed -> thresholds (methods.md)
+    probe_fraction: float = 0.03
+    min_probes: int = 50
+    window: int | None = None  # default max(5, probes // 10)
+    isotonic: bool = False
+    discard_pass_rate: float = 0.875  # t_discard: largest window u with pass rate >= this
+    annotate_majority_below: float = 0.5  # t_annotate: smallest window u with majority correctness < this
+    calibrate_sign: bool = False  # flip u when labeled rows (or triage probes) say it ranks the wrong way (AUROC < 0.5)
     seed: int = 0  # breaks ties between equal scores
 
 
@@ -103,6 +110,9 @@ class SelectConfig:
                 raise ValueError(f"route.{name} must lie in [0, 1], got {v}")
         if r.rho_annotate + r.rho_discard > 1.0 + 1e-12:
             raise ValueError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
+        if not 0.0 <= r.probe_fraction <= 1.0 or r.min_probes < 1:
+            raise ValueError(f"route.probe_fraction must lie in [0, 1] and route.min_probes be >= 1, got "
+                             f"{r.probe_fraction}, {r.min_probes}")
         return self
 
     def section(self, *names: str) -> dict[str, Any]:

@@ -76,6 +76,8 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
     conf = {"generate": base}
     conf["score"] = {**base, **cfg.section("score")}
     conf["route"] = {**conf["score"], **cfg.section("route")}
+    if cfg.route.selector == "triage":  # the probes' labels are part of the routing
+        conf["route"]["annotation"] = cfg.materialize.annotation
     return Stage(Path(cfg.out) / name, name, conf[name])
 
 
@@ -227,26 +229,35 @@ def read_questions(st: Stage):
 
 
 # ------------------------------------------------------------------------------ route
-def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig) -> tuple[np.ndarray, dict[str, Any]]:
+def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
+                 probe_oracle=None) -> tuple[np.ndarray, dict[str, Any]]:
     """Decisions per question from per-question columns (``u_<signal>``, ``pass_rate``,
-    ``majority_correct``): vectorised, the core of the route stage (and of its benchmark)."""
-    from devenus.select.route import check_scores, interval_route, ratio_route, tiebreak
+    ``majority_correct``): vectorised, the core of the route stage (and of its benchmark).
+
+    ``probe_oracle(indices) -> (pass_rate, majority_correct, labels)`` annotates the triage probes.
+    The returned info holds ``u`` (after any sign flip) and, for triage, ``probes`` and ``labels``."""
+    from devenus.select.route import calibrate, check_scores, draw_probes, interval_route, ratio_route, tiebreak, triage_route
     from devenus.signals.ranking import rank_auroc
 
     r = cfg.route
     u = np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
     info: dict[str, Any] = {"signal": r.signal, "aggregation": cfg.score.aggregation, "selector": r.selector,
                             "seed": r.seed, "sign": 1}
-    if r.calibrate_sign:
-        mc = np.asarray(q.get("majority_correct"), dtype=np.float64) if q.get("majority_correct") is not None else None
-        ok = mc is not None and np.isfinite(mc)
-        if mc is None or not np.any(ok):
-            raise ValueError("route.calibrate_sign needs labeled rows (majority_correct) in the pool")
-        auc = rank_auroc(u[ok], mc[ok] == 0.0)
-        info["calibration_auroc"] = auc
-        info["calibration_rows"] = int(ok.sum())
+
+    def flip_if_wrong(u, wrong, ok, where):
+        auc = rank_auroc(u[ok], wrong[ok])
+        info.update(calibration_auroc=auc, calibration_rows=int(ok.sum()), calibration_on=where)
         if np.isfinite(auc) and auc < 0.5:
-            u, info["sign"] = -u, -1
+            info["sign"] = -1
+            return -u
+        return u
+
+    if r.calibrate_sign and r.selector != "triage":
+        mc = q.get("majority_correct")
+        ok = np.isfinite(np.asarray(mc, dtype=np.float64)) if mc is not None else None
+        if ok is None or not ok.any():
+            raise ValueError("route.calibrate_sign needs labeled rows (majority_correct) in the pool, or the triage selector")
+        u = flip_if_wrong(u, np.asarray(mc, dtype=np.float64) == 0.0, ok, "labeled rows")
     ties = tiebreak(keys, r.seed)
     if r.selector == "interval":
         p = np.asarray(q["pass_rate"], dtype=np.float64)
@@ -256,11 +267,56 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig) -
             check_scores(u, keys, r.signal)
         dec = interval_route(p, np.nan_to_num(u, nan=-np.inf), ties, bounds, r.budget)
         info.update(interval=r.interval, bounds=list(bounds), budget=r.budget)
-    else:
+    elif r.selector == "ratio":
         check_scores(u, keys, r.signal)
         dec = ratio_route(u, ties, r.rho_annotate, r.rho_discard, r.annotation_budget)
         info.update(rho_annotate=r.rho_annotate, rho_discard=r.rho_discard, annotation_budget=r.annotation_budget)
+    else:
+        check_scores(u, keys, r.signal)
+        if probe_oracle is None:
+            raise ValueError("route.selector=triage needs an annotation source for its probes")
+        probes = draw_probes(u, ties, r.probe_fraction, r.min_probes, r.seed)
+        pass_rate, majority_correct, labels = probe_oracle(probes)
+        pass_rate = np.asarray(pass_rate, dtype=np.float64)
+        majority_correct = np.asarray(majority_correct, dtype=np.float64)
+        if r.calibrate_sign:
+            auc = rank_auroc(u[probes], majority_correct == 0.0)
+            info.update(calibration_auroc=auc, calibration_rows=len(probes), calibration_on="probes")
+            if np.isfinite(auc) and auc < 0.5:
+                u, info["sign"] = -u, -1
+        cal = calibrate(u[probes], pass_rate, majority_correct, window=r.window, isotonic=r.isotonic,
+                        discard_pass_rate=r.discard_pass_rate, annotate_below=r.annotate_majority_below)
+        dec = triage_route(u, ties, probes, cal["t_discard"], cal["t_annotate"], r.annotation_budget)
+        info.update(thresholds={"t_discard": cal["t_discard"], "t_annotate": cal["t_annotate"]},
+                    window=cal["window"], isotonic=cal["isotonic"], calibration_curve=cal["curve"],
+                    probe_keys=[keys[i] for i in probes], annotation_budget=r.annotation_budget,
+                    probe_pass_rate=pass_rate.tolist(), probe_majority_correct=majority_correct.tolist(),
+                    probes=probes, labels=labels)
     return dec, {**info, "u": u}
+
+
+def probe_oracle(cfg: SelectConfig, score_st: Stage, keys: list[str], majority: list):
+    """Annotate triage probes with the configured source and grade the existing G samples against
+    the annotations: ``indices -> (pass rate, majority correct, labels)``."""
+    import pyarrow.compute as pc
+
+    from devenus.select.annotate import annotation_source
+    from devenus.verify import get_default_verifier
+
+    def oracle(idx):
+        want = [keys[i] for i in idx]
+        by_key = {r["extra_info"]["index"]: r for r in pool_rows(cfg)}
+        labels = annotation_source(cfg.materialize.annotation)([by_key[k] for k in want])
+        samples = score_st.read_all(columns=["index", "pred"])
+        samples = samples.filter(pc.is_in(samples.column("index"), value_set=__import__("pyarrow").array(want)))
+        preds: dict[str, list] = {}
+        for k, p in zip(samples.column("index").to_pylist(), samples.column("pred").to_pylist()):
+            preds.setdefault(k, []).append(p)
+        v = get_default_verifier()
+        pass_rate = [float(np.mean([p is not None and v.equivalent(p, a) for p in preds[k]])) for k, a in zip(want, labels)]
+        maj = [bool(majority[i] is not None and v.equivalent(majority[i], a)) for i, a in zip(idx, labels)]
+        return pass_rate, maj, labels
+    return oracle
 
 
 def _floats(col) -> np.ndarray:
@@ -285,13 +341,18 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names
             if name.startswith("u_") or name in ("pass_rate", "majority_correct")}
-    dec, info = route_scores(cols, keys, cfg)
+    oracle = probe_oracle(cfg, score_st, keys, qt.column("majority").to_pylist()) if cfg.route.selector == "triage" else None
+    dec, info = route_scores(cols, keys, cfg, oracle)
     u = info.pop("u")
+    label = [None] * len(keys)
+    for i, a in zip(info.pop("probes", []), info.pop("labels", [])):
+        label[int(i)] = a
     rank = np.empty(len(keys), dtype=np.int64)  # 0 = the most uncertain
     rank[uncertainty_order(np.nan_to_num(u, nan=-np.inf), tiebreak(keys, cfg.route.seed))] = np.arange(len(keys))
     table = pa.table({"index": pa.array(keys, pa.string()),
                       "decision": pa.array([DECISIONS[d] for d in dec], pa.string()),
-                      "u": pa.array(u, pa.float64()), "rank": pa.array(rank, pa.int64())})
+                      "u": pa.array(u, pa.float64()), "rank": pa.array(rank, pa.int64()),
+                      "label": pa.array(label, pa.string())})
     write_table(table, st.shard_path(0))
     counts = {name: int((dec == code).sum()) for code, name in enumerate(DECISIONS)}
     st.finish({**info, "questions": len(keys), "counts": counts})
@@ -322,9 +383,11 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     dec = pq.read_table(str(route_st.shard_path(0))).to_pydict()
     decision = dict(zip(dec["index"], dec["decision"]))
     rows = pool_rows(cfg)
-    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate"]
+    known = {k: a for k, a in zip(dec["index"], dec["label"]) if a is not None}  # triage probes, annotated already
+    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate" and r["extra_info"]["index"] not in known]
     answers = dict(zip([r["extra_info"]["index"] for r in annotate],
                        annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
+    answers.update(known)
     summary = route_st.summary()
     config = {
         "pool": _pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),

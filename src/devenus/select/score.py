@@ -145,3 +145,18 @@ def aggregate(values: np.ndarray, how: str, agrees: np.ndarray | None = None) ->
     if v.size == 0:
         return float("nan")
     return float(np.median(v)) if how == "median" else float(v.mean())
+
+
+def aggregate_matrix(values: np.ndarray, how: str, agrees: np.ndarray | None = None) -> np.ndarray:
+    """:func:`aggregate` for N questions at once: ``values`` ``[N, G]`` (NaN = missing) -> ``[N]``,
+    vectorised (the majority rule falls back to all samples for a question without a winner)."""
+    v = np.asarray(values, dtype=np.float64)
+    if how == "majority" and agrees is not None:
+        a = np.asarray(agrees, bool)
+        v = np.where(a.any(axis=1, keepdims=True) & ~a, np.nan, v)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN, as aggregate() does
+            return np.nanmedian(v, axis=1) if how == "median" else np.nanmean(v, axis=1)

@@ -5,6 +5,7 @@ Decisions: ``discard`` (left out of the next version), ``weak`` (kept unlabeled:
 
 - :mod:`.intervals`  keep questions whose pass rate lies in an interval, most uncertain first under a budget
 - :mod:`.ratios`     annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
+- :mod:`.triage`     probe-calibrated thresholds for an unlabeled pool (discard / weak / annotate)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def check_scores(u: np.ndarray, keys, name: str) -> None:
 
 from devenus.select.route.intervals import interval_mask, interval_route  # noqa: E402
 from devenus.select.route.ratios import ratio_route  # noqa: E402
+from devenus.select.route.triage import calibrate, draw_probes, triage_route  # noqa: E402
 
 __all__ = ["ANNOTATE", "DECISIONS", "DISCARD", "KEEP", "WEAK", "check_scores", "interval_mask", "interval_route",
-           "ratio_route", "tiebreak", "uncertainty_order"]
+           "ratio_route", "tiebreak", "uncertainty_order", "calibrate", "draw_probes", "triage_route"]
