@@ -17,11 +17,23 @@ this CPU. Its server contract has three parts, and this module fills each with a
 
 Log-probs are ``log_softmax(logits / T)`` of the raw model logits (T=1 for greedy), which is how
 verl's actor computes ``old_log_probs``, not the top-p/top-k truncated distribution.
+
+Sampling is seeded per request, never from the process's global RNG: each request's seed is a hash of
+(``rollout.seed``, the server's ``global_steps``, the request id, the prompt's tokens, the sampling
+parameters, and how many identical requests came before it at this step). With verl's
+``rollout.full_determinism=True`` the request id is ``det-<sample index in the batch>`` (the CPU
+backend's overrides set it), so the same config draws the same samples in every run: a request
+draws its own Gumbel noise from its own generator, one draw per decoding step (Gumbel-max sampling is
+exact sampling from the temperature/top-k/top-p distribution), whatever requests share its batch.
+The logits themselves can move in the last float bits with the batch's shape (CPU GEMM blocking), so
+a draw could change only where two tokens' perturbed scores tie to ~1e-6; batches are made the same
+way in every run (a whole burst of requests, rows in seed order) to keep even that from happening.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import time
@@ -65,7 +77,57 @@ class _Request:
     prompt_ids: list[int]
     key: tuple
     future: asyncio.Future
+    seed: int = 0
     arrived: float = field(default_factory=time.monotonic)
+
+
+def request_seed(base_seed: int, global_steps: Any, request_id: str, prompt_ids: list[int], key: tuple,
+                 occurrence: int) -> int:
+    """A 63-bit seed for one request: a hash of everything that identifies it in a run (see module doc)."""
+    h = hashlib.sha256()
+    h.update(repr((int(base_seed), global_steps, str(request_id), key, int(occurrence))).encode())
+    h.update(b"|")
+    h.update(",".join(map(str, prompt_ids)).encode())
+    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
+
+
+class SeededGumbelSampler:
+    """Samples each row from its own generator: adds Gumbel noise to the temperature/top-k/top-p
+    processed scores, so that the greedy ``argmax`` that follows is an exact draw from that
+    distribution (the Gumbel-max trick). One draw of ``V`` uniforms per row per decoding step, so a
+    row's samples depend on its seed only, not on which rows share its batch.
+
+    Used as a ``logits_processor`` of a greedy ``model.generate``; warpers follow transformers'
+    order and semantics (temperature, then top-k, then top-p keeping at least one token).
+    """
+
+    def __init__(self, seeds: list[int], temperature: float, top_p: float, top_k: int) -> None:
+        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.top_k = int(top_k)
+
+    def warp(self, scores: torch.Tensor) -> torch.Tensor:
+        scores = scores.float()
+        if self.temperature != 1.0:
+            scores = scores / self.temperature
+        if 0 < self.top_k < scores.shape[-1]:
+            kth = torch.topk(scores, self.top_k, dim=-1).values[..., -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if self.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=False, dim=-1)
+            cum = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+            drop = cum <= (1 - self.top_p)
+            drop[..., -1:] = False
+            scores = scores.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+        return scores
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        scores = self.warp(scores)
+        vocab = scores.shape[-1]
+        u = torch.stack([torch.rand(vocab, generator=g, dtype=torch.float64) for g in self.generators])
+        gumbel = -torch.log(-torch.log(u.clamp_(min=torch.finfo(torch.float64).tiny)))
+        return scores + gumbel.to(scores.dtype)
 
 
 def _sampling_key(sampling_params: dict[str, Any], max_tokens: int) -> tuple:
@@ -97,8 +159,8 @@ class HFRolloutServer:
         model_config: Any,
         replica_rank: int = 0,
         node_rank: int = 0,
-        batch_window_s: float = 0.05,
-        max_batch_wait_s: float = 1.0,
+        batch_window_s: float = 0.1,
+        max_batch_wait_s: float = 2.0,
     ) -> None:
         from .shims import pin_torch_threads
 
@@ -122,6 +184,9 @@ class HFRolloutServer:
             getattr(self.config, "max_model_len", None) or (self.config.prompt_length + self.config.response_length)
         )
 
+        self.seed = int(getattr(self.config, "seed", 0) or 0)
+        self._occurrences: dict[tuple, int] = {}  # identical requests seen at the current step
+        self._occurrence_step: Any = None
         self.global_steps: Optional[int] = None
         self.weight_version = 0
         self.num_generated_tokens = 0
@@ -213,7 +278,8 @@ class HFRolloutServer:
         sampling_params = dict(sampling_params or {})
         key = _sampling_key(sampling_params, self._max_tokens(len(prompt_ids), sampling_params))
         loop = asyncio.get_running_loop()
-        req = _Request(prompt_ids=prompt_ids, key=key, future=loop.create_future())
+        req = _Request(prompt_ids=prompt_ids, key=key, future=loop.create_future(),
+                       seed=self._next_seed(request_id, prompt_ids, key))
         self._pending.append(req)
         if self._batcher is None or self._batcher.done():
             self._batcher = asyncio.create_task(self._run_batches())
@@ -224,6 +290,17 @@ class HFRolloutServer:
             stop_reason="completed",
             extra_fields={"global_steps": self.global_steps},
         )
+
+    def _next_seed(self, request_id: str, prompt_ids: list[int], key: tuple) -> int:
+        # Two requests identical in every part of the seed (e.g. vote rows that repeat a sample
+        # index) must still draw different samples: count them, per step, in arrival order.
+        if self._occurrence_step != self.global_steps:
+            self._occurrences.clear()
+            self._occurrence_step = self.global_steps
+        ident = (str(request_id), key, hashlib.sha256(",".join(map(str, prompt_ids)).encode()).digest())
+        occurrence = self._occurrences.get(ident, 0)
+        self._occurrences[ident] = occurrence + 1
+        return request_seed(self.seed, self.global_steps, request_id, prompt_ids, key, occurrence)
 
     async def _run_batches(self) -> None:
         while self._pending:
@@ -240,11 +317,14 @@ class HFRolloutServer:
             for r in pending:
                 groups.setdefault(r.key, []).append(r)
             for key, reqs in groups.items():
+                reqs.sort(key=lambda r: r.seed)  # a batch's row order does not depend on arrival order
                 for i in range(0, len(reqs), self.max_batch_size):
                     chunk = reqs[i : i + self.max_batch_size]
                     try:
                         async with self._get_lock():
-                            results = await asyncio.to_thread(self._generate_batch, [r.prompt_ids for r in chunk], key)
+                            results = await asyncio.to_thread(
+                                self._generate_batch, [r.prompt_ids for r in chunk], key, [r.seed for r in chunk]
+                            )
                     except Exception as e:  # deliver the error to every waiter of this chunk
                         logger.exception("hf rollout generate failed")
                         for r in chunk:
@@ -256,11 +336,14 @@ class HFRolloutServer:
                             r.future.set_result(res)
 
     @torch.no_grad()
-    def _generate_batch(self, prompts: list[list[int]], key: tuple) -> list[tuple[list[int], list[float]]]:
-        """Decode one micro-batch with ``model.generate``; returns (token_ids, log_probs) per prompt."""
-        from transformers import GenerationConfig
+    def _generate_batch(
+        self, prompts: list[list[int]], key: tuple, seeds: Optional[list[int]] = None
+    ) -> list[tuple[list[int], Optional[list[float]]]]:
+        """Decode one micro-batch with ``model.generate``; returns (token_ids, log_probs) per prompt
+        (log_probs None unless the sampling key asks for them). Sampled rows draw from ``seeds``."""
+        from transformers import GenerationConfig, LogitsProcessorList
 
-        temperature, top_p, top_k, rep, max_tokens, _ = key
+        temperature, top_p, top_k, rep, max_tokens, want_logprobs = key
         bsz = len(prompts)
         max_len = max(len(p) for p in prompts)
         input_ids = torch.full((bsz, max_len), self.pad_token_id, dtype=torch.long)
@@ -270,26 +353,35 @@ class HFRolloutServer:
             attention_mask[i, max_len - len(p) :] = 1
 
         do_sample = temperature > 0
+        # Sampling happens in SeededGumbelSampler (per-row generators); generate itself runs greedy.
         gen_cfg = GenerationConfig(
             max_new_tokens=max_tokens,
-            do_sample=do_sample,
-            temperature=temperature if do_sample else 1.0,
-            top_p=top_p if do_sample else 1.0,
-            top_k=top_k if (do_sample and top_k > 0) else None,
+            do_sample=False,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=None,
             repetition_penalty=rep,
             eos_token_id=self.eos_token_ids,
             pad_token_id=self.pad_token_id,
             use_cache=True,
             return_dict_in_generate=True,
-            output_logits=True,
+            output_logits=bool(want_logprobs),  # otherwise the [B, T, V] logits would be kept and thrown away
         )
-        out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg)
+        processors = LogitsProcessorList()
+        if do_sample:
+            if seeds is None:
+                seeds = [int(torch.randint(0, 2**62, ()).item()) for _ in prompts]
+            processors.append(SeededGumbelSampler(seeds, temperature, top_p, top_k))
+        out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg,
+                                  logits_processor=processors)
         new_tokens = out.sequences[:, max_len:]
-        # raw logits, [B, T, V] -> log-probs at the sampling temperature
-        logits = torch.stack(out.logits, dim=1).float()
-        if do_sample and temperature != 1.0:
-            logits = logits / temperature
-        token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+        token_logp = None
+        if want_logprobs:
+            # raw logits, [B, T, V] -> log-probs at the sampling temperature
+            logits = torch.stack(out.logits, dim=1).float()
+            if do_sample and temperature != 1.0:
+                logits = logits / temperature
+            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
 
         results = []
         for i in range(bsz):
@@ -299,7 +391,7 @@ class HFRolloutServer:
                 if t in self.eos_token_ids:
                     n = j + 1  # keep the eos token, as vLLM does
                     break
-            results.append((toks[:n], token_logp[i, :n].tolist()))
+            results.append((toks[:n], token_logp[i, :n].tolist() if token_logp is not None else None))
             self.num_generated_tokens += n
         self.num_generate_calls += 1
         return results

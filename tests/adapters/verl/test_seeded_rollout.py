@@ -1,0 +1,106 @@
+"""The hf rollout server samples from per-request seeds (no Ray): a request's sample does not depend on
+its batch companions, repeats differ, the rollout seed matters, and the sampler is exact."""
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("verl")
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.verl
+
+SAMPLE = dict(temperature=1.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, logprobs=True)
+
+
+def _server(fx, seed: int):
+    from omegaconf import OmegaConf
+    from verl.workers.config import RolloutConfig
+
+    from devenus.adapters.verl.cpu.hf_rollout import HFRolloutServer
+
+    cfg = RolloutConfig(name="hf", prompt_length=64, response_length=16, tensor_model_parallel_size=1, seed=seed)
+    mc = OmegaConf.create({"path": str(fx["model"]), "override_config": {"attn_implementation": "eager"}})
+    return HFRolloutServer(cfg, mc)
+
+
+@pytest.fixture(scope="module")
+def server(verl_cpu_fx):
+    return _server(verl_cpu_fx, seed=7)
+
+
+def _prompt(server, q: str) -> list[int]:
+    tok = server.model_config.tokenizer
+    text = tok.apply_chat_template([{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
+    return tok.encode(text, add_special_tokens=False)
+
+
+async def _at_step(server, step, requests):
+    await server.set_global_steps(step)
+    return await asyncio.gather(*[server.generate(p, dict(SAMPLE), rid) for p, rid in requests])
+
+
+def test_a_request_draws_the_same_sample_alone_or_in_any_batch(server):
+    p = _prompt(server, "What is 3+4?")
+    others = [_prompt(server, f"What is {i}+{i * 3}? Think.") for i in range(6)]
+
+    async def go():
+        alone = (await _at_step(server, 5, [(p, "det-3")]))[0]
+        await _at_step(server, 6, [(p, "det-3")])  # another step in between resets the repeat count
+        mixed = await _at_step(server, 5, [(q, f"det-{i + 10}") for i, q in enumerate(others)] + [(p, "det-3")])
+        return alone, mixed[-1], server.num_generate_calls
+
+    alone, in_batch, _ = asyncio.run(go())
+    assert alone.token_ids == in_batch.token_ids
+    # the logits themselves move in the last float bits with the batch's shape (CPU GEMM blocking);
+    # a draw can only change where two candidates tie to ~1e-6 (docs/cpu_backend.md)
+    assert torch.allclose(torch.tensor(alone.log_probs), torch.tensor(in_batch.log_probs), atol=1e-5)
+
+
+def test_identity_parts_change_the_sample(server, verl_cpu_fx):
+    p = _prompt(server, "What is 5+6?")
+
+    async def go(srv, step, rid, times=1):
+        return await _at_step(srv, step, [(p, rid)] * times)
+
+    base = asyncio.run(go(server, 1, "det-0"))[0].token_ids
+    assert asyncio.run(go(server, 2, "det-0"))[0].token_ids != base  # another step
+    assert asyncio.run(go(server, 1, "det-0"))[0].token_ids == base  # back at step 1: the same draw
+    assert asyncio.run(go(server, 1, "det-0"))[0].token_ids != base  # a repeat within one step draws afresh
+    twice = asyncio.run(go(server, 3, "det-0", times=2))  # ... also inside one batch
+    assert twice[0].token_ids != twice[1].token_ids
+    asyncio.run(go(server, 2, "det-0"))
+    assert asyncio.run(go(server, 1, "det-1"))[0].token_ids != base  # another sample index
+    other_seed = _server(verl_cpu_fx, seed=8)
+    assert asyncio.run(go(other_seed, 1, "det-0"))[0].token_ids != base  # another rollout.seed
+
+
+def test_warping_matches_transformers():
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    from devenus.adapters.verl.cpu.hf_rollout import SeededGumbelSampler
+
+    torch.manual_seed(0)
+    scores = torch.randn(6, 50) * 3
+    for t, p, k in [(1.0, 1.0, -1), (0.7, 0.9, -1), (1.3, 1.0, 5), (0.5, 0.5, 10), (1.0, 0.99, 49)]:
+        ref = TemperatureLogitsWarper(t)(None, scores.clone()) if t != 1.0 else scores.clone()
+        if k > 0:
+            ref = TopKLogitsWarper(k)(None, ref)
+        if p < 1.0:
+            ref = TopPLogitsWarper(p)(None, ref)
+        ours = SeededGumbelSampler([0] * 6, t, p, k).warp(scores.clone())
+        assert torch.equal(torch.isinf(ours), torch.isinf(ref))
+        assert torch.allclose(ours[~torch.isinf(ours)], ref[~torch.isinf(ref)])
+
+
+def test_gumbel_max_draws_follow_the_distribution():
+    from devenus.adapters.verl.cpu.hf_rollout import SeededGumbelSampler
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]])
+    n = 4000
+    sampler = SeededGumbelSampler(list(range(n)), temperature=0.8, top_p=1.0, top_k=-1)
+    picks = sampler(None, logits.expand(n, -1)).argmax(-1)
+    freq = torch.bincount(picks, minlength=5).double() / n
+    probs = torch.softmax(logits[0].double() / 0.8, -1)
+    sigma = (probs * (1 - probs) / n).sqrt()
+    assert ((freq - probs).abs() <= 4 * sigma + 1e-9).all(), (freq, probs)
