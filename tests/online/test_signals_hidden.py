@@ -65,3 +65,34 @@ def test_rank_auroc_matches_the_pairwise_form():
         y = rng.random(40) < 0.4
         assert rank_auroc(s, y) == pytest.approx(auroc(s, y), abs=1e-12)
     assert math.isnan(rank_auroc([1.0, 2.0], [True, True]))
+
+
+def kinetics_reference(states: np.ndarray, mask: np.ndarray, g: float = 0.8) -> float:
+    """methods.md CoT-Kinetics, per token and layer in plain loops: unit-normalised states, v_l = x_{l+1} - x_l,
+    K = mean ||v_l||^2, C = mean (1 - cos(v_l, v_{l+1})), E = g K + (1 - g) C, mean over masked tokens."""
+    energies = []
+    for t in np.flatnonzero(mask):
+        x = [s[t] / np.linalg.norm(s[t]) for s in states]
+        v = [x[l + 1] - x[l] for l in range(len(x) - 1)]
+        k = sum(float(vi @ vi) for vi in v) / len(v)
+        c = sum(1 - float(v[l] @ v[l + 1]) / (np.linalg.norm(v[l]) * np.linalg.norm(v[l + 1])) for l in range(len(v) - 1)) / (len(v) - 1)
+        energies.append(g * k + (1 - g) * c)
+    return float(np.mean(energies))
+
+
+def test_kinetics_matches_reference():
+    from devenus.signals.hidden import KineticsPool
+
+    rng = np.random.default_rng(3)
+    states = [rng.normal(size=(2, 6, 5)) for _ in range(5)]  # L+1 = 5 layers, B = 2, T = 6, d = 5
+    mask = np.zeros((2, 6), bool)
+    mask[0, 1:4] = True
+    mask[1, 5] = True
+    pool = KineticsPool(torch.tensor(mask))
+    for i, s in enumerate(states):
+        pool.add(i, torch.tensor(s))
+    got = pool.energy()
+    for b in range(2):
+        assert got[b].item() == pytest.approx(kinetics_reference([s[b] for s in states], mask[b]), rel=1e-9)
+    with pytest.raises(ValueError, match="in order"):
+        pool.add(9, torch.tensor(states[0]))

@@ -9,7 +9,7 @@ import torch
 
 from devenus.select.generate import HFGenerator
 from devenus.select.score import forward_signals
-from test_signals_hidden_ref import coe_reference
+from test_signals_hidden_ref import coe_reference, kinetics_reference
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,9 @@ def test_forward_signals_match_full_logits_and_hidden_states(model_tok):
         assert got["self_certainty"][i] == pytest.approx(sc, rel=1e-4, abs=1e-5)
         assert got["coe_r"][i] == pytest.approx(coe_r, rel=1e-4, abs=1e-6)
         assert got["coe_c"][i] == pytest.approx(coe_c, rel=1e-4, abs=1e-6)
+        kin = kinetics_reference([h[0].double().numpy() for h in out.hidden_states],
+                                 np.arange(len(p) + len(r)) >= len(p))
+        assert got["cot_kinetics"][i] == pytest.approx(kin, rel=1e-4, abs=1e-6)
 
 
 def test_samples_are_seeded_per_question_not_per_batch(model_tok):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c")
-MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c")  # need the teacher-forced forward
+SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")
+MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 SELECTORS = ("interval", "ratio", "triage")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from devenus.select.config import SelectConfig, fingerprint, interval_bounds
+from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint, interval_bounds
 from devenus.select.shards import Stage, write_json, write_table
 
 
@@ -144,7 +144,7 @@ def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     if st.done and not todo:
         return st
     sc, signals = cfg.score, cfg.score.signals
-    want_model = [s for s in signals if s in ("entropy", "self_certainty", "coe_r", "coe_c")]
+    want_model = [s for s in signals if s in MODEL_SIGNALS]
     if want_model:
         model, tok = _model(model, cfg)
     bar = _bar(len(rows), "score", progress)

@@ -12,7 +12,9 @@ Model-internal signals, all from ONE teacher-forced forward per (prompt, respons
 
 - ``entropy``: ``u = mean over response tokens of H(p_t)`` (full logits width);
 - ``self_certainty``: ``u = - mean SC_t``;
-- ``coe_r`` / ``coe_c``: ``u = - CoE-R`` / ``- CoE-C`` (higher CoE = more likely correct).
+- ``coe_r`` / ``coe_c``: ``u = - CoE-R`` / ``- CoE-C`` (higher CoE = more likely correct);
+- ``cot_kinetics``: ``u = E``, the mean CoT-Kinetics energy over response tokens (RECONSTRUCTED;
+  the sign is our choice: check it with ``route.calibrate_sign``).
 
 The forward runs the decoder without its head: the head is applied to the final hidden states in
 token x vocabulary chunks (:func:`devenus.signals.head.token_stats_from_hidden`), so the ``[T, V]``
@@ -32,7 +34,7 @@ import torch
 
 from devenus.select.config import MODEL_SIGNALS
 from devenus.signals.head import token_stats_from_hidden
-from devenus.signals.hidden import LayerPool, coe_scores
+from devenus.signals.hidden import KineticsPool, LayerPool, coe_scores
 
 
 # ------------------------------------------------------------------------------ the forward
@@ -48,7 +50,8 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
                     want: Sequence[str] = MODEL_SIGNALS, *, batch_size: int = 32, token_chunk: int = 512,
                     vocab_chunk: int = 8192, temperature: float = 1.0) -> dict[str, np.ndarray]:
     """Raw model-internal scores per (prompt, response): ``entropy`` (mean H), ``self_certainty``
-    (mean SC), ``coe_r``, ``coe_c``; float64 arrays of length ``len(response_ids)``."""
+    (mean SC), ``coe_r``, ``coe_c``, ``cot_kinetics`` (mean energy); float64 arrays of length
+    ``len(response_ids)``."""
     want = [w for w in want if w in MODEL_SIGNALS]
     n = len(response_ids)
     out = {w: np.full(n, np.nan) for w in want}
@@ -57,6 +60,7 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
     base, head = _decoder_parts(model)
     tokens = any(w in ("entropy", "self_certainty") for w in want)
     coe = any(w in ("coe_r", "coe_c") for w in want)
+    kin = "cot_kinetics" in want
     model.eval()
     for start in range(0, n, batch_size):
         idx = range(start, min(start + batch_size, n))
@@ -73,12 +77,19 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
             attn[b, : len(s)] = 1
             resp[b, plen[b]: plen[b] + rlen[b]] = True
         pool = LayerPool(resp) if coe else None
+        kinetics = KineticsPool(resp) if kin else None
         hooks = []
-        if pool is not None:
+        if pool is not None or kinetics is not None:
             mods = [base.embed_tokens, *list(base.layers)[:-1], base.norm]  # HF's hidden_states order
+
+            def take(li, output):
+                h = output[0] if isinstance(output, tuple) else output
+                if pool is not None:
+                    pool.add(li, h)
+                if kinetics is not None:
+                    kinetics.add(li, h)
             for li, mod in enumerate(mods):
-                hooks.append(mod.register_forward_hook(
-                    lambda _m, _inp, output, li=li: pool.add(li, output[0] if isinstance(output, tuple) else output)))
+                hooks.append(mod.register_forward_hook(lambda _m, _inp, output, li=li: take(li, output)))
         try:
             with torch.no_grad():
                 last = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
@@ -102,12 +113,14 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
             for name in ("coe_r", "coe_c"):
                 if name in want:
                     out[name][start: start + len(seqs)] = c[name].numpy()
+        if kinetics is not None:
+            out["cot_kinetics"][start: start + len(seqs)] = kinetics.energy().numpy()
     return out
 
 
 def uncertainty(name: str, raw: np.ndarray) -> np.ndarray:
     """A raw model-internal score as "higher = more uncertain"."""
-    return raw if name == "entropy" else -raw
+    return raw if name in ("entropy", "cot_kinetics") else -raw
 
 
 # ------------------------------------------------------------------------------ answer signals

@@ -72,3 +72,48 @@ def coe_scores(pooled: torch.Tensor) -> dict[str, torch.Tensor]:
     re = (m * torch.cos(a)).mean(dim=-1)
     im = (m * torch.sin(a)).mean(dim=-1)
     return {"coe_r": m.mean(dim=-1) - a.mean(dim=-1), "coe_c": torch.sqrt(re * re + im * im)}
+
+
+class KineticsPool:
+    """CoT-Kinetics energy per sequence (Bi et al. 2025; RECONSTRUCTED from methods.md), accumulated one
+    layer at a time: memory a few ``[B, T, d]``, never ``[L+1, B, T, d]``.
+
+    Per token t of the mask, the layer trajectory of unit-normalised states ``x_l = h_l / ||h_l||``
+    (l = 0..L); velocities ``v_l = x_{l+1} - x_l``; kinetic ``K = mean_l ||v_l||^2``; curvature
+    ``C = mean_l (1 - cos(v_l, v_{l+1}))``; energy ``E = g K + (1 - g) C`` (g = 0.8). The sequence
+    score is the mean of E over the masked tokens. Call ``add(l, h)`` for l = 0, 1, ... in order.
+    """
+
+    def __init__(self, mask: torch.Tensor, g: float = 0.8, eps: float = 1e-12):
+        self.mask = mask.to(torch.float64)
+        self.g, self.eps = g, eps
+        self.prev: torch.Tensor | None = None
+        self.prev_v: torch.Tensor | None = None
+        self.k_sum = self.c_sum = None
+        self.n_v = self.n_c = 0
+        self.next_layer = 0
+
+    def add(self, layer: int, hidden: torch.Tensor) -> None:
+        if layer != self.next_layer:
+            raise ValueError(f"layers must come in order: expected {self.next_layer}, got {layer}")
+        self.next_layer += 1
+        x = hidden.to(torch.float64)
+        x = x / x.norm(dim=-1, keepdim=True).clamp(min=self.eps)
+        if self.prev is not None:
+            v = x - self.prev
+            k = (v * v).sum(-1)
+            self.k_sum = k if self.k_sum is None else self.k_sum + k
+            self.n_v += 1
+            if self.prev_v is not None:
+                c = 1.0 - torch.nn.functional.cosine_similarity(v, self.prev_v, dim=-1, eps=self.eps)
+                self.c_sum = c if self.c_sum is None else self.c_sum + c
+                self.n_c += 1
+            self.prev_v = v
+        self.prev = x
+
+    def energy(self) -> torch.Tensor:
+        """Mean token energy per sequence ``[B]`` (needs at least 3 layers of states)."""
+        if self.n_c == 0:
+            raise ValueError("CoT-Kinetics needs at least 3 layers of states")
+        e = self.g * self.k_sum / self.n_v + (1.0 - self.g) * self.c_sum / self.n_c
+        return (e * self.mask).sum(1) / self.mask.sum(1).clamp(min=1.0)
