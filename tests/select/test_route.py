@@ -95,3 +95,23 @@ def test_aggregate_matrix_matches_the_per_question_rule():
         got = aggregate_matrix(v, how, agrees)
         want = [aggregate(v[i], how, agrees[i]) for i in range(30)]
         np.testing.assert_allclose(got, want, equal_nan=True)
+
+
+def test_stage_folder_rules(tmp_path):
+    from devenus.select.shards import Stage, StageError, write_table
+    import pyarrow as pa
+
+    st = Stage(tmp_path / "score", "score", {"a": 1}).open()
+    write_table(pa.table({"x": [1]}), st.shard_path(0))
+    write_table(pa.table({"x": [1]}), st.folder / "questions-00000.parquet")
+    assert st.has(0) and not st.done
+    with pytest.raises(StageError, match="not complete"):
+        st.require_done("route")
+    st.finish({"n": 1})
+    assert Stage(tmp_path / "score", "score", {"a": 1}).open().has(0)  # same config: shards kept
+    with pytest.raises(StageError, match="another config"):
+        Stage(tmp_path / "score", "score", {"a": 2}).open()
+    with pytest.raises(StageError, match="another config"):
+        Stage(tmp_path / "score", "score", {"a": 2}).check()
+    again = Stage(tmp_path / "score", "score", {"a": 2}).open(force=True)  # force: start over
+    assert not again.has(0) and not again.done and not list(again.folder.glob("*.parquet"))

@@ -67,7 +67,7 @@ class Stage:
             elif not force:
                 return self
         if force:
-            for p in self.folder.glob("shard-*.parquet"):
+            for p in self.folder.glob("*.parquet"):  # shards and any per-shard side tables
                 p.unlink()
             (self.folder / "done.json").unlink(missing_ok=True)
         write_json(self.config, meta)
