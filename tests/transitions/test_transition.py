@@ -136,3 +136,14 @@ def test_killed_at_random_points_the_parent_is_intact_and_a_rerun_is_byte_identi
         # the rerun removed the killed writer's temporary files
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".d1.") and p.name.endswith(".tmp")]
     assert finished < 20  # most kills land inside the run
+
+
+def test_one_evidence_directory_per_dataset_round(inputs, tmp_path):
+    from devenus.transitions.evidence import EvidenceProvenanceError, record_dataset
+
+    data, ev = inputs
+    record_dataset(ev, [str(data)], 0)  # the same data again (a resumed run): accepted
+    other = make_dataset(tmp_path / "other.parquet", n=12)
+    with pytest.raises(EvidenceProvenanceError, match="use another devenus.evidence_dir or devenus.round"):
+        record_dataset(ev, [str(other)], 0)
+    record_dataset(ev, [str(other)], 1)  # the next round on D(1)
