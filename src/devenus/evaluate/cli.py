@@ -1,10 +1,10 @@
-"""``devenus eval``: evaluate a checkpoint with the field's protocol (or the testbed's).
+"""devenus eval: evaluate a checkpoint with the field's protocol (or the testbed's).
 
     devenus eval testbed                                   # the testbed base model, testbed protocol
     devenus eval outputs/run/checkpoints --protocol testbed   # a verl checkpoint (merged by verl's merger)
     devenus eval Qwen3-4B-run/ --data-dir benchmarks/ --max-new-tokens 3072 --backend vllm
 
-Prints a table, writes ``results.json``, ``samples.jsonl`` and ``accuracy.png`` to ``--out``.
+Prints a table, writes results.json, samples.jsonl and accuracy.png to --out.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
     p.add_argument("--out", default=None, help="output folder (default outputs/eval/<model name>)")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--no-plot", action="store_true", help="do not draw accuracy.png")
     p.add_argument("--testbed-seed", type=int, default=0, help="which testbed ('testbed' model and testbed splits)")
     p.add_argument("--cache-dir", default=None, help="testbed cache (default $DEVENUS_CACHE or ~/.cache/devenus)")
     p.set_defaults(fn=run_eval)

@@ -17,12 +17,17 @@ class SetupError(RuntimeError):
 
 
 def _cpu_setup(argv: list[str]) -> list[str]:
-    from devenus.adapters.verl.cpu.launch import cpu_env, cpu_overrides, has_accelerator
+    """``devenus.backend=auto|cpu|gpu``: print what was chosen and why; for the CPU backend, add its
+    environment (never replacing a variable the user set) and its overrides (the user's come later and win)."""
+    from devenus.adapters.verl.cpu.launch import BackendError, setup_backend
 
-    if has_accelerator() or os.environ.get("DEVENUS_VERL_CPU", "").lower() in ("0", "false"):
-        return argv
-    os.environ.update(cpu_env(dict(os.environ)))
-    return cpu_overrides() + argv
+    try:
+        argv, choice = setup_backend(argv)
+    except BackendError as e:
+        print(f"devenus.train: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(choice.message(), flush=True)
+    return argv
 
 
 def _data_files(value) -> list[str]:
@@ -126,6 +131,28 @@ def _check_rollouts(config, name: str, method) -> None:
     if "paraphrases" in method.data_needs and batch % 2:
         raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
                          f"must be even (pairs x 2), got {batch}")
+
+
+def preflight(overrides: list[str]):
+    """Every check ``devenus.train`` runs before Ray starts, on the composed config, without starting
+    anything: DE-Venus's :func:`check_setup` and verl's own ``validate_config``. Returns the config.
+    (Recipes' dry runs use it: a GPU recipe is checked on a machine without a GPU.)"""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        with initialize_config_module(config_module="devenus.config", version_base=None):
+            config = compose("devenus_trainer", overrides=list(overrides))
+    except HydraException as e:  # an override that does not fit the config tree
+        raise SetupError(f"the overrides do not compose: {e}") from None
+    check_setup(config)
+    try:
+        validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    except (AssertionError, ValueError) as e:  # verl states its config rules as assertions
+        raise SetupError(f"verl's config check: {e}") from None
+    return config
 
 
 def main(argv: list[str] | None = None) -> int:

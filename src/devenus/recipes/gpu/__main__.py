@@ -1,0 +1,5 @@
+import sys
+
+from devenus.recipes.gpu.launch import main
+
+sys.exit(main())

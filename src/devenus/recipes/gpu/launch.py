@@ -1,0 +1,156 @@
+"""Load, check and launch the GPU recipes; prepare their data from local files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import yaml
+
+HERE = files("devenus.recipes.gpu")
+KEYS = ("description", "method", "train", "reference", "overrides")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    description: str
+    method: str
+    train: str  # file name under the data folder
+    reference: str
+    overrides: tuple[str, ...]
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.name[:-5] for p in HERE.iterdir() if p.name.endswith(".yaml") and p.name != "common.yaml")
+
+
+def _load_yaml(name: str) -> dict:
+    path = HERE / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"no GPU recipe {name!r}; recipes: {', '.join(recipe_names())}")
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def load_recipe(name: str) -> Recipe:
+    raw = _load_yaml(name)
+    missing, unknown = set(KEYS) - set(raw), set(raw) - set(KEYS)
+    if missing or unknown:
+        raise ValueError(f"recipe {name}.yaml: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    return Recipe(name, raw["description"], raw["method"], raw["train"], raw["reference"], tuple(raw["overrides"]))
+
+
+def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str, nodes: int = 1, gpus: int = 8,
+                     extra: tuple[str, ...] = ()) -> list[str]:
+    """The full ``devenus.train`` command line of a recipe: common overrides, the recipe's, then ``extra``."""
+    fill = {"model": model, "data_dir": str(data_dir).rstrip("/"), "out_dir": str(out_dir).rstrip("/"),
+            "nodes": str(nodes), "gpus": str(gpus)}
+    common = [o for o in _load_yaml("common")["overrides"]]
+    for k, v in fill.items():
+        common = [o.replace("${" + k + "}", v) for o in common]
+    return [*common, f"devenus.method={recipe.method}", f"data.train_files={fill['data_dir']}/{recipe.train}",
+            f"trainer.experiment_name={recipe.name}", *recipe.overrides, *extra]
+
+
+# ---------------------------------------------------------------------------------------------- data
+def _devenus(*args: str) -> None:
+    cmd = [sys.executable, "-m", "devenus", *args]
+    print("$", shlex.join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def prepare(data_dir: Path, dapo: str | None, math: str | None, math500: str | None, dapo_paired: str | None,
+            force: bool = False) -> list[Path]:
+    """Records files every recipe names, from local copies of the benchmarks (see docs/gpu.md)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    f = ["--force"] if force else []
+    made = []
+    if dapo:
+        full = data_dir / "dapo_math17k.parquet"
+        _devenus("import", dapo, "--from-verl", "--source", "dapo_math17k", "--out", str(full), *f)
+        for frac, name in ((0.0, "unlabeled"), (0.1, "10pct")):
+            _devenus("data", "hide-labels", str(full), "--labeled-fraction", str(frac), "--out",
+                     str(data_dir / f"dapo_math17k_{name}.parquet"), *f)
+        made += [full, data_dir / "dapo_math17k_unlabeled.parquet", data_dir / "dapo_math17k_10pct.parquet"]
+    if dapo_paired:  # originals and rewrites merged by `devenus data pair-views`
+        _devenus("data", "hide-labels", dapo_paired, "--labeled-fraction", "0", "--out",
+                 str(data_dir / "dapo_math17k_paired.parquet"), *f)
+        made.append(data_dir / "dapo_math17k_paired.parquet")
+    if math:
+        full = data_dir / "math.parquet"
+        _devenus("import", math, "--source", "math", "--out", str(full), *f)
+        _devenus("data", "hide-labels", str(full), "--labeled-fraction", "0", "--out",
+                 str(data_dir / "math_unlabeled.parquet"), *f)
+        made += [full, data_dir / "math_unlabeled.parquet"]
+    if math500:
+        _devenus("import", math500, "--source", "math500", "--split", "test", "--out",
+                 str(data_dir / "math500.parquet"), *f)
+        made.append(data_dir / "math500.parquet")
+    return made
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m devenus.recipes.gpu", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the recipes, with what each trains")
+    pr = sub.add_parser("prepare", help="records files for the recipes, from local benchmark files")
+    pr.add_argument("--data-dir", required=True, help="folder the recipes read their data from")
+    pr.add_argument("--dapo", help="DAPO-Math-17k in verl's Parquet layout")
+    pr.add_argument("--math", help="MATH train split (JSONL with problem/solution)")
+    pr.add_argument("--math500", help="MATH-500 (JSONL with problem/answer): the in-training validation set")
+    pr.add_argument("--dapo-paired", help="DAPO originals and rewrites merged by `devenus data pair-views` (Co-rewarding I)")
+    pr.add_argument("--force", action="store_true", help="replace existing files")
+    r = sub.add_parser("run", help="launch a recipe (or check it with --dry-run)")
+    r.add_argument("name", help="a recipe name (see `list`)")
+    r.add_argument("--model", default="Qwen/Qwen3-4B-Base", help="HF model folder or hub name")
+    r.add_argument("--data-dir", required=True, help="folder written by `prepare`")
+    r.add_argument("--out", default="outputs/gpu", help="checkpoints and validation dumps go under OUT/NAME")
+    r.add_argument("--nodes", type=int, default=1, help="trainer.nnodes")
+    r.add_argument("--gpus", type=int, default=8, help="trainer.n_gpus_per_node")
+    r.add_argument("--dry-run", action="store_true", help="compose the config and run every pre-flight check; no Ray")
+    r.add_argument("overrides", nargs="*", help="more verl/DE-Venus overrides (they win)")
+    args, rest = p.parse_known_args(argv)  # overrides may follow the options: argparse keeps them in `rest`
+    if rest and (args.cmd != "run" or any(r.startswith("-") for r in rest)):
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.cmd == "run":
+        args.overrides = [*args.overrides, *rest]
+    try:
+        if args.cmd == "list":
+            for n in recipe_names():
+                rec = load_recipe(n)
+                print(f"{n:16s} {rec.method:13s} {rec.train:32s} {rec.description}")
+            return 0
+        if args.cmd == "prepare":
+            for path in prepare(Path(args.data_dir), args.dapo, args.math, args.math500, args.dapo_paired, args.force):
+                print(f"wrote {path}")
+            return 0
+        rec = load_recipe(args.name)
+        ov = recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=os.path.join(args.out, rec.name),
+                              nodes=args.nodes, gpus=args.gpus, extra=tuple(args.overrides))
+        if args.dry_run:
+            from devenus.adapters.verl.train import SetupError, preflight
+
+            try:
+                config = preflight(ov)
+            except SetupError as e:
+                print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
+                return 1
+            a = config.actor_rollout_ref
+            print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
+                  f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
+                  f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
+                  f"  reference: {rec.reference}\n  pre-flight checks passed; launch without --dry-run")
+            return 0
+        cmd = [sys.executable, "-m", "devenus.train", *ov]
+        print("$", shlex.join(cmd), flush=True)
+        return subprocess.call(cmd)
+    except (ValueError, OSError, subprocess.CalledProcessError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,85 @@
+"""Every GPU recipe composes its full Hydra config and passes every pre-flight check of devenus.train,
+without a GPU and without Ray, on data prepared by the recipes' own `prepare` from benchmark-shaped files."""
+
+import json
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("verl")
+
+from devenus.recipes.gpu.launch import load_recipe, main, recipe_names, recipe_overrides  # noqa: E402
+
+METHOD_RECIPES = {"grpo", "semi_supervised", "ttrl", "ttrl_semi", "corewarding", "corewarding2", "intuitor", "emrl",
+                  "unsupervised"}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("raw")
+    out = tmp_path_factory.mktemp("data")
+    n = 24
+    pd.DataFrame({  # DAPO-Math-17k's own (verl) layout
+        "data_source": ["math_dapo"] * n,
+        "prompt": [[{"role": "user", "content": f"What is {i} + 1?"}] for i in range(n)],
+        "ability": ["MATH"] * n,
+        "reward_model": [{"style": "rule", "ground_truth": str(i + 1)} for i in range(n)],
+        "extra_info": [{"index": i} for i in range(n)],
+    }).to_parquet(raw / "dapo.parquet")
+    (raw / "math.jsonl").write_text("".join(json.dumps({"problem": f"Compute {i} * 2.", "solution": f"So \\boxed{{{2 * i}}}."})
+                                            + "\n" for i in range(n)))
+    (raw / "math500.jsonl").write_text("".join(json.dumps({"problem": f"Compute {i} - 1.", "answer": str(i - 1),
+                                                           "unique_id": f"test/{i}.json"}) + "\n" for i in range(n)))
+    assert main(["prepare", "--data-dir", str(out), "--dapo", str(raw / "dapo.parquet"), "--math", str(raw / "math.jsonl"),
+                 "--math500", str(raw / "math500.jsonl")]) == 0
+    # Co-rewarding I's paired views: every original beside a rewrite sharing its pair_key
+    full = pd.read_parquet(out / "dapo_math17k.parquet")
+    rows = []
+    for r in full.to_dict("records"):
+        key = r["extra_info"]["index"]
+        orig = {**r, "extra_info": {**r["extra_info"], "pair_key": key, "view": "original"}}
+        rew = {**r, "extra_info": {**r["extra_info"], "index": f"{key}:rewrite", "pair_key": key, "view": "rewrite"},
+               "prompt": [{"role": "user", "content": "Rewritten: " + r["prompt"][0]["content"]}]}
+        rows += [orig, rew]
+    pd.DataFrame(rows).to_parquet(raw / "paired.parquet")
+    assert main(["prepare", "--data-dir", str(out), "--dapo-paired", str(raw / "paired.parquet")]) == 0
+    return out
+
+
+def test_there_is_a_recipe_per_method_and_setting():
+    assert set(recipe_names()) == METHOD_RECIPES
+    for name in recipe_names():
+        rec = load_recipe(name)
+        assert rec.reference and rec.description
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_RECIPES))
+def test_every_recipe_dry_run_passes_its_preflight(name, data_dir, tmp_path, capsys):
+    assert main(["run", name, "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run"]) == 0, \
+        capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert f"recipe {name}" in out and "pre-flight checks passed" in out and "rollout vllm" in out
+
+
+def test_a_dry_run_fails_on_what_would_fail_on_the_cluster(data_dir, tmp_path, capsys):
+    # without dynamic batching, 3 prompts x 31 rollouts cannot be split over 8 GPUs: verl's own check
+    assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "data.train_batch_size=3", "actor_rollout_ref.actor.ppo_mini_batch_size=3",
+                 "actor_rollout_ref.actor.use_dynamic_bsz=False", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
+                 "actor_rollout_ref.rollout.n=31"]) == 1
+    assert "must be divisible" in capsys.readouterr().err
+    # DE-Venus's own: TTRL votes on N = 64 >= the trained M
+    assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "actor_rollout_ref.rollout.n=128"]) == 1
+    assert "votes=64 must be >= actor_rollout_ref.rollout.n=128" in capsys.readouterr().err
+    assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "actor_rollout_ref.rollout.nn=8"]) == 1
+    assert "do not compose" in capsys.readouterr().err
+    assert main(["run", "ttrl", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path), "--dry-run"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_overrides_put_the_command_line_last():
+    ov = recipe_overrides(load_recipe("ttrl"), model="/m", data_dir="/d/", out_dir="/o", extra=("trainer.nnodes=2",))
+    assert "actor_rollout_ref.model.path=/m" in ov and "data.train_files=/d/dapo_math17k_unlabeled.parquet" in ov
+    assert ov[-1] == "trainer.nnodes=2" and ov.index("devenus.method=ttrl") < ov.index("+devenus.method_config.votes=64")
