@@ -24,6 +24,7 @@ DESCRIPTION = (
 COMMAND_MODULES: tuple[str, ...] = (
     "devenus.records.cli",  # import, data hide-labels, data pair-views
     "devenus.online.cli",  # methods
+    "devenus.evaluate.cli",  # eval
     "devenus.select.cli",  # select generate|score|route|materialize|run
     "devenus.transitions.cli",  # transition
 )

@@ -28,7 +28,7 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "eval", help="evaluate a checkpoint: avg@k, pass@k, maj@k per benchmark, ID/OOD averages, 95% CIs",
+        "eval", help="evaluate a checkpoint: avg@k, pass@k, maj@k per benchmark, ID/OOD averages, 95%% CIs",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="an HF model folder, a verl checkpoint (run root, global_step_N or its actor/), "
                                  "or 'testbed' (the testbed's base model)")
