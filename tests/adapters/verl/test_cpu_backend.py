@@ -178,3 +178,70 @@ def test_fixture_tokenizer_matches_how_verl_loads_it(verl_cpu_fx):
     assert text == "<|im_start|>user\nWhat is 3+4?<|im_end|>\n<|im_start|>assistant\n"
     s = "12+34=46\n\\boxed{46}  two  spaces"
     assert tok.decode(tok.encode(s, add_special_tokens=False)) == s
+
+
+# --------------------------------------------------------------------- devenus.backend=auto|cpu|gpu
+@pytest.mark.parametrize(
+    "argv, env, accelerator, backend, reason",
+    [
+        ([], {}, False, "cpu", "no accelerator visible to torch"),
+        ([], {}, True, "gpu", "torch sees an accelerator"),
+        (["devenus.backend=auto"], {"RAY_ADDRESS": "ray://head:10001"}, False, "gpu", "RAY_ADDRESS=ray://head:10001"),
+        (["+ray_kwargs.ray_init.address=10.0.0.1:6379"], {}, False, "gpu", "ray_kwargs.ray_init.address"),
+        (["trainer.nnodes=4"], {}, False, "gpu", "trainer.nnodes=4"),
+        (["trainer.device=cuda"], {}, False, "gpu", "trainer.device=cuda"),
+        (["devenus.backend=cpu"], {}, True, "cpu", "as asked"),
+        (["devenus.backend=gpu"], {}, False, "gpu", "as asked"),
+        (["devenus.backend=gpu", "devenus.backend=cpu"], {}, False, "cpu", "as asked"),  # last one wins
+        ([], {"DEVENUS_VERL_CPU": "1"}, True, "cpu", "DEVENUS_VERL_CPU=1"),
+        ([], {"DEVENUS_VERL_CPU": "0"}, False, "gpu", "DEVENUS_VERL_CPU=0"),
+    ],
+)
+def test_backend_choice_and_its_reason(argv, env, accelerator, backend, reason):
+    choice = launch.choose_backend(argv, env, accelerator=accelerator)
+    assert choice.backend == backend and reason in choice.reason
+    msg = choice.message()
+    assert msg.startswith(f"devenus.train: backend {backend} (") and reason in msg
+    assert ("gpu" if backend == "cpu" else "cpu") in msg.split(";")[-1]  # says how to get the other one
+
+
+@pytest.mark.parametrize(
+    "argv, env, message",
+    [
+        (["devenus.backend=tpu"], {}, "devenus.backend must be one of auto, cpu, gpu; got 'tpu'"),
+        (["devenus.backend=gpu"], {"DEVENUS_VERL_CPU": "1"}, "contradicts DEVENUS_VERL_CPU=1"),
+        (["devenus.backend=cpu"], {"DEVENUS_VERL_CPU": "off"}, "contradicts DEVENUS_VERL_CPU=off"),
+    ],
+)
+def test_backend_contradictions_are_errors(argv, env, message):
+    with pytest.raises(launch.BackendError, match=message.replace("(", r"\(")):
+        launch.choose_backend(argv, env, accelerator=False)
+
+
+def test_cpu_env_never_replaces_what_the_user_set():
+    user = {"WANDB_MODE": "online", "OMP_NUM_THREADS": "2", "HF_HUB_OFFLINE": "0", "RAY_DEDUP_LOGS": "1"}
+    env = launch.cpu_env(user)
+    for k, v in user.items():
+        assert env[k] == v
+    assert env["VERL_PLATFORM"] == "cpu" and env["DEVENUS_VERL_CPU"] == "1"  # what was unset is filled
+    assert launch.cpu_env({})["WANDB_MODE"] == "disabled"
+    with pytest.raises(launch.BackendError, match="VERL_PLATFORM=nvidia"):
+        launch.cpu_env({"VERL_PLATFORM": "nvidia"})
+
+
+def test_setup_backend_applies_cpu_defaults_only(monkeypatch):
+    env = {k: v for k, v in os.environ.items() if k not in ("DEVENUS_VERL_CPU", "RAY_ADDRESS")}
+    monkeypatch.setattr(os, "environ", {**env, "WANDB_MODE": "offline"})  # a copy: nothing leaks out
+    monkeypatch.setattr(launch, "has_accelerator", lambda: False)
+    argv, choice = launch.setup_backend(["trainer.logger=console"])
+    assert choice.backend == "cpu" and argv[-1] == "trainer.logger=console"  # the user's override comes last
+    assert argv[: len(launch.cpu_overrides())] == launch.cpu_overrides()
+    assert os.environ["WANDB_MODE"] == "offline" and os.environ["DEVENUS_VERL_CPU"] == "1"
+
+
+def test_train_entry_refuses_a_bad_backend_before_anything_starts():
+    r = subprocess.run([sys.executable, "-m", "devenus.train", "devenus.backend=tpu"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert "devenus.train: error: devenus.backend must be one of auto, cpu, gpu; got 'tpu'" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,4 +1,5 @@
-"""What a CPU launch of ``python -m verl.trainer.main_ppo`` needs: Hydra overrides and environment.
+"""What a CPU launch of ``python -m verl.trainer.main_ppo`` needs: Hydra overrides and environment,
+and the choice between the CPU backend and verl's own (``devenus.backend=auto|cpu|gpu``).
 
 Importing this module does not import verl (it is safe in the driver before verl is configured).
 See ``docs/cpu_backend.md`` for what each override is for.
@@ -7,8 +8,12 @@ See ``docs/cpu_backend.md`` for what each override is for.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 PLUGIN_MODULE = "devenus.adapters.verl.cpu.plugin"
+BACKENDS = ("auto", "cpu", "gpu")
+BACKEND_KEY = "devenus.backend"
 
 
 def has_accelerator() -> bool:
@@ -56,39 +61,162 @@ def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
         "actor_rollout_ref.ref.fsdp_config.use_torch_compile=False",
         # no dataloader worker processes (they would copy the dataset and compete for the core)
         "data.dataloader_num_workers=0",
+        # request ids "det-<sample index>": the hf server seeds each request from it (reproducible runs)
+        "actor_rollout_ref.rollout.full_determinism=True",
+        # no dashboard processes (two more Python processes importing aiohttp & co at start-up)
+        "++ray_kwargs.ray_init.include_dashboard=False",
     ]
 
 
-def cpu_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment variables for a CPU run (merged over ``base`` if given, else over nothing).
+# What a CPU run needs in its environment. Every one is a default: a value the user set wins, except
+# where it would contradict the choice of the CPU backend itself (see :func:`cpu_env`).
+_ENV_DEFAULTS = {
+    "VERL_PLATFORM": "cpu",
+    "VERL_ENGINE_DEVICE": "cuda",  # verl's engine registry knows FSDP for cuda/npu only; it runs on "cpu"
+    "DEVENUS_VERL_CPU": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "RAY_DEDUP_LOGS": "0",
+    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray would start one idle Python worker per declared CPU (16) at start-up; verl's actors each
+    # get their own process anyway (their runtime_env differs), so on two cores these only compete.
+    "RAY_enable_worker_prestart": "0",
+    "RAY_prestart_worker_first_driver": "0",
+    "WANDB_MODE": "disabled",
+}
+# Values the CPU backend cannot run without: a different user value is a contradiction, not a choice.
+_ENV_REQUIRED = {"VERL_PLATFORM": "cpu", "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
 
-    ``VERL_USE_EXTERNAL_MODULES`` makes every process that imports verl load the plugin; Ray workers
-    inherit the driver's environment, so setting it in the launching shell is enough.
+
+class BackendError(ValueError):
+    """``devenus.backend`` or the environment asks for something contradictory."""
+
+
+def cpu_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment variables for a CPU run, merged over ``base`` (default: nothing) without replacing
+    any variable ``base`` already has, so a user's ``WANDB_MODE``, ``OMP_NUM_THREADS`` and the like win.
+
+    ``VERL_USE_EXTERNAL_MODULES`` gets the plugin appended (a list, not a value to replace). Raises
+    :class:`BackendError` if ``base`` sets ``VERL_PLATFORM`` or ``DEVENUS_VERL_CPU`` against the CPU
+    backend. Ray workers inherit the driver's environment, so setting it in the launching shell is enough.
     """
     env = dict(base or {})
+    for key, allowed in _ENV_REQUIRED.items():
+        have = env.get(key)
+        allowed = (allowed,) if isinstance(allowed, str) else allowed
+        if have is not None and have.strip().lower() not in allowed:
+            raise BackendError(f"the CPU backend was chosen, but the environment sets {key}={have} "
+                               f"(it needs {key}={allowed[0]}); unset it or choose {BACKEND_KEY}=gpu")
     modules = [m for m in env.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m]
     if PLUGIN_MODULE not in modules:
         modules.append(PLUGIN_MODULE)
-    env.update(
-        {
-            "VERL_USE_EXTERNAL_MODULES": ",".join(modules),
-            "VERL_PLATFORM": "cpu",
-            "VERL_ENGINE_DEVICE": "cuda",
-            "DEVENUS_VERL_CPU": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "RAY_DEDUP_LOGS": "0",
-            "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
-            "RAY_USAGE_STATS_ENABLED": "0",
-            "WANDB_MODE": "disabled",
-        }
-    )
+    env["VERL_USE_EXTERNAL_MODULES"] = ",".join(modules)
+    for key, value in _ENV_DEFAULTS.items():
+        env.setdefault(key, value)
     return env
 
 
 def cpu_launch_env() -> dict[str, str]:
     """``os.environ`` plus :func:`cpu_env`, ready for ``subprocess.run(..., env=...)``."""
     return cpu_env(dict(os.environ))
+
+
+# ------------------------------------------------------------------------------------ the backend
+@dataclass(frozen=True)
+class BackendChoice:
+    backend: str  # "cpu" or "gpu"
+    requested: str  # "auto", "cpu" or "gpu"
+    reason: str
+
+    def message(self) -> str:
+        how = "auto" if self.requested == "auto" else f"{BACKEND_KEY}={self.requested}"
+        other = "gpu" if self.backend == "cpu" else "cpu"
+        return (f"devenus.train: backend {self.backend} ({how}: {self.reason}); "
+                f"{BACKEND_KEY}={other} chooses the other one")
+
+
+def requested_backend(argv: Sequence[str]) -> str:
+    """The value of the last ``devenus.backend=`` override in ``argv`` (Hydra's rule), else ``auto``."""
+    value = "auto"
+    for arg in argv:
+        key, sep, val = arg.partition("=")
+        if sep and key.lstrip("+~") == BACKEND_KEY:
+            value = val.strip().strip("'\"").lower()
+    if value not in BACKENDS:
+        raise BackendError(f"{BACKEND_KEY} must be one of {', '.join(BACKENDS)}; got {value!r}")
+    return value
+
+
+def _override(argv: Sequence[str], key: str) -> str | None:
+    found = None
+    for arg in argv:
+        k, sep, val = arg.partition("=")
+        if sep and k.lstrip("+~") == key:
+            found = val.strip().strip("'\"")
+    return found
+
+
+def _cluster_hint(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why the job may run somewhere other than this host (then this host's devices say nothing)."""
+    if env.get("RAY_ADDRESS"):
+        return f"RAY_ADDRESS={env['RAY_ADDRESS']} is set"
+    address = _override(argv, "ray_kwargs.ray_init.address")
+    if address and address.lower() not in ("null", "none", "local"):
+        return f"ray_kwargs.ray_init.address={address} is given"
+    nnodes = _override(argv, "trainer.nnodes")
+    if nnodes and nnodes.isdigit() and int(nnodes) > 1:
+        return f"trainer.nnodes={nnodes}"
+    return None
+
+
+def choose_backend(argv: Sequence[str], env: Mapping[str, str] | None = None,
+                   accelerator: bool | None = None) -> BackendChoice:
+    """Decide between the CPU backend and verl's own device handling for a launch with ``argv``.
+
+    ``cpu``/``gpu`` are taken as given. ``auto`` picks ``gpu`` when torch sees an accelerator here,
+    when ``trainer.device`` names one, or when the job is bound for a Ray cluster (``RAY_ADDRESS``,
+    ``ray_kwargs.ray_init.address``, ``trainer.nnodes>1``): a head node without CUDA says nothing about
+    the workers. Otherwise (nothing but this host's CPU in sight) it picks ``cpu``.
+    ``DEVENUS_VERL_CPU`` (the plugin's own switch), when set, is honoured by ``auto`` and must not
+    contradict an explicit choice.
+    """
+    env = os.environ if env is None else env
+    requested = requested_backend(argv)
+    switch = env.get("DEVENUS_VERL_CPU", "").strip().lower()
+    forced = "cpu" if switch in ("1", "true", "yes", "on") else "gpu" if switch in ("0", "false", "no", "off") else None
+    if requested != "auto":
+        if forced is not None and forced != requested:
+            raise BackendError(f"{BACKEND_KEY}={requested} contradicts DEVENUS_VERL_CPU={env['DEVENUS_VERL_CPU']} "
+                               f"in the environment; unset one of them")
+        return BackendChoice(requested, requested, "as asked")
+    if forced is not None:
+        return BackendChoice(forced, "auto", f"DEVENUS_VERL_CPU={env['DEVENUS_VERL_CPU']} in the environment")
+    device = _override(argv, "trainer.device")
+    if device and device.lower() not in ("cpu", "auto"):
+        return BackendChoice("gpu", "auto", f"trainer.device={device} is given")
+    hint = _cluster_hint(argv, env)
+    if hint:
+        return BackendChoice("gpu", "auto", f"{hint}: the job runs on a Ray cluster, whose devices this "
+                                            f"host cannot see")
+    if accelerator is None:
+        accelerator = has_accelerator()
+    if accelerator:
+        return BackendChoice("gpu", "auto", "torch sees an accelerator on this host")
+    return BackendChoice("cpu", "auto", "no accelerator visible to torch on this host and no Ray cluster given")
+
+
+def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
+    """Apply the chosen backend to this process: for ``cpu``, the CPU environment (defaults only) is
+    merged into ``os.environ`` and the CPU overrides go in front of ``argv`` (so the user's win); for
+    ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA. Returns the
+    new argv and the choice (print ``choice.message()``)."""
+    choice = choose_backend(argv)
+    if choice.backend == "cpu":
+        os.environ.update(cpu_env(os.environ))
+        return cpu_overrides() + list(argv), choice
+    os.environ.setdefault("DEVENUS_VERL_CPU", "0")
+    return list(argv), choice
