@@ -148,3 +148,19 @@ def test_triage_on_the_scored_run(full_run, config_file, tmp_path):
     for k in routing["probe_keys"]:
         assert rows[k]["extra_info"]["label_source"] == "annotated"
         assert rows[k]["reward_model"]["ground_truth"] == pool[k]["simulation"]["hidden_answer"]
+
+
+def test_report(full_run, config_file, tmp_path):
+    import json
+
+    r = select("report", str(config_file), "--out", str(full_run[0]), "--report-dir", str(tmp_path / "rep"), "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert rep["truth"] == "simulation" and rep["questions"] == 12
+    assert {"consistency", "entropy", "self_certainty", "coe_c"} <= set(rep["signals"])
+    for s in rep["signals"].values():
+        assert 0.0 <= s["auroc_wrong_majority"] <= 1.0 or s["auroc_wrong_majority"] != s["auroc_wrong_majority"]
+    assert rep["routing"]["counts"]["annotate"] == 3
+    pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
+    assert "auroc.png" in pngs and "routing.png" in pngs and "calibration_entropy.png" in pngs
+    assert "AUROC" in r.stdout

@@ -1,4 +1,4 @@
-"""``devenus select generate|score|route|materialize|run CONFIG``: active data selection.
+"""``devenus select generate|score|route|materialize|run|report CONFIG``: active data selection.
 
 CONFIG is a YAML (or JSON) file of :class:`devenus.select.config.SelectConfig` keys; ``--set KEY=VALUE``
 overrides one (dotted keys, YAML values: ``--set generate.samples=4``). Each stage resumes from its
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-STAGES = ("generate", "score", "route", "materialize", "run")
+STAGES = ("generate", "score", "route", "materialize", "run", "report")
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -44,6 +44,13 @@ def cmd_select(args) -> int:
         st = pipeline.run_route(cfg, force=args.force, progress=progress)
         s = st.summary()
         print(f"route ({s['selector']} on {s['signal']}): {s['counts']} in {st.folder}")
+    elif stage == "report":
+        from devenus.select.report import run_report, summary_lines
+
+        rep, paths = run_report(cfg, args.report_dir, pictures=not args.no_pictures)
+        print("\n".join(summary_lines(rep)))
+        for p in paths:
+            print(f"wrote {p}")
     else:
         fn = pipeline.run_materialize if stage == "materialize" else pipeline.run_all
         m = fn(cfg, force=args.force, progress=progress)
@@ -62,6 +69,7 @@ def add_parser(subparsers) -> None:
         "route": "one decision per question: annotate, weak, keep or discard",
         "materialize": "write the next dataset version (Parquet + manifest)",
         "run": "all four stages",
+        "report": "per-signal calibration curves, AUROC for a wrong majority, routing summary (pictures)",
     }
     for name in STAGES:
         sp = sub.add_parser(name, help=helps[name])
@@ -71,4 +79,7 @@ def add_parser(subparsers) -> None:
         sp.add_argument("--out", default=None, help="run folder (overrides the config's out)")
         sp.add_argument("--force", action="store_true", help="redo the stage(s) from scratch; replace the output version")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
+        if name == "report":
+            sp.add_argument("--report-dir", default=None, help="where to write report.json and the pictures (default: <run>/report)")
+            sp.add_argument("--no-pictures", action="store_true", help="report.json and the table only")
         sp.set_defaults(fn=cmd_select)

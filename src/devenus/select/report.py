@@ -1,0 +1,154 @@
+"""``devenus select report``: how well each signal ranks the pool, and what routing did.
+
+From a scored (and optionally routed) run: per signal, the calibration curve (windowed pass rate and
+majority correctness against the uncertainty rank, triage thresholds marked when the run was triaged
+on that signal), each signal's AUROC for predicting a wrong majority with a bootstrap 95% interval, and
+the routing summary. The truth is the pool's labels where rows have them, else the simulation truth
+(the testbed's hidden answers): a diagnostic, never an input to routing. Writes ``report.json`` and
+PNG pictures (matplotlib, the ``plot`` extra) into ``<run>/report/``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _truth(q: dict[str, list]) -> tuple[np.ndarray, np.ndarray, str]:
+    """(pass rate, majority correct) per question, and which truth they come from."""
+    labeled = [x is not None for x in q["majority_correct"]]
+    if any(labeled):
+        return (np.array([np.nan if x is None else x for x in q["pass_rate"]], float),
+                np.array([np.nan if x is None else float(x) for x in q["majority_correct"]]), "labels")
+    return (np.array([np.nan if x is None else x for x in q["sim_pass_rate"]], float),
+            np.array([np.nan if x is None else float(x) for x in q["sim_majority_correct"]]), "simulation")
+
+
+def windowed(y: np.ndarray, w: int) -> np.ndarray:
+    return np.convolve(y, np.ones(w) / w, mode="valid")
+
+
+def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
+    from devenus.select.pipeline import read_questions, stage
+    from devenus.signals.ranking import rank_auroc
+
+    st = stage(cfg, "score").check().require_done("report")
+    q = read_questions(st).to_pydict()
+    pass_rate, majority_correct, truth = _truth(q)
+    ok = np.isfinite(majority_correct)
+    if not ok.any():
+        raise ValueError("report needs a truth: labeled rows or simulation answers in the pool")
+    wrong = majority_correct == 0.0
+    n = int(ok.sum())
+    w = max(5, n // 10)
+    rng = np.random.default_rng(0)
+    signals: dict[str, Any] = {}
+    for s in cfg.score.signals:
+        u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], float)
+        keep = ok & np.isfinite(u)
+        if keep.sum() < 2:
+            continue
+        uu, ww, pp, mm = u[keep], wrong[keep], pass_rate[keep], majority_correct[keep]
+        auc = rank_auroc(uu, ww)
+        boots = [b for b in (rank_auroc(uu[i], ww[i]) for i in (rng.integers(0, len(uu), len(uu)) for _ in range(boot)))
+                 if np.isfinite(b)]
+        lo, hi = (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
+        order = np.argsort(uu, kind="stable")
+        ww_ = min(w, len(uu))
+        signals[s] = {"auroc_wrong_majority": auc, "ci95": [lo, hi], "questions": int(keep.sum()),
+                      "curve": {"rank": (np.arange(len(uu) - ww_ + 1) + (ww_ - 1) / 2).tolist(),
+                                "u": windowed(uu[order], ww_).tolist(),
+                                "pass_rate": windowed(pp[order], ww_).tolist(),
+                                "majority_correct": windowed(mm[order], ww_).tolist()}, "window": ww_}
+    rep: dict[str, Any] = {"truth": truth, "questions": n, "wrong_majority_share": float(wrong[ok].mean()),
+                           "signals": signals}
+    rst = stage(cfg, "route")
+    if rst.done:
+        rep["routing"] = {k: v for k, v in rst.summary().items()}
+    return rep
+
+
+def draw(rep: dict[str, Any], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    sig = rep["signals"]
+    routing = rep.get("routing", {})
+    for name, s in sig.items():
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        c = s["curve"]
+        ax.plot(c["rank"], c["pass_rate"], label="pass rate")
+        ax.plot(c["rank"], c["majority_correct"], label="majority correct")
+        ax.set_xlabel(f"uncertainty rank (0 = most certain), window {s['window']}")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{name}: AUROC(wrong majority) {s['auroc_wrong_majority']:.3f} "
+                     f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]", fontsize=9)
+        if routing.get("signal") == name and "thresholds" in routing:
+            u = np.asarray(c["u"])
+            for t, label, style in ((routing["thresholds"]["t_discard"], "t_discard", "--"),
+                                    (routing["thresholds"]["t_annotate"], "t_annotate", ":")):
+                if np.isfinite(t) and len(u):
+                    x = float(np.interp(t * routing.get("sign", 1), u, c["rank"]))
+                    ax.axvline(x, color="k", linestyle=style, label=label)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        p = out / f"calibration_{name}.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    names = list(sig)
+    aucs = [sig[k]["auroc_wrong_majority"] for k in names]
+    err = np.array([[a - sig[k]["ci95"][0], sig[k]["ci95"][1] - a] for k, a in zip(names, aucs)]).T
+    ax.bar(names, aucs, yerr=err, capsize=3)
+    ax.axhline(0.5, color="k", linewidth=0.8)
+    ax.set_ylabel("AUROC for a wrong majority")
+    ax.set_ylim(0, 1)
+    ax.tick_params(axis="x", rotation=30)
+    ax.set_title(f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9)
+    fig.tight_layout()
+    p = out / "auroc.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    if routing.get("counts"):
+        fig, ax = plt.subplots(figsize=(4.5, 3))
+        ax.bar(list(routing["counts"]), list(routing["counts"].values()))
+        ax.set_title(f"routing: {routing['selector']} on {routing['signal']}", fontsize=9)
+        fig.tight_layout()
+        p = out / "routing.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def run_report(cfg, out: str | Path | None = None, pictures: bool = True) -> tuple[dict[str, Any], list[Path]]:
+    from devenus.select.shards import write_json
+
+    folder = Path(out) if out else Path(cfg.out) / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    rep = build_report(cfg)
+    write_json(rep, folder / "report.json")
+    paths = draw(rep, folder) if pictures else []
+    return rep, paths
+
+
+def summary_lines(rep: dict[str, Any]) -> list[str]:
+    lines = [f"{rep['questions']} questions (truth: {rep['truth']}); wrong majority {rep['wrong_majority_share']:.3f}",
+             f"{'signal':<16} {'AUROC':>6}  95% CI (wrong majority)"]
+    for k, s in rep["signals"].items():
+        lines.append(f"{k:<16} {s['auroc_wrong_majority']:6.3f}  [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
+    if "routing" in rep:
+        lines.append(f"routing ({rep['routing']['selector']} on {rep['routing']['signal']}): {rep['routing']['counts']}")
+    return lines
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps({"usage": "devenus select report CONFIG"}))
