@@ -111,7 +111,7 @@ def test_failed_worker_start_is_not_cached(tmp_path, caplog):
             assert v.equivalent("\\sqrt{9}", "3") is False
         assert v.stats.errors == 1 and v.stats.undecided == 1
         assert any("cannot start" in r.getMessage() for r in caplog.records)
-        v.config = replace(v.config, python_executable=None, timeout_s=30.0)
+        v.config = replace(v.config, python_executable=None, timeout_s=30.0, startup_timeout_s=120.0)
         assert v.equivalent("\\sqrt{9}", "3") is True
         assert v.stats.cache_hits == 0 and v.stats.undecided == 1
     finally:

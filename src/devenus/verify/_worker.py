@@ -31,6 +31,7 @@ Ops starting with ``_`` are test hooks (``_sleep``, ``_spin``, ``_crash``) used 
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -177,7 +178,10 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
     spare: tuple[int, socket.socket] | None = None
     try:
         # One worker is always forked ahead, so a request is answered without waiting for a fork.
-        spare = _fork_worker(ctl, check, children)
+        try:
+            spare = _fork_worker(ctl, check, children)
+        except OSError:
+            spare = None
         while True:
             events = poller.poll(100 if to_reap else 500)
             if os.getppid() != ppid:
@@ -205,7 +209,11 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
                     to_reap.add(pid)
             elif msg.get("op") == "fork":
                 if spare is None:
-                    spare = _fork_worker(ctl, check, children)
+                    try:
+                        spare = _fork_worker(ctl, check, children)
+                    except OSError as e:  # EAGAIN/ENOMEM: say so, keep serving
+                        ctl.send(json.dumps({"id": msg.get("id"), "error": f"fork failed: {e}"}).encode())
+                        continue
                 pid, theirs = spare
                 spare = None
                 try:
@@ -214,7 +222,10 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
                     return  # the parent is gone (or closed us) before taking the worker
                 finally:
                     theirs.close()
-                spare = _fork_worker(ctl, check, children)  # after the reply: off the caller's path
+                try:
+                    spare = _fork_worker(ctl, check, children)  # after the reply: off the caller's path
+                except OSError:
+                    spare = None  # retried on the next request
     finally:
         for pid in children:
             try:
@@ -237,6 +248,9 @@ def main() -> None:
         # ~1-2 s for its first polynomial, which would eat most of a check's bound.
         for pred, gold in _WARM_UP:
             check(pred, gold)
+        # Workers are forks of this process: keep their garbage collector off the template's
+        # objects, or its first pass touches (and copies) every page of the sympy heap.
+        gc.freeze()
     except BaseException as e:  # noqa: BLE001 - report anything, then exit
         ctl.send(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}).encode())
         return

@@ -13,7 +13,7 @@ only reliable bound is a separate process that the parent kills (SIGKILL) when i
 Why a pool behind a deadline: with one worker behind one lock, an ordinary check queues behind
 every pathological one ahead of it (each costs a full bound, then a restart), so latency under
 concurrency had no bound at all. Here each call gets a deadline when it enters (``deadline_s``,
-default 1.9 ``timeout_s``) that covers waiting for a worker as well as the check; up to
+default 1.75 ``timeout_s``) that covers waiting for a worker as well as the check; up to
 ``max_workers`` workers run checks side by side, a freed worker goes to the longest-waiting call,
 and a call still without a worker at its deadline gives up (undecided) instead of queueing on.
 A check that has burnt ``demote_after`` of its bound in CPU time is probably a runaway: its worker
@@ -68,8 +68,9 @@ class VerifierConfig:
         timeout_s: wall-clock bound of one math-verify check in a worker (parse of both sides +
             verify); the worker is killed when it overruns.
         deadline_s: bound on one ``equivalent`` call from entry to answer, waiting for a free worker
-            included; ``None`` means ``1.9 * timeout_s``, so that with the kill and a thread's
-            wake-up on a busy host a call still returns within twice the bound. A check that gets
+            included; ``None`` means ``1.75 * timeout_s``: the last quarter of the second bound
+            is left for the kill and for the waiting thread to get the CPU back on a busy host,
+            so that a call returns within twice the bound. A check that gets
             its worker late runs for ``min(timeout_s, time left)``. Starting the zygote (first
             symbolic check of a process, or after the zygote died) is not counted: it is bounded
             by ``startup_timeout_s``.
@@ -141,7 +142,7 @@ class VerifierConfig:
 
     @property
     def call_deadline_s(self) -> float:
-        return 1.9 * self.timeout_s if self.deadline_s is None else self.deadline_s
+        return 1.75 * self.timeout_s if self.deadline_s is None else self.deadline_s
 
 
 @dataclass
@@ -485,6 +486,8 @@ class _Zygote:
                     raise
                 if msg.get("id") == rid and fds:
                     return _Worker(int(msg["pid"]), fds[0], self)
+                if msg.get("id") == rid and "error" in msg:
+                    raise _WorkerDied(str(msg["error"]))
                 # A late reply to a fork whose caller gave up: that worker is nobody's.
                 for fd in fds:
                     os.close(fd)
@@ -1015,7 +1018,7 @@ def get_default_verifier() -> Verifier:
     """The per-process shared :class:`Verifier` (created lazily; a forked child gets its own).
 
     Environment: ``DEVENUS_VERIFY_TIMEOUT_S`` (check bound), ``DEVENUS_VERIFY_DEADLINE_S`` (call
-    deadline, default 1.9 times the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes).
+    deadline, default 1.75 times the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes).
     """
     global _DEFAULT, _DEFAULT_PID
     pid = os.getpid()
