@@ -35,10 +35,10 @@ def cmd_select(args) -> int:
     progress = False if args.no_progress else None
     stage = args.select_cmd
     if stage == "generate":
-        st = pipeline.run_generate(cfg, force=args.force, progress=progress)
+        st = pipeline.run_generate(cfg, force=args.force, progress=progress, actors=args.actors)
         print(f"generate: {st.summary()} in {st.folder}")
     elif stage == "score":
-        st = pipeline.run_score(cfg, force=args.force, progress=progress)
+        st = pipeline.run_score(cfg, force=args.force, progress=progress, actors=args.actors)
         print(f"score: {st.summary()} in {st.folder}")
     elif stage == "route":
         st = pipeline.run_route(cfg, force=args.force, progress=progress)
@@ -52,8 +52,10 @@ def cmd_select(args) -> int:
         for p in paths:
             print(f"wrote {p}")
     else:
-        fn = pipeline.run_materialize if stage == "materialize" else pipeline.run_all
-        m = fn(cfg, force=args.force, progress=progress)
+        if stage == "materialize":
+            m = pipeline.run_materialize(cfg, force=args.force, progress=progress)
+        else:
+            m = pipeline.run_all(cfg, force=args.force, progress=progress, actors=args.actors)
         c = m.config["routing"]["counts"]
         print(f"wrote {m.output_path}: {m.output['rows']} rows ({m.output['labeled']} labeled); routing {c}; "
               f"manifest {m.path}")
@@ -79,6 +81,9 @@ def add_parser(subparsers) -> None:
         sp.add_argument("--out", default=None, help="run folder (overrides the config's out)")
         sp.add_argument("--force", action="store_true", help="redo the stage(s) from scratch; replace the output version")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
+        if name in ("generate", "score", "run"):
+            sp.add_argument("--actors", type=int, default=0,
+                            help="run generate/score shards on a local Ray Data pool of this many actors (default 0: in this process)")
         if name == "report":
             sp.add_argument("--report-dir", default=None, help="where to write report.json and the pictures (default: <run>/report)")
             sp.add_argument("--no-pictures", action="store_true", help="report.json and the table only")

@@ -82,141 +82,178 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
 
 
 # ------------------------------------------------------------------------------ generate
-def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None) -> Stage:
-    import pyarrow as pa
-
+def make_generator(cfg: SelectConfig, model):
     from devenus.select.generate import HFGenerator
 
+    g = cfg.generate
+    m, tok = _model(model, cfg)
+    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, max_new_tokens=g.max_new_tokens,
+                       batch_size=g.batch_size, seed=g.seed)
+
+
+def generate_shard(cfg: SelectConfig, gen, part: list[dict], path: Path) -> int:
+    """Generate one shard's samples and write them to ``path``; returns the tokens generated."""
+    import pyarrow as pa
+
+    keys = [r["extra_info"]["index"] for r in part]
+    samples = gen.generate([r["prompt"] for r in part], keys)
+    cols: dict[str, list] = {"index": [], "sample": [], "response_ids": [], "response": [], "truncated": [], "n_tokens": []}
+    for k, ss in zip(keys, samples):
+        for j, smp in enumerate(ss):
+            cols["index"].append(k)
+            cols["sample"].append(j)
+            cols["response_ids"].append(smp.response_ids)
+            cols["response"].append(smp.text)
+            cols["truncated"].append(smp.truncated)
+            cols["n_tokens"].append(len(smp.response_ids))
+    table = pa.table({"index": pa.array(cols["index"], pa.string()), "sample": pa.array(cols["sample"], pa.int32()),
+                      "response_ids": pa.array(cols["response_ids"], pa.list_(pa.int32())),
+                      "response": pa.array(cols["response"], pa.string()),
+                      "truncated": pa.array(cols["truncated"], pa.bool_()),
+                      "n_tokens": pa.array(cols["n_tokens"], pa.int32())})
+    write_table(table, path)
+    return sum(cols["n_tokens"])
+
+
+def _todo(st: Stage, shards: list[range], extra=None) -> list[int]:
+    return [i for i in range(len(shards)) if not (st.has(i) and (extra is None or extra(i).exists()))]
+
+
+def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
+                 actors: int = 0) -> Stage:
+    """The generate stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
     st = stage(cfg, "generate").open(force)
     rows = pool_rows(cfg)
     shards = _shards(len(rows), cfg.shard_size)
-    todo = [i for i in range(len(shards)) if not st.has(i)]
+    todo = _todo(st, shards)
     if st.done and not todo:
         return st
-    g = cfg.generate
-    model, tok = _model(model, cfg)
-    gen = HFGenerator(model, tok, samples=g.samples, temperature=g.temperature, max_new_tokens=g.max_new_tokens,
-                      batch_size=g.batch_size, seed=g.seed)
     bar = _bar(len(rows), "generate", progress)
     bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
-    tokens = 0
-    for i in todo:
-        part = [rows[j] for j in shards[i]]
-        keys = [r["extra_info"]["index"] for r in part]
-        samples = gen.generate([r["prompt"] for r in part], keys)
-        cols: dict[str, list] = {"index": [], "sample": [], "response_ids": [], "response": [], "truncated": [], "n_tokens": []}
-        for k, ss in zip(keys, samples):
-            for j, s in enumerate(ss):
-                cols["index"].append(k)
-                cols["sample"].append(j)
-                cols["response_ids"].append(s.response_ids)
-                cols["response"].append(s.text)
-                cols["truncated"].append(s.truncated)
-                cols["n_tokens"].append(len(s.response_ids))
-                tokens += len(s.response_ids)
-        table = pa.table({"index": pa.array(cols["index"], pa.string()), "sample": pa.array(cols["sample"], pa.int32()),
-                          "response_ids": pa.array(cols["response_ids"], pa.list_(pa.int32())),
-                          "response": pa.array(cols["response"], pa.string()),
-                          "truncated": pa.array(cols["truncated"], pa.bool_()),
-                          "n_tokens": pa.array(cols["n_tokens"], pa.int32())})
-        write_table(table, st.shard_path(i))
-        bar.update(len(part))
-        bar.set_postfix(tok_s=f"{tokens / max(bar.format_dict['elapsed'], 1e-9):.0f}", refresh=False)
+    if actors:
+        from devenus.select.generate.ray_data import run_shards
+
+        for i in run_shards(cfg, "generate", todo, actors):
+            bar.update(len(shards[i]))
+    else:
+        gen = make_generator(cfg, model)
+        tokens = 0
+        for i in todo:
+            tokens += generate_shard(cfg, gen, [rows[j] for j in shards[i]], st.shard_path(i))
+            bar.update(len(shards[i]))
+            bar.set_postfix(tok_s=f"{tokens / max(bar.format_dict['elapsed'], 1e-9):.0f}", refresh=False)
     bar.close()
-    st.finish({"questions": len(rows), "shards": len(shards), "samples_per_question": g.samples})
+    st.finish({"questions": len(rows), "shards": len(shards), "samples_per_question": cfg.generate.samples})
     return st
 
 
 # ------------------------------------------------------------------------------ score
-def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None) -> Stage:
+def _questions_path(st: Stage, i: int) -> Path:
+    return st.folder / f"questions-{i:05d}.parquet"
+
+
+def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, st: Stage, i: int) -> None:
+    """Score one shard (its generate output at ``gen_path``); writes the sample and question tables."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from devenus.select.score import aggregate, answer_signals, forward_signals, uncertainty
 
+    sc, signals = cfg.score, cfg.score.signals
+    want_model = [x for x in signals if x in MODEL_SIGNALS]
+    gen = pq.read_table(str(gen_path)).to_pydict()
+    g = cfg.generate.samples
+    n = len(gen["index"])
+    if n != g * len(part) or gen["index"][::g] != [r["extra_info"]["index"] for r in part]:
+        raise ValueError(f"{gen_path} does not match the pool's questions of shard {i}: rerun generate with --force")
+    raw: dict[str, np.ndarray] = {}
+    if want_model:
+        from devenus.select.generate.hf import HFGenerator
+
+        model, tok = model_tok
+        h = HFGenerator(model, tok)
+        pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
+        raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
+                              batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk)
+    s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
+                               "agrees": [], "reward": [], "sim_reward": []}
+    for name in signals:
+        s_cols[f"u_{name}"] = []
+    for name in want_model:
+        s_cols[name] = raw[name].tolist()
+    q_cols: dict[str, list] = {"index": [], "n_samples": [], "pass_rate": [], "majority": [], "majority_ratio": [],
+                               "majority_correct": [], "sim_pass_rate": [], "sim_majority_correct": []}
+    for name in signals:
+        q_cols[f"u_{name}"] = []
+    for qi, r in enumerate(part):
+        sl = slice(qi * g, (qi + 1) * g)
+        target = r["reward_model"]["ground_truth"] if r["extra_info"]["labeled"] else None
+        a = answer_signals(gen["response"][sl], gen["truncated"][sl], target)
+        hidden = (r.get("simulation") or {}).get("hidden_answer")
+        sim = answer_signals(gen["response"][sl], gen["truncated"][sl], hidden) if hidden else None
+        agrees = np.asarray(a["agrees"], bool)
+        s_cols["pred"] += a["preds"]
+        s_cols["cluster"] += a["cluster"]
+        s_cols["agrees"] += a["agrees"]
+        s_cols["reward"] += a["rewards"].tolist() if a["rewards"] is not None else [None] * g
+        s_cols["sim_reward"] += sim["rewards"].tolist() if sim else [None] * g
+        q_cols["index"].append(r["extra_info"]["index"])
+        q_cols["n_samples"].append(g)
+        p = float(a["rewards"].mean()) if a["rewards"] is not None else None
+        q_cols["pass_rate"].append(p)
+        q_cols["majority"].append(a["majority"])
+        q_cols["majority_ratio"].append(a["majority_ratio"])
+        q_cols["majority_correct"].append(a["majority_correct"])
+        q_cols["sim_pass_rate"].append(float(sim["rewards"].mean()) if sim else None)
+        q_cols["sim_majority_correct"].append(sim["majority_correct"] if sim else None)
+        for name in signals:
+            if name == "accuracy":
+                per = (1.0 - a["rewards"]) if a["rewards"] is not None else np.full(g, np.nan)
+                q = float("nan") if p is None else 1.0 - p
+            elif name == "consistency":
+                per, q = a["u_consistency_sample"], a["consistency"]
+            else:
+                per = uncertainty(name, raw[name][sl])
+                q = aggregate(per, sc.aggregation, agrees)
+            s_cols[f"u_{name}"] += [None if np.isnan(x) else float(x) for x in per]
+            q_cols[f"u_{name}"].append(None if np.isnan(q) else float(q))
+    f64 = pa.float64()
+    s_types = {"index": pa.string(), "sample": pa.int32(), "pred": pa.string(), "cluster": pa.int32(),
+               "agrees": pa.bool_(), "reward": f64, "sim_reward": f64}
+    q_types = {"index": pa.string(), "n_samples": pa.int32(), "pass_rate": f64, "majority": pa.string(),
+               "majority_ratio": f64, "majority_correct": pa.bool_(), "sim_pass_rate": f64,
+               "sim_majority_correct": pa.bool_()}
+    # the sample table first: a shard counts as scored once its question table exists
+    write_table(pa.table({k: pa.array(v, s_types.get(k, f64)) for k, v in s_cols.items()}), st.shard_path(i))
+    write_table(pa.table({k: pa.array(v, q_types.get(k, f64)) for k, v in q_cols.items()}), _questions_path(st, i))
+
+
+def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
+              actors: int = 0) -> Stage:
+    """The score stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
     gen_st = stage(cfg, "generate").check()
     gen_st.require_done("score")
     st = stage(cfg, "score").open(force)
     rows = pool_rows(cfg)
     shards = _shards(len(rows), cfg.shard_size)
-    qpath = lambda i: st.folder / f"questions-{i:05d}.parquet"  # noqa: E731
-    todo = [i for i in range(len(shards)) if not (st.has(i) and qpath(i).exists())]
+    todo = _todo(st, shards, lambda i: _questions_path(st, i))
     if st.done and not todo:
         return st
-    sc, signals = cfg.score, cfg.score.signals
-    want_model = [s for s in signals if s in MODEL_SIGNALS]
-    if want_model:
-        model, tok = _model(model, cfg)
     bar = _bar(len(rows), "score", progress)
     bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
-    for i in todo:
-        part = [rows[j] for j in shards[i]]
-        gen = pq.read_table(str(gen_st.shard_path(i))).to_pydict()
-        g = cfg.generate.samples
-        n = len(gen["index"])
-        if n != g * len(part) or gen["index"][::g] != [r["extra_info"]["index"] for r in part]:
-            raise ValueError(f"{gen_st.shard_path(i)} does not match the pool's questions {shards[i]}: rerun generate with --force")
-        raw: dict[str, np.ndarray] = {}
-        if want_model:
-            from devenus.select.generate.hf import HFGenerator
+    if actors:
+        from devenus.select.generate.ray_data import run_shards
 
-            h = HFGenerator(model, tok)
-            pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
-            raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
-                                  batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk)
-        s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
-                                   "agrees": [], "reward": [], "sim_reward": []}
-        for name in signals:
-            s_cols[f"u_{name}"] = []
-        for name in want_model:
-            s_cols[name] = raw[name].tolist()
-        q_cols: dict[str, list] = {"index": [], "n_samples": [], "pass_rate": [], "majority": [], "majority_ratio": [],
-                                   "majority_correct": [], "sim_pass_rate": [], "sim_majority_correct": []}
-        for name in signals:
-            q_cols[f"u_{name}"] = []
-        for qi, r in enumerate(part):
-            sl = slice(qi * g, (qi + 1) * g)
-            target = r["reward_model"]["ground_truth"] if r["extra_info"]["labeled"] else None
-            a = answer_signals(gen["response"][sl], gen["truncated"][sl], target)
-            hidden = (r.get("simulation") or {}).get("hidden_answer")
-            sim = answer_signals(gen["response"][sl], gen["truncated"][sl], hidden) if hidden else None
-            agrees = np.asarray(a["agrees"], bool)
-            s_cols["pred"] += a["preds"]
-            s_cols["cluster"] += a["cluster"]
-            s_cols["agrees"] += a["agrees"]
-            s_cols["reward"] += a["rewards"].tolist() if a["rewards"] is not None else [None] * g
-            s_cols["sim_reward"] += sim["rewards"].tolist() if sim else [None] * g
-            q_cols["index"].append(r["extra_info"]["index"])
-            q_cols["n_samples"].append(g)
-            p = float(a["rewards"].mean()) if a["rewards"] is not None else None
-            q_cols["pass_rate"].append(p)
-            q_cols["majority"].append(a["majority"])
-            q_cols["majority_ratio"].append(a["majority_ratio"])
-            q_cols["majority_correct"].append(a["majority_correct"])
-            q_cols["sim_pass_rate"].append(float(sim["rewards"].mean()) if sim else None)
-            q_cols["sim_majority_correct"].append(sim["majority_correct"] if sim else None)
-            for name in signals:
-                if name == "accuracy":
-                    per = (1.0 - a["rewards"]) if a["rewards"] is not None else np.full(g, np.nan)
-                    q = float("nan") if p is None else 1.0 - p
-                elif name == "consistency":
-                    per, q = a["u_consistency_sample"], a["consistency"]
-                else:
-                    per = uncertainty(name, raw[name][sl])
-                    q = aggregate(per, sc.aggregation, agrees)
-                s_cols[f"u_{name}"] += [None if np.isnan(x) else float(x) for x in per]
-                q_cols[f"u_{name}"].append(None if np.isnan(q) else float(q))
-        f64 = pa.float64()
-        s_types = {"index": pa.string(), "sample": pa.int32(), "pred": pa.string(), "cluster": pa.int32(),
-                   "agrees": pa.bool_(), "reward": f64, "sim_reward": f64}
-        q_types = {"index": pa.string(), "n_samples": pa.int32(), "pass_rate": f64, "majority": pa.string(),
-                   "majority_ratio": f64, "majority_correct": pa.bool_(), "sim_pass_rate": f64,
-                   "sim_majority_correct": pa.bool_()}
-        write_table(pa.table({k: pa.array(v, s_types.get(k, f64)) for k, v in s_cols.items()}), st.shard_path(i))
-        write_table(pa.table({k: pa.array(v, q_types.get(k, f64)) for k, v in q_cols.items()}), qpath(i))
-        bar.update(len(part))
+        for i in run_shards(cfg, "score", todo, actors):
+            bar.update(len(shards[i]))
+    else:
+        model_tok = _model(model, cfg) if any(x in MODEL_SIGNALS for x in cfg.score.signals) else None
+        for i in todo:
+            score_shard(cfg, model_tok, [rows[j] for j in shards[i]], gen_st.shard_path(i), st, i)
+            bar.update(len(shards[i]))
     bar.close()
-    st.finish({"questions": len(rows), "shards": len(shards), "signals": list(signals), "aggregation": sc.aggregation})
+    st.finish({"questions": len(rows), "shards": len(shards), "signals": list(cfg.score.signals),
+               "aggregation": cfg.score.aggregation})
     return st
 
 
@@ -442,7 +479,7 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     return w.manifest
 
 
-def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None):
+def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None, actors: int = 0):
     """All four stages; each resumes from its last complete shard. The model is loaded once, and only
     if a stage has work that needs it."""
     loaded: dict[str, Any] = {}
@@ -452,8 +489,8 @@ def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = N
             loaded["m"] = _model(model, cfg)
         return loaded["m"]
 
-    run_generate(cfg, force=force, progress=progress, model=lazy)
-    run_score(cfg, force=force, progress=progress, model=lazy)
+    run_generate(cfg, force=force, progress=progress, model=lazy, actors=actors)
+    run_score(cfg, force=force, progress=progress, model=lazy, actors=actors)
     run_route(cfg, force=force, progress=progress)
     return run_materialize(cfg, force=force, progress=progress)
 
