@@ -1,0 +1,530 @@
+"""One runner for the testbed experiments: paired arms and seeds through verl's real trainer.
+
+    from devenus.experiments.runner import Arm, Experiment
+    exp = Experiment("my_exp", arms=[Arm("grpo_full"), Arm("ttrl@0", "ttrl", baseline="base")],
+                     budget={"steps": 16, "lr": 5e-5}, results=Path("experiments/results/my_exp"))
+    exp.run(seeds=[0, 1, 2], jobs=2)     # resumable: finished (arm, seed) results are kept
+    print(exp.report())                   # paired differences with Student-t intervals
+
+What every run shares, by construction:
+
+- **Pairing.** Every arm of one seed gets the same ``data.seed``/``actor.data_loader_seed`` (same data
+  order) and the same ``actor_rollout_ref.rollout.seed``; the CPU rollout server seeds each request
+  from (seed, step, request id, prompt), so identical configs draw identical samples. Each arm is
+  compared with its ``baseline`` run of the *same seed*.
+- **Validation.** verl's own validation after the last step, T=1, ``val_n`` samples per question, on
+  512 ID questions (``test_id`` + ``test_id_extra``), 256 near-OOD (``add_long``, ``add_mixed``) and
+  256 far-OOD (``count``, ``max``) questions (see :mod:`devenus.testbed.near_ood`). The ``base``
+  arm (``trainer.val_only``) is every arm's step 0, run once per seed.
+- **Metrics** come from verl's ``file`` tracker (``trainer.logger=[console,file]``, JSONL at
+  ``VERL_FILE_LOGGER_PATH``), never from console output; per-question scores from
+  ``trainer.validation_data_dir``.
+- **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
+  fingerprint matches and reruns the rest from scratch.
+- **Start-up.** With ``shared_ray`` the runner starts one Ray head for the whole sweep and every run
+  attaches to it (``ray_kwargs.ray_init.address``), so no run starts its own GCS/raylet; verl still
+  builds its worker processes per trainer. Each record keeps ``startup_s`` (launch to the end of the
+  first step, minus that step's own time), so the saving is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
+
+BASE = "base"
+AGGREGATES = ("ID", "near-OOD", "far-OOD")
+SIDE_GROUPS = {"test_id": "ID", "test_id_extra": "ID", "near_ood": "near-OOD", "test_ood": "far-OOD"}
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration of an experiment. ``baseline`` names the arm it is compared with (same seed)."""
+
+    name: str
+    method: str = "grpo"
+    labeled_fraction: float = 1.0
+    method_config: Mapping = field(default_factory=dict)
+    overrides: tuple[str, ...] = ()
+    baseline: str = BASE
+    claimed_side: int = 1  # the sign the claim expects for arm - baseline (for the verdict)
+
+
+# ------------------------------------------------------------------------------ validation data
+def validation_files(tb) -> dict[str, Path]:
+    """Every held-out file a run validates on, keyed by split name."""
+    from devenus.testbed.near_ood import build_heldout
+
+    extra = build_heldout(tb)
+    return {"test_id": tb.split("test_id"), "test_id_extra": extra["test_id_extra"],
+            "near_ood": extra["near_ood"], "test_ood": tb.split("test_ood")}
+
+
+def question_groups(files: Mapping[str, Path]) -> dict[str, str]:
+    """Question text -> group (``ID``, ``near-OOD/<family>``, ``far-OOD/<family>``)."""
+    from devenus.records import read_records
+
+    out = {}
+    for split, path in files.items():
+        side = SIDE_GROUPS[split]
+        for r in read_records(path):
+            q = r["extra_info"]["question"]
+            out[q] = side if side == "ID" else f"{side}/{r['extra_info']['family']}"
+    return out
+
+
+def question_of(prompt_text: str) -> str:
+    """The question in verl's validation dump (the prompt decoded without special tokens)."""
+    text = prompt_text.strip()
+    if text.startswith("user\n"):
+        text = text[len("user\n"):]
+    if text.endswith("assistant"):
+        text = text[: -len("assistant")]
+    return text.strip()
+
+
+def per_question_scores(dump: Path, groups: Mapping[str, str]) -> tuple[dict[str, dict[str, float]], int]:
+    """From one ``<step>.jsonl`` validation dump: group -> {question: mean score}, and samples per question.
+    Aggregates (``near-OOD``, ``far-OOD``) hold their families' questions too."""
+    scores: dict[str, list[float]] = {}
+    for line in dump.read_text().splitlines():
+        e = json.loads(line)
+        scores.setdefault(question_of(e["input"]), []).append(float(e["score"]))
+    out: dict[str, dict[str, float]] = {}
+    for q, s in scores.items():
+        g = groups.get(q)
+        if g is None:
+            continue
+        mean = sum(s) / len(s)
+        out.setdefault(g, {})[q] = mean
+        if "/" in g:
+            out.setdefault(g.split("/")[0], {})[q] = mean
+    return out, max((len(s) for s in scores.values()), default=0)
+
+
+def read_jsonl_metrics(path: Path) -> list[dict]:
+    """verl's ``file`` tracker: one ``{"step": N, "data": {...}}`` per line -> ``{"step": N, **data}``."""
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a kill
+            continue
+        out.append({"step": int(e["step"]), **e["data"]})
+    return out
+
+
+# ------------------------------------------------------------------------------ a shared Ray head
+class SharedRay:
+    """One Ray head for a sweep, started with the CPU backend's environment (workers inherit it) in
+    its own process group, stopped by killing that group (never ``ray stop``: it stops every Ray on
+    the machine)."""
+
+    def __init__(self, num_gpus: int, num_cpus: int = 16, log: Path | None = None) -> None:
+        self.num_gpus, self.num_cpus, self.log = num_gpus, num_cpus, log
+        self.proc: subprocess.Popen | None = None
+        self.address = ""
+        self.start_s = float("nan")
+
+    def __enter__(self) -> "SharedRay":
+        from devenus.adapters.verl.cpu.launch import cpu_launch_env
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        ray_bin = Path(sys.executable).with_name("ray")
+        cmd = [str(ray_bin), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+               f"--num-cpus={self.num_cpus * self.num_gpus}", f"--num-gpus={self.num_gpus}",
+               "--include-dashboard=false", "--disable-usage-stats"]
+        out = open(self.log, "w") if self.log else subprocess.DEVNULL
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env(cpu_launch_env()),
+                                     start_new_session=True)
+        self.address = f"127.0.0.1:{port}"
+        self._wait_ready(t0)
+        self.start_s = time.perf_counter() - t0
+        return self
+
+    def _wait_ready(self, t0: float, timeout: float = 300) -> None:
+        ray_bin = Path(sys.executable).with_name("ray")
+        while time.perf_counter() - t0 < timeout:
+            if self.proc and self.proc.poll() is not None:
+                raise RuntimeError(f"ray start exited with {self.proc.returncode} (log: {self.log})")
+            r = subprocess.run([str(ray_bin), "status", f"--address={self.address}"], capture_output=True, text=True,
+                               env=self.env(dict(os.environ)))
+            if r.returncode == 0 and "GPU" in r.stdout:
+                return
+            time.sleep(2)
+        raise TimeoutError(f"the Ray head at {self.address} did not come up in {timeout:.0f} s")
+
+    @staticmethod
+    def env(base: dict) -> dict:
+        """Ray 2.60's ``ray start`` turns on token authentication, which the runs (plain ``ray.init``
+        clients) cannot pass; the head listens on 127.0.0.1 only, so it runs without (unless set)."""
+        return {**base, "RAY_AUTH_MODE": base.get("RAY_AUTH_MODE", "disabled")}
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):  # the group: head, GCS, raylet, workers
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def overrides(self) -> list[str]:
+        return ["devenus.backend=cpu",  # auto would keep off the CPU backend for a cluster job
+                f"+ray_kwargs.ray_init.address={self.address}",
+                "ray_kwargs.ray_init.num_cpus=null", "ray_kwargs.ray_init.num_gpus=null"]
+
+
+# ------------------------------------------------------------------------------ the experiment
+TrainFile = Callable[[Arm, int, Path], "Path | None"]
+
+
+@dataclass
+class Experiment:
+    name: str
+    arms: Sequence[Arm]
+    budget: Mapping  # RunConfig fields shared by every arm (steps, lr, val_n, ...)
+    results: Path  # one JSON per (arm, seed); the table beside it
+    work: Path = Path("outputs/experiments")
+    train_file: TrainFile | None = None  # (arm, seed, work) -> Parquet, or None for the testbed's train split
+    testbed_config: object = None
+    run_timeout_s: float | None = None
+    log: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        self.results, self.work = Path(self.results), Path(self.work)
+        names = [a.name for a in self.arms]
+        if len(set(names)) != len(names) or BASE in names:
+            raise ValueError(f"arm names must be unique and not {BASE!r}: {names}")
+        for a in self.arms:
+            if a.baseline != BASE and a.baseline not in names:
+                raise ValueError(f"arm {a.name!r}: baseline {a.baseline!r} is not an arm")
+        self._procs: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+
+    # ---- identity and resume
+    def arm(self, name: str) -> Arm:
+        return next(a for a in self.arms if a.name == name) if name != BASE else Arm(BASE)
+
+    def fingerprint(self, arm: Arm) -> str:
+        """What a result depends on (besides the seed): the arm, the budget and the validation sets."""
+        from devenus.testbed.near_ood import VERSION
+
+        blob = {"arm": asdict(arm) if arm.name != BASE else BASE, "budget": dict(self.budget), "heldout": VERSION}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def result_path(self, name: str, seed: int) -> Path:
+        return self.results / f"{name}_s{seed}.json"
+
+    def done(self, name: str, seed: int) -> bool:
+        p = self.result_path(name, seed)
+        if not p.exists():
+            return False
+        try:
+            r = json.loads(p.read_text())
+        except json.JSONDecodeError:
+            return False
+        return r.get("returncode") == 0 and bool(r.get("per_question")) and r.get("fingerprint") == self.fingerprint(self.arm(name))
+
+    def _save(self, name: str, seed: int, record: dict) -> dict:
+        self.results.mkdir(parents=True, exist_ok=True)
+        path = self.result_path(name, seed)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, path)  # atomic: a kill never leaves half a result
+        return record
+
+    # ---- one run
+    def _testbed(self):
+        from devenus.testbed import build_testbed
+
+        return build_testbed(self.testbed_config)
+
+    def run_config(self, arm: Arm, seed: int, out: Path, extra: Sequence[str] = ()):
+        from devenus.recipes.testbed_train import RunConfig
+
+        tb = self._testbed()
+        data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
+        files = validation_files(tb)
+        own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
+        own += [
+            f"data.val_files=[{','.join(str(p) for p in files.values())}]",
+            "trainer.logger=[console,file]",
+            f"trainer.project_name=devenus_{self.name}",
+            f"trainer.experiment_name={arm.name}_s{seed}",
+            f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={out.resolve() / 'metrics.jsonl'}",
+        ]
+        return RunConfig(**dict(self.budget), seed=seed, method=arm.method, train_file=str(data) if data else None,
+                         val_before_train=arm.name == BASE, val_only=arm.name == BASE,
+                         extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra))
+
+    def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
+        """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
+        from devenus.recipes.testbed_train import overrides
+
+        arm = self.arm(name)
+        out = self.work / self.name / f"{name}_s{seed}"
+        if out.exists():
+            shutil.rmtree(out)  # a killed run restarts from scratch: nothing of it is trusted
+        out.mkdir(parents=True)
+        tb = self._testbed()
+        cfg = self.run_config(arm, seed, out, ray.overrides() if ray else ())
+        metrics_path = out / "metrics.jsonl"
+        cmd = [sys.executable, "-m", "devenus.train", *overrides(tb, out.resolve(), cfg)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "VERL_FILE_LOGGER_PATH": str(metrics_path.resolve())}
+        if ray:
+            env = ray.env(env)
+        t0 = time.perf_counter()
+        first_metrics = None
+        rc = -1
+        with open(out / "train.log", "w") as f:
+            f.write(" ".join(cmd) + "\n")
+            f.flush()
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            with self._lock:
+                self._procs.add(proc)
+            try:
+                while proc.poll() is None:
+                    if first_metrics is None and metrics_path.exists() and metrics_path.stat().st_size > 0:
+                        first_metrics = time.perf_counter() - t0
+                    if self.run_timeout_s and time.perf_counter() - t0 > self.run_timeout_s:
+                        _kill_group(proc)
+                        break
+                    time.sleep(0.5)
+                rc = proc.wait()
+            finally:
+                if proc.poll() is None:
+                    _kill_group(proc)
+                with self._lock:
+                    self._procs.discard(proc)
+        wall = time.perf_counter() - t0
+        metrics = read_jsonl_metrics(metrics_path)
+        dumps = sorted((out / "validation").glob("*.jsonl"), key=lambda p: int(p.stem)) if (out / "validation").exists() else []
+        per_q, k = per_question_scores(dumps[-1], question_groups(validation_files(tb))) if dumps else ({}, 0)
+        step1 = next((m for m in metrics if m["step"] == 1), None)
+        startup = (first_metrics - step1["timing_s/step"]) if (first_metrics and step1 and "timing_s/step" in step1) else None
+        curves = [{k2: v for k2, v in m.items() if k2 == "step" or k2.startswith(
+            ("devenus/", "critic/score/mean", "response_length/mean", "actor/entropy", "timing_s/step"))}
+            for m in metrics if m["step"] > 0]
+        record = {
+            "experiment": self.name, "name": name, "seed": seed, "arm": asdict(arm), "budget": dict(self.budget),
+            "fingerprint": self.fingerprint(arm), "returncode": rc, "wall_s": round(wall, 1),
+            "startup_s": None if startup is None else round(startup, 1), "shared_ray": ray is not None,
+            "final_step": int(dumps[-1].stem) if dumps else None, "val_samples": k,
+            "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
+            "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
+            "curves": curves, "log": str(out / "train.log"),
+        }
+        return self._save(name, seed, record)
+
+    def stop(self) -> None:
+        """Kill every run in flight (each in its own process group)."""
+        with self._lock:
+            for p in list(self._procs):
+                _kill_group(p)
+
+    # ---- a sweep
+    def plan(self, seeds: Iterable[int], names: Sequence[str] | None = None, force: bool = False) -> list[tuple[str, int]]:
+        wanted = list(names) if names else [a.name for a in self.arms]
+        unknown = sorted(set(wanted) - {a.name for a in self.arms} - {BASE})
+        if unknown:
+            raise ValueError(f"unknown arm(s) {unknown}; arms: {[a.name for a in self.arms]}")
+        todo = []
+        for seed in seeds:
+            need = {BASE} | set(wanted)  # every arm's comparison needs its baseline of the same seed
+            for n in list(need):
+                if n != BASE:
+                    need.add(self.arm(n).baseline)
+            for n in [BASE] + [a.name for a in self.arms]:
+                if n in need and (force or not self.done(n, seed)):
+                    todo.append((n, seed))
+        return todo
+
+    def run(self, seeds: Iterable[int], names: Sequence[str] | None = None, jobs: int = 1, force: bool = False,
+            shared_ray: bool = True) -> list[dict]:
+        todo = self.plan(list(seeds), names, force)
+        self.log(f"[{self.name}] {len(todo)} runs to do, {jobs} at a time, "
+                 f"{'one shared Ray head' if shared_ray else 'a Ray start-up per run'}")
+        if not todo:
+            return []
+        for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
+            if name != BASE and self.train_file is not None:
+                self.train_file(self.arm(name), seed, self.work)
+        validation_files(self._testbed())
+        t0 = time.perf_counter()
+
+        def one(job, ray):
+            name, seed = job
+            r = self.run_one(name, seed, ray)
+            acc = " ".join(f"{g}={r['accuracy'].get(g, float('nan')):.3f}" for g in AGGREGATES)
+            self.log(f"[{self.name}] {name} s{seed}: rc={r['returncode']} {r['wall_s']:.0f}s "
+                     f"start-up {r['startup_s']}s {acc} ({(time.perf_counter() - t0) / 60:.1f} min in)")
+            return r
+
+        def sweep(ray):
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                return list(pool.map(lambda j: one(j, ray), todo))
+
+        try:
+            if shared_ray:
+                (self.work / self.name).mkdir(parents=True, exist_ok=True)
+                with SharedRay(num_gpus=max(1, jobs), log=self.work / self.name / "ray_head.log") as ray:
+                    self.log(f"[{self.name}] Ray head at {ray.address} up in {ray.start_s:.1f}s")
+                    results = sweep(ray)
+            else:
+                results = sweep(None)
+        except BaseException:
+            self.stop()
+            raise
+        self.log(f"[{self.name}] {len(results)} runs in {(time.perf_counter() - t0) / 60:.1f} min; "
+                 f"{sum(r['returncode'] != 0 for r in results)} failed")
+        return results
+
+    # ---- the analysis
+    def records(self) -> dict[tuple[str, int], dict]:
+        out = {}
+        for p in sorted(self.results.glob("*_s*.json")):
+            r = json.loads(p.read_text())
+            if r.get("experiment") == self.name:
+                out[(r["name"], r["seed"])] = r
+        return out
+
+    def comparisons(self, records: Mapping | None = None) -> dict[str, dict]:
+        """For each arm: seeds, mean accuracy per group, and arm - baseline per group, paired over seeds
+        (Student t over seeds; with one seed, paired over questions instead, labelled as such)."""
+        recs = self.records() if records is None else records
+        ok = {key: r for key, r in recs.items() if r["returncode"] == 0 and r.get("per_question")
+              and r.get("fingerprint") == self.fingerprint(self.arm(key[0]))}
+        out: dict[str, dict] = {}
+        for arm in [Arm(BASE)] + list(self.arms):
+            runs = {seed: r for (n, seed), r in ok.items() if n == arm.name}
+            failed = sum(1 for (n, _), r in recs.items() if n == arm.name and (n, _) not in ok)
+            row: dict = {"seeds": sorted(runs), "failed": failed, "baseline": arm.baseline if arm.name != BASE else None}
+            if runs:
+                row["accuracy"] = {g: mean_interval([r["accuracy"][g] for r in runs.values()]).to_dict()
+                                   for g in AGGREGATES if all(g in r["accuracy"] for r in runs.values())}
+                row["wall_s"] = sum(r["wall_s"] for r in runs.values())
+                row["startup_s"] = [r["startup_s"] for r in runs.values() if r.get("startup_s") is not None]
+                pl = [_last_mean(r["curves"], "devenus/target/accuracy") for r in runs.values()]
+                row["pseudo_label_acc"] = None if any(v is None for v in pl) else sum(pl) / len(pl)
+            if arm.name != BASE and runs:
+                for label, ref in (("vs_base", BASE), ("vs_baseline", arm.baseline)):
+                    if label == "vs_baseline" and ref == BASE:
+                        continue
+                    refs = {seed: r for (n, seed), r in ok.items() if n == ref}
+                    row[label] = {"ref": ref, **self._paired(runs, refs)}
+            out[arm.name] = row
+        return out
+
+    @staticmethod
+    def _paired(runs: Mapping[int, dict], refs: Mapping[int, dict]) -> dict:
+        seeds = sorted(set(runs) & set(refs))
+        if not seeds:
+            return {"seeds": [], "by": None}
+        res: dict = {"seeds": seeds}
+        if len(seeds) >= 2:
+            res["by"] = "seeds"
+            for g in AGGREGATES:
+                a = {s: runs[s]["accuracy"][g] for s in seeds if g in runs[s]["accuracy"]}
+                b = {s: refs[s]["accuracy"][g] for s in seeds if g in refs[s]["accuracy"]}
+                if len(set(a) & set(b)) >= 1:
+                    res[g] = paired_over_seeds(a, b).to_dict()
+        else:
+            res["by"] = "questions (one seed: evaluation noise only)"
+            s = seeds[0]
+            for g in AGGREGATES:
+                a, b = runs[s]["per_question"].get(g), refs[s]["per_question"].get(g)
+                if a and b:
+                    res[g] = paired_over_questions(a, b).to_dict()
+        return res
+
+    def report(self, write: bool = True) -> str:
+        comp = self.comparisons()
+        recs = self.records()
+        seeds = sorted({s for (_, s) in recs})
+        head = ["arm", "seeds"] + [f"{g}" for g in AGGREGATES] + [f"Δ{g} vs base" for g in AGGREGATES] + \
+               ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "pseudo-label acc (last 5)", "failed"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        bys = set()
+        for name, row in comp.items():
+            cells = [name, str(len(row["seeds"]))]
+            acc = row.get("accuracy", {})
+            cells += [_fmt(acc.get(g), signed=False) for g in AGGREGATES]
+            for label in ("vs_base", "vs_baseline"):
+                p = row.get(label)
+                if label == "vs_baseline":
+                    cells.append(p["ref"] if p else "-")
+                if p and p.get("by"):
+                    bys.add(p["by"])
+                cells += [_fmt(p.get(g)) if p else "-" for g in AGGREGATES]
+            pl = row.get("pseudo_label_acc")
+            cells += ["-" if pl is None else f"{pl:.3f}", str(row["failed"])]
+            lines.append("| " + " | ".join(cells) + " |")
+        ok = [r for r in recs.values() if r["returncode"] == 0]
+        startups = [r["startup_s"] for r in ok if r.get("startup_s") is not None]
+        val = next((r for r in ok if r.get("per_question")), None)
+        sizes = ", ".join(f"{g} {len(val['per_question'][g])}" for g in AGGREGATES if val and g in val["per_question"])
+        header = (
+            f"{self.name}: testbed, verl on the CPU; seeds {seeds}; budget {json.dumps(dict(self.budget), sort_keys=True)}.\n"
+            f"Accuracy: verl's validation after the last step, sampled T=1, avg@{val['val_samples'] if val else '?'} "
+            f"per question ({sizes} questions); mean over seeds ± 95% Student-t half-width.\n"
+            f"Δ columns: arm minus the named run of the same seed, paired by {' / '.join(sorted(bys)) or '-'}; "
+            f"± is the 95% Student-t half-width.\n"
+            f"{len(ok)} runs, {sum(r['wall_s'] for r in ok) / 60:.0f} min of run time"
+            + (f"; start-up (launch to the end of step 1, minus step 1) median {sorted(startups)[len(startups) // 2]:.0f} s" if startups else "")
+            + ".\n\n")
+        table = header + "\n".join(lines) + "\n"
+        if write:
+            self.results.mkdir(parents=True, exist_ok=True)
+            tmp = self.results.parent / f".{self.name}.md.tmp"
+            tmp.write_text(table)
+            os.replace(tmp, self.results.parent / f"{self.name}.md")
+            tmp = self.results.parent / f".{self.name}.json.tmp"
+            tmp.write_text(json.dumps(comp, indent=1))
+            os.replace(tmp, self.results.parent / f"{self.name}.json")
+        return table
+
+
+def _fmt(d: dict | None, signed: bool = True) -> str:
+    if not d:
+        return "-"
+    return Interval(d["mean"], d["half_width"], d["n"], d["level"]).fmt(signed)
+
+
+def _last_mean(curves: Sequence[dict], key: str, last: int = 5) -> float | None:
+    vals = [c[key] for c in curves if key in c and c[key] is not None and not (isinstance(c[key], float) and math.isnan(c[key]))]
+    return sum(vals[-last:]) / len(vals[-last:]) if vals else None
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,129 @@
+"""Held-out splits beside the testbed: a near-OOD split and a second ID half (for 512 ID questions).
+
+**Near-OOD** shares the training skill (column-by-column addition, the same worked-solution format and
+prompt wording as ``add``) but not the training distribution. It was chosen before any method ran on
+it and is never tuned on:
+
+- ``add_long``: both operands 5 digits. Training draws d in {2, 3, 4} and the SFT warm start d in
+  {1, 2, 3, 4}, so no question the model ever saw is this long (solutions stay under 80 tokens, inside
+  the testbed's 96-token response budget).
+- ``add_mixed``: operands of *different* lengths, each in {1, 2, 3, 4} digits (e.g. ``4821 + 37``).
+  The testbed's ``add`` always draws both operands with the same number of digits, so the padded
+  columns (``8+0+1=9``) never occur in training or SFT data.
+
+**ID extension** (``test_id_extra``): 256 more ``add`` questions at d=3, drawn like ``test_id`` with
+every testbed key (test, dev, train, SFT) excluded, so that ID validation can use 512 questions.
+
+Neither touches the testbed's build or its config key: the files are generated from a fixed seed by
+this module and cached in their own folder beside the testbed (``<cache>/testbed/heldout-<key>-v1``),
+written atomically under a file lock. Rows follow the record contract (``question_rows`` of the build),
+hidden truth in ``simulation``; ``extra_info.family`` names the group (``add_long``, ``add_mixed``,
+``add``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+
+from devenus.testbed import tasks
+from devenus.testbed.build import Testbed, _questions, question_rows
+
+VERSION = 1  # bump when what this module generates changes
+NEAR_OOD_FAMILIES = ("add_long", "add_mixed")
+LONG_DIGITS = 5
+MIXED_DIGITS = (1, 2, 3, 4)
+PER_FAMILY = 128
+ID_EXTRA = 256
+FILES = ("near_ood", "test_id_extra")
+
+
+def _add(family: str, x: int, y: int, difficulty: int) -> tasks.Question:
+    """An addition question in the testbed's own wording and worked-solution format (``tasks.make_add``)."""
+    return tasks.Question(
+        family=family,
+        difficulty=difficulty,
+        key=f"add:{x}+{y}",
+        answer=str(x + y),
+        views={"original": f"Compute {x} + {y}.", "paraphrase": f"What is the sum of {y} and {x}?"},
+        solutions={"original": tasks._add_solution(x, y), "paraphrase": tasks._add_solution(y, x)},
+    )
+
+
+def _digits(rng: random.Random, d: int) -> int:
+    return rng.randint(0 if d == 1 else 10 ** (d - 1), 10**d - 1)
+
+
+def generate(tb_questions: dict[str, list[tasks.Question]], seed: int) -> dict[str, list[tasks.Question]]:
+    """The near-OOD and ID-extension questions, deterministic given the testbed's questions and ``seed``."""
+    used = {q.key for qs in tb_questions.values() for q in qs}
+    rng = random.Random(f"near_ood:{seed}:v{VERSION}")
+    out: dict[str, list[tasks.Question]] = {"near_ood": [], "test_id_extra": []}
+
+    def take(make, n: int, bucket: str) -> None:
+        got = 0
+        for _ in range(200 * n):
+            if got == n:
+                return
+            q = make()
+            if q.key in used:
+                continue
+            used.add(q.key)
+            out[bucket].append(q)
+            got += 1
+        raise ValueError(f"cannot draw {n} distinct questions for {bucket}")
+
+    def long() -> tasks.Question:
+        return _add("add_long", _digits(rng, LONG_DIGITS), _digits(rng, LONG_DIGITS), LONG_DIGITS)
+
+    def mixed() -> tasks.Question:
+        dx, dy = rng.sample(MIXED_DIGITS, 2)  # two different lengths, in either order
+        return _add("add_mixed", _digits(rng, dx), _digits(rng, dy), max(dx, dy))
+
+    def id_mid() -> tasks.Question:
+        d = tb_questions["test_id"][0].difficulty
+        return _add("add", _digits(rng, d), _digits(rng, d), d)
+
+    take(long, PER_FAMILY, "near_ood")
+    take(mixed, PER_FAMILY, "near_ood")
+    take(id_mid, ID_EXTRA, "test_id_extra")
+    return out
+
+
+def heldout_dir(tb: Testbed) -> Path:
+    return tb.root.parent / f"heldout-{tb.config.key()}-v{VERSION}"
+
+
+def build_heldout(tb: Testbed) -> dict[str, Path]:
+    """Paths of ``near_ood.parquet`` and ``test_id_extra.parquet`` for this testbed, generated once."""
+    from devenus.records import write_records
+
+    folder = heldout_dir(tb)
+    paths = {name: folder / f"{name}.parquet" for name in FILES}
+    if all(p.exists() for p in paths.values()):
+        return paths
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".lock-{folder.name}", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if all(p.exists() for p in paths.values()):
+            return paths
+        qs = generate(_questions(tb.config), tb.config.seed)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        for name in FILES:
+            write_records(question_rows(qs[name], name), tmp / f"{name}.parquet")
+        counts = {name: {} for name in FILES}
+        for name in FILES:
+            for q in qs[name]:
+                counts[name][q.family] = counts[name].get(q.family, 0) + 1
+        (tmp / "manifest.json").write_text(json.dumps({"version": VERSION, "testbed": tb.config.key(),
+                                                       "seed": tb.config.seed, "counts": counts}, indent=1))
+        if folder.exists():  # a partial folder from an older layout: replace it whole
+            import shutil
+
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    return paths

@@ -1,0 +1,124 @@
+"""The experiment runner's bookkeeping: resume after a kill (finished (arm, seed) results kept, atomic
+writes), the plan (baselines of the same seed), and the paired report. The trainer itself is exercised
+by test_runner_e2e.py; here a stand-in writes each run's record so a sweep can be killed in seconds."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from devenus.experiments.runner import BASE, Arm, Experiment
+
+ARMS = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
+
+
+def make(tmp_path, budget=None) -> Experiment:
+    return Experiment("t", ARMS, budget or {"steps": 2}, results=tmp_path / "results" / "t", work=tmp_path / "work",
+                      log=lambda s: None)
+
+
+def record(exp: Experiment, name: str, seed: int, per_q: dict, rc: int = 0) -> dict:
+    acc = {g: sum(v.values()) / len(v) for g, v in per_q.items()}
+    return {"experiment": exp.name, "name": name, "seed": seed, "fingerprint": exp.fingerprint(exp.arm(name)),
+            "returncode": rc, "wall_s": 10.0, "startup_s": 5.0, "per_question": per_q if rc == 0 else {},
+            "accuracy": acc, "curves": [{"step": s, "devenus/target/accuracy": 0.5} for s in (1, 2)], "val_samples": 4}
+
+
+def test_plan_skips_finished_runs_and_reruns_failed_changed_or_corrupt_ones(tmp_path):
+    exp = make(tmp_path)
+    q = {"ID": {"a": 0.5}}
+    assert exp.plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]
+    exp._save(BASE, 0, record(exp, BASE, 0, q))
+    exp._save("grpo_full", 0, record(exp, "grpo_full", 0, q))
+    exp._save("ttrl@10", 0, record(exp, "ttrl@10", 0, q, rc=1))
+    (exp.results / ".ttrl@10_s0.json.123.tmp").write_text("{half a reco")  # a write cut by a kill
+    assert exp.plan([0]) == [("ttrl@10", 0)]
+    assert exp.plan([0], force=True) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]
+    # one arm asked for brings the baselines it is compared with (same seed)
+    assert exp.plan([1], ["ttrl@10"]) == [(BASE, 1), ("grpo_full", 1), ("ttrl@10", 1)]
+    exp.result_path("grpo_full", 0).write_text("{not json")
+    assert exp.plan([0]) == [("grpo_full", 0), ("ttrl@10", 0)]
+    assert make(tmp_path, {"steps": 3}).plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]  # another budget
+    with pytest.raises(ValueError):
+        exp.plan([0], ["nope"])
+
+
+STAND_IN = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from devenus.experiments.runner import Arm, Experiment
+
+    class StandIn(Experiment):  # the bookkeeping of Experiment.run, with a sleep for the trainer
+        def run_one(self, name, seed, ray=None):
+            with open(self.work / "calls.log", "a") as f:
+                f.write(f"{name} {seed}\\n")
+            time.sleep(1.5)
+            per_q = {"ID": {"a": 0.5, "b": 0.25}}
+            return self._save(name, seed, {"experiment": self.name, "name": name, "seed": seed,
+                "fingerprint": self.fingerprint(self.arm(name)), "returncode": 0, "wall_s": 1.5, "startup_s": None,
+                "per_question": per_q, "accuracy": {"ID": 0.375}, "curves": []})
+
+    arms = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
+    root = Path(sys.argv[1])
+    exp = StandIn("t", arms, {"steps": 2}, results=root / "results" / "t", work=root / "work")
+    (root / "work").mkdir(parents=True, exist_ok=True)
+    exp.run([0, 1], jobs=1, shared_ray=False)
+""")
+
+
+def test_a_killed_sweep_resumes_where_it_stopped(tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(STAND_IN)
+    exp = make(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while len(list(exp.results.glob("*.json"))) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    first = {p.name: p.stat().st_mtime_ns for p in exp.results.glob("*.json")}
+    assert 2 <= len(first) < 6
+    calls_before = (tmp_path / "work" / "calls.log").read_text().split("\n")
+    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, timeout=120)
+    calls = (tmp_path / "work" / "calls.log").read_text().split("\n")[len(calls_before) - 1:]
+    done = {p.name: p.stat().st_mtime_ns for p in exp.results.glob("*.json")}
+    assert len(done) == 6  # base, grpo_full, ttrl@10 for seeds 0 and 1
+    assert all(done[n] == t for n, t in first.items())  # finished results kept, not rerun
+    rerun = {tuple(c.split()) for c in calls if c}
+    assert len(rerun) == 6 - len(first)
+    assert not list(exp.results.glob(".*.tmp"))
+    assert exp.plan([0, 1]) == []
+
+
+def test_report_pairs_by_seed_or_by_question(tmp_path):
+    exp = make(tmp_path)
+    qs = [f"q{i}" for i in range(8)]
+    for seed, (b, g, t) in enumerate([(0.2, 0.5, 0.6), (0.3, 0.5, 0.55), (0.25, 0.6, 0.6)]):
+        for name, v in ((BASE, b), ("grpo_full", g), ("ttrl@10", t)):
+            per_q = {"ID": {q: v + (0.1 if i % 2 else -0.1) for i, q in enumerate(qs)},
+                     "far-OOD": {q: 0.3 for q in qs}, "far-OOD/count": {q: 0.3 for q in qs}}
+            exp._save(name, seed, record(exp, name, seed, per_q))
+    comp = exp.comparisons()
+    vs = comp["grpo_full"]["vs_base"]
+    assert vs["by"] == "seeds" and vs["seeds"] == [0, 1, 2]
+    assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.2 + 0.35) / 3)
+    assert vs["ID"]["half_width"] == pytest.approx(0.1898, abs=1e-4)  # t(2) = 4.303 over the 3 paired differences
+    assert comp["ttrl@10"]["vs_baseline"]["ref"] == "grpo_full"
+    assert comp["ttrl@10"]["vs_baseline"]["far-OOD"]["mean"] == pytest.approx(0.0)
+    table = exp.report()
+    assert "| grpo_full | 3 | 0.533 ± 0.143 |" in table  # mean over seeds, Student t with 2 df
+    assert (exp.results.parent / "t.md").exists() and json.loads((exp.results.parent / "t.json").read_text())
+    # with one seed the interval is over questions (evaluation noise only), and says so
+    one = make(tmp_path / "one")
+    for name, v in ((BASE, 0.2), ("grpo_full", 0.5)):
+        one._save(name, 0, record(one, name, 0, {"ID": {q: v + 0.01 * i for i, q in enumerate(qs)}}))
+    vs = one.comparisons()["grpo_full"]["vs_base"]
+    assert vs["by"].startswith("questions") and vs["ID"]["n"] == 8
+    assert vs["ID"]["mean"] == pytest.approx(0.3) and vs["ID"]["half_width"] == pytest.approx(0.0, abs=1e-9)
