@@ -335,6 +335,7 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
 def probe_oracle(cfg: SelectConfig, score_st: Stage, keys: list[str], majority: list):
     """Annotate triage probes with the configured source and grade the existing G samples against
     the annotations: ``indices -> (pass rate, majority correct, labels)``."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from devenus.select.annotate import annotation_source
@@ -345,7 +346,7 @@ def probe_oracle(cfg: SelectConfig, score_st: Stage, keys: list[str], majority: 
         by_key = {r["extra_info"]["index"]: r for r in pool_rows(cfg)}
         labels = annotation_source(cfg.materialize.annotation)([by_key[k] for k in want])
         samples = score_st.read_all(columns=["index", "pred"])
-        samples = samples.filter(pc.is_in(samples.column("index"), value_set=__import__("pyarrow").array(want)))
+        samples = samples.filter(pc.is_in(samples.column("index"), value_set=pa.array(want)))
         preds: dict[str, list] = {}
         for k, p in zip(samples.column("index").to_pylist(), samples.column("pred").to_pylist()):
             preds.setdefault(k, []).append(p)
@@ -421,7 +422,9 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     decision = dict(zip(dec["index"], dec["decision"]))
     rows = pool_rows(cfg)
     known = {k: a for k, a in zip(dec["index"], dec["label"]) if a is not None}  # triage probes, annotated already
-    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate" and r["extra_info"]["index"] not in known]
+    # a row labeled already keeps its label: the annotator is asked only about unlabeled rows
+    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate"
+                and r["extra_info"]["index"] not in known and not r["extra_info"]["labeled"]]
     answers = dict(zip([r["extra_info"]["index"] for r in annotate],
                        annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
     answers.update(known)
@@ -444,7 +447,7 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
                 w.remove(k, f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
             else:
                 new = copy.deepcopy(r)
-                if d == "annotate":
+                if d == "annotate" and k in answers and not r["extra_info"]["labeled"]:
                     new["reward_model"]["ground_truth"] = answers[k]
                     new["extra_info"]["labeled"] = True
                     new["extra_info"]["label_source"] = "annotated"
