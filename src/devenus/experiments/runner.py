@@ -217,9 +217,12 @@ class Experiment:
     testbed_config: object = None
     run_timeout_s: float | None = None
     log: Callable[[str], None] = print
+    validation: Mapping[str, Path] | None = None  # split name (a key of SIDE_GROUPS) -> file; default: all four
 
     def __post_init__(self) -> None:
         self.results, self.work = Path(self.results), Path(self.work)
+        if self.validation is not None and set(self.validation) - set(SIDE_GROUPS):
+            raise ValueError(f"validation splits must be among {sorted(SIDE_GROUPS)}: {sorted(self.validation)}")
         names = [a.name for a in self.arms]
         if len(set(names)) != len(names) or BASE in names:
             raise ValueError(f"arm names must be unique and not {BASE!r}: {names}")
@@ -237,7 +240,9 @@ class Experiment:
         """What a result depends on (besides the seed): the arm, the budget and the validation sets."""
         from devenus.testbed.near_ood import VERSION
 
-        blob = {"arm": asdict(arm) if arm.name != BASE else BASE, "budget": dict(self.budget), "heldout": VERSION}
+        val = sorted(str(p) for p in self.validation.values()) if self.validation else None
+        blob = {"arm": asdict(arm) if arm.name != BASE else BASE, "budget": dict(self.budget), "heldout": VERSION,
+                "validation": val}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def result_path(self, name: str, seed: int) -> Path:
@@ -262,6 +267,9 @@ class Experiment:
         return record
 
     # ---- one run
+    def validation_files(self) -> dict[str, Path]:
+        return {k: Path(v) for k, v in self.validation.items()} if self.validation else validation_files(self._testbed())
+
     def _testbed(self):
         from devenus.testbed import build_testbed
 
@@ -270,9 +278,8 @@ class Experiment:
     def run_config(self, arm: Arm, seed: int, out: Path, extra: Sequence[str] = ()):
         from devenus.recipes.testbed_train import RunConfig
 
-        tb = self._testbed()
         data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
-        files = validation_files(tb)
+        files = self.validation_files()
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [
             f"data.val_files=[{','.join(str(p) for p in files.values())}]",
@@ -327,7 +334,7 @@ class Experiment:
         wall = time.perf_counter() - t0
         metrics = read_jsonl_metrics(metrics_path)
         dumps = sorted((out / "validation").glob("*.jsonl"), key=lambda p: int(p.stem)) if (out / "validation").exists() else []
-        per_q, k = per_question_scores(dumps[-1], question_groups(validation_files(tb))) if dumps else ({}, 0)
+        per_q, k = per_question_scores(dumps[-1], question_groups(self.validation_files())) if dumps else ({}, 0)
         step1 = next((m for m in metrics if m["step"] == 1), None)
         startup = (first_metrics - step1["timing_s/step"]) if (first_metrics and step1 and "timing_s/step" in step1) else None
         curves = [{k2: v for k2, v in m.items() if k2 == "step" or k2.startswith(
@@ -377,7 +384,7 @@ class Experiment:
         for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
             if name != BASE and self.train_file is not None:
                 self.train_file(self.arm(name), seed, self.work)
-        validation_files(self._testbed())
+        self.validation_files()  # built before any run starts
         t0 = time.perf_counter()
 
         def one(job, ray):
