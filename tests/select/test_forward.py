@@ -80,3 +80,43 @@ def test_truncated_samples_have_no_eos(model_tok):
     g = HFGenerator(model, tok, samples=2, max_new_tokens=3, seed=0)
     for s in g.generate([[{"role": "user", "content": "Compute 123456 + 654321."}]], ["t"])[0]:
         assert s.truncated and len(s.response_ids) == 3 and tok.eos_token_id not in s.response_ids
+
+
+def test_pivot_trace_matches_eager_attention_maps(model_tok):
+    from devenus.select.score import newline_token_ids, pivot_layer_ids, step_starts_of
+    from devenus.signals.attention import pivot_count
+
+    model, tok = model_tok
+    gen = HFGenerator(model, tok, samples=4, max_new_tokens=80, seed=1)
+    prompts = [[{"role": "user", "content": "Compute 4821 + 9776."}], [{"role": "user", "content": "Compute 35 + 8."}]]
+    samples = gen.generate(prompts, ["p", "q"])
+    nl = newline_token_ids(tok)
+    pids, rids = [], []
+    for p, ss in zip(prompts, samples):
+        for s in ss:
+            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            rids.append(s.response_ids)
+    steps = [step_starts_of(r, nl) for r in rids]
+    window = 6
+    got = forward_signals(model, pids, rids, ["pivot_trace"], batch_size=3, step_starts=steps, pivot_window=window,
+                          pivot_chunk=7)
+    layers = pivot_layer_ids(model.config.num_hidden_layers)
+    assert layers == [2, 3]
+    model.set_attn_implementation("eager")
+    try:
+        want = []
+        for p, r, st in zip(pids, rids, steps):
+            with torch.no_grad():
+                att = model(input_ids=torch.tensor([p + r]), output_attentions=True).attentions
+            t = len(p) + len(r)
+            far = torch.zeros(t)
+            for li in layers:
+                a = att[li][0].double()  # [H, T, T]
+                i = torch.arange(t)[:, None]
+                j = torch.arange(t)[None, :]
+                far += (a * ((j < i - window) & (j > 0))).sum(-1).mean(0).float() / len(layers)
+            want.append(pivot_count(far[len(p):].numpy(), st))
+    finally:
+        model.set_attn_implementation("sdpa")
+    assert got["pivot_trace"].tolist() == want
+    assert sum(want) > 0  # the comparison is not between zeros

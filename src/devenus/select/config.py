@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")
-MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")  # need the teacher-forced forward
+SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
+MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
+# pivot_trace is opt-in: its 256-token look-back means nothing on responses shorter than that
+DEFAULT_SIGNALS = SIGNALS[:-1]  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 SELECTORS = ("interval", "ratio", "triage")
@@ -32,11 +34,13 @@ class GenerateConfig:
 
 @dataclass
 class ScoreConfig:
-    signals: tuple[str, ...] = SIGNALS
+    signals: tuple[str, ...] = DEFAULT_SIGNALS
     aggregation: str = "mean"  # mean | median | majority (mean over the majority cluster's samples)
     batch_size: int = 32  # sequences per teacher-forced forward
     token_chunk: int = 512
     vocab_chunk: int = 8192
+    pivot_window: int = 256  # PivotTrace: attention mass more than this many tokens back
+    pivot_chunk: int = 256  # PivotTrace: queries per chunk
 
 
 @dataclass

@@ -173,8 +173,15 @@ def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, 
         model, tok = model_tok
         h = HFGenerator(model, tok)
         pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
+        steps = None
+        if "pivot_trace" in want_model:
+            from devenus.select.score import newline_token_ids, step_starts_of
+
+            nl = newline_token_ids(tok)
+            steps = [step_starts_of(r, nl) for r in gen["response_ids"]]
         raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
-                              batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk)
+                              batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk,
+                              step_starts=steps, pivot_window=sc.pivot_window, pivot_chunk=sc.pivot_chunk)
     s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
                                "agrees": [], "reward": [], "sim_reward": []}
     for name in signals:

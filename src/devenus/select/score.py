@@ -14,7 +14,10 @@ Model-internal signals, all from ONE teacher-forced forward per (prompt, respons
 - ``self_certainty``: ``u = - mean SC_t``;
 - ``coe_r`` / ``coe_c``: ``u = - CoE-R`` / ``- CoE-C`` (higher CoE = more likely correct);
 - ``cot_kinetics``: ``u = E``, the mean CoT-Kinetics energy over response tokens (RECONSTRUCTED;
-  the sign is our choice: check it with ``route.calibrate_sign``).
+  the sign is our choice: check it with ``route.calibrate_sign``);
+- ``pivot_trace``: ``u`` = the number of pivots (RECONSTRUCTED): Q and K of ~4 layers at 50-87% depth
+  are recomputed from the captured inputs of their attention modules and reduced in query chunks to
+  the far-back attention mass per position (:mod:`devenus.signals.attention`); no attention map.
 
 The forward runs the decoder without its head: the head is applied to the final hidden states in
 token x vocabulary chunks (:func:`devenus.signals.head.token_stats_from_hidden`), so the ``[T, V]``
@@ -33,6 +36,7 @@ import numpy as np
 import torch
 
 from devenus.select.config import MODEL_SIGNALS
+from devenus.signals.attention import far_attention_mass, pivot_count
 from devenus.signals.head import token_stats_from_hidden
 from devenus.signals.hidden import KineticsPool, LayerPool, coe_scores
 
@@ -47,10 +51,13 @@ def _decoder_parts(model):
 
 
 def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]],
-                    want: Sequence[str] = MODEL_SIGNALS, *, batch_size: int = 32, token_chunk: int = 512,
-                    vocab_chunk: int = 8192, temperature: float = 1.0) -> dict[str, np.ndarray]:
+                    want: Sequence[str] = tuple(s for s in MODEL_SIGNALS if s != "pivot_trace"), *, batch_size: int = 32, token_chunk: int = 512,
+                    vocab_chunk: int = 8192, temperature: float = 1.0, step_starts: Sequence[Sequence[int]] | None = None,
+                    pivot_window: int = 256, pivot_chunk: int = 256, pivot_layers: Sequence[int] | None = None
+                    ) -> dict[str, np.ndarray]:
     """Raw model-internal scores per (prompt, response): ``entropy`` (mean H), ``self_certainty``
-    (mean SC), ``coe_r``, ``coe_c``, ``cot_kinetics`` (mean energy); float64 arrays of length
+    (mean SC), ``coe_r``, ``coe_c``, ``cot_kinetics`` (mean energy), ``pivot_trace`` (pivot count;
+    needs ``step_starts``, the first token of each step of each response); float64 arrays of length
     ``len(response_ids)``."""
     want = [w for w in want if w in MODEL_SIGNALS]
     n = len(response_ids)
@@ -61,6 +68,11 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
     tokens = any(w in ("entropy", "self_certainty") for w in want)
     coe = any(w in ("coe_r", "coe_c") for w in want)
     kin = "cot_kinetics" in want
+    piv = "pivot_trace" in want
+    if piv:
+        if step_starts is None:
+            raise ValueError("pivot_trace needs step_starts (the first token of each step of each response)")
+        layers = list(pivot_layers) if pivot_layers is not None else pivot_layer_ids(len(base.layers))
     model.eval()
     for start in range(0, n, batch_size):
         idx = range(start, min(start + batch_size, n))
@@ -72,6 +84,7 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
         ids = torch.full((len(seqs), t), pad, dtype=torch.long)
         attn = torch.zeros((len(seqs), t), dtype=torch.long)
         resp = torch.zeros((len(seqs), t), dtype=torch.bool)  # response token positions
+        attn_mask = attn
         for b, s in enumerate(seqs):  # right padding: real tokens keep positions 0..n-1
             ids[b, : len(s)] = torch.tensor(s)
             attn[b, : len(s)] = 1
@@ -90,6 +103,12 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
                     kinetics.add(li, h)
             for li, mod in enumerate(mods):
                 hooks.append(mod.register_forward_hook(lambda _m, _inp, output, li=li: take(li, output)))
+        masses: list[torch.Tensor] = []
+        if piv:
+            for li in layers:
+                hooks.append(base.layers[li].self_attn.register_forward_pre_hook(
+                    lambda mod, args, kwargs: masses.append(_far_mass(mod, args, kwargs, attn_mask, pivot_window, pivot_chunk)),
+                    with_kwargs=True))
         try:
             with torch.no_grad():
                 last = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
@@ -115,12 +134,48 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
                     out[name][start: start + len(seqs)] = c[name].numpy()
         if kinetics is not None:
             out["cot_kinetics"][start: start + len(seqs)] = kinetics.energy().numpy()
+        if piv:
+            mass = torch.stack(masses).mean(0)  # layers averaged (heads already are)
+            for b, i in enumerate(idx):
+                m = mass[b, plen[b]: plen[b] + rlen[b]].numpy()
+                out["pivot_trace"][i] = float(pivot_count(m, step_starts[i]))
     return out
+
+
+def pivot_layer_ids(n_layers: int, count: int = 4, lo: float = 0.5, hi: float = 0.87) -> list[int]:
+    """~``count`` layers spread over 50-87% of the depth (distinct ids, 0-based)."""
+    return sorted({min(n_layers - 1, int(round(f * (n_layers - 1)))) for f in np.linspace(lo, hi, count)})
+
+
+def _far_mass(attn, args, kwargs, key_mask, window: int, chunk: int) -> torch.Tensor:
+    """Recompute Q, K of a Qwen-style attention module from its inputs (q/k projections, q/k norms,
+    rotary embedding) and reduce them to the far-back attention mass per position."""
+    import sys
+
+    hidden = kwargs.get("hidden_states", args[0] if args else None)
+    cos, sin = kwargs["position_embeddings"]
+    shape = (*hidden.shape[:-1], -1, attn.head_dim)
+    q = attn.q_proj(hidden).view(shape)
+    k = attn.k_proj(hidden).view(shape)
+    if hasattr(attn, "q_norm"):
+        q, k = attn.q_norm(q), attn.k_norm(k)
+    rotary = sys.modules[type(attn).__module__].apply_rotary_pos_emb
+    q, k = rotary(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+    return far_attention_mass(q, k, key_mask, window=window, chunk=chunk, scaling=getattr(attn, "scaling", None))
+
+
+def step_starts_of(response_ids: Sequence[int], newline_ids: set[int]) -> list[int]:
+    """Steps split at newlines: a step starts at 0 and after every token that contains a newline."""
+    return [0] + [t + 1 for t, tok in enumerate(response_ids) if tok in newline_ids and t + 1 < len(response_ids)]
+
+
+def newline_token_ids(tokenizer) -> set[int]:
+    return {i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])}
 
 
 def uncertainty(name: str, raw: np.ndarray) -> np.ndarray:
     """A raw model-internal score as "higher = more uncertain"."""
-    return raw if name in ("entropy", "cot_kinetics") else -raw
+    return raw if name in ("entropy", "cot_kinetics", "pivot_trace") else -raw
 
 
 # ------------------------------------------------------------------------------ answer signals
