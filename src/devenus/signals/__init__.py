@@ -9,6 +9,10 @@ here, never from one another.
 - :mod:`.verdict`   a model's P(yes) verdict on a candidate answer
 - :mod:`.ema`       EMA weight updates and their schedule
 - :mod:`.collapse`  the confidence-collapse warning
+- :mod:`.head`      entropy / self-certainty from hidden states and the head, chunked over tokens and vocabulary
+- :mod:`.hidden`    layer pooling over response tokens, CoE, CoT-Kinetics (layer by layer, never [L, T, d])
+- :mod:`.attention` far-back attention mass from Q/K in query chunks, PivotTrace pivots
+- :mod:`.ranking`   AUROC by rank sums (O(n log n))
 """
 
 from devenus.signals.collapse import CollapseMonitor
@@ -29,6 +33,10 @@ from devenus.signals.tokens import (
     self_certainty_from_logits,
     token_stats_from_logits,
 )
+from devenus.signals.attention import far_attention_mass, pivot_count
+from devenus.signals.head import token_stats_from_hidden
+from devenus.signals.hidden import KineticsPool, LayerPool, coe_features, coe_scores
+from devenus.signals.ranking import rank_auroc
 from devenus.signals.verdict import distinct_candidates, verdict_probability
 from devenus.signals.votes import VoteStats, majority_agreement
 
@@ -38,4 +46,7 @@ __all__ = [
     "majority_agreement", "masked_mean", "masked_sum", "mean_log_prob", "mean_self_certainty",
     "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob", "tensor_checksum",
     "token_stats_from_logits", "verdict_probability",
+    # selection's scorers
+    "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count", "rank_auroc",
+    "token_stats_from_hidden",
 ]
