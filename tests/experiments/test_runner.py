@@ -122,3 +122,16 @@ def test_report_pairs_by_seed_or_by_question(tmp_path):
     vs = one.comparisons()["grpo_full"]["vs_base"]
     assert vs["by"].startswith("questions") and vs["ID"]["n"] == 8
     assert vs["ID"]["mean"] == pytest.approx(0.3) and vs["ID"]["half_width"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_verdict_follows_the_claimed_side_over_seeds(tmp_path):
+    exp = Experiment("v", [Arm("grpo_full"), Arm("x@10", "ttrl", 0.1, baseline="grpo_full", claimed_side=1),
+                           Arm("y@0", "ttrl", 0.0, baseline="grpo_full", claimed_side=-1)],
+                     {"steps": 2}, results=tmp_path / "results" / "v", work=tmp_path / "work", log=lambda s: None)
+    for seed, (g, x, y) in enumerate([(0.5, 0.6, 0.3), (0.45, 0.58, 0.31), (0.55, 0.61, 0.29)]):
+        for name, v in ((BASE, 0.2), ("grpo_full", g), ("x@10", x), ("y@0", y)):
+            exp._save(name, seed, record(exp, name, seed, {"ID": {"q": v}}))
+    comp = exp.comparisons()
+    assert comp["x@10"]["vs_baseline"]["verdict_ID"] == "excludes 0 (claimed side)"
+    assert comp["y@0"]["vs_baseline"]["verdict_ID"] == "excludes 0 (claimed side)"
+    assert "excludes 0 (claimed side)" in exp.report(write=False)

@@ -447,6 +447,9 @@ class Experiment:
                         continue
                     refs = {seed: r for (n, seed), r in ok.items() if n == ref}
                     row[label] = {"ref": ref, **self._paired(runs, refs)}
+                    if label == "vs_baseline" and row[label].get("by") == "seeds" and "ID" in row[label]:
+                        d = row[label]["ID"]  # the specs' decision: over seeds, on the claimed side
+                        row[label]["verdict_ID"] = Interval(d["mean"], d["half_width"], d["n"], d["level"]).verdict(arm.claimed_side)
             out[arm.name] = row
         return out
 
@@ -477,7 +480,7 @@ class Experiment:
         recs = self.records()
         seeds = sorted({s for (_, s) in recs})
         head = ["arm", "seeds"] + [f"{g}" for g in AGGREGATES] + [f"Δ{g} vs base" for g in AGGREGATES] + \
-               ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "pseudo-label acc (last 5)", "failed"]
+               ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "verdict (ID, over seeds)", "pseudo-label acc (last 5)", "failed"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         bys = set()
         for name, row in comp.items():
@@ -491,6 +494,7 @@ class Experiment:
                 if p and p.get("by"):
                     bys.add(p["by"])
                 cells += [_fmt(p.get(g)) if p else "-" for g in AGGREGATES]
+            cells.append((row.get("vs_baseline") or {}).get("verdict_ID", "-"))
             pl = row.get("pseudo_label_acc")
             cells += ["-" if pl is None else f"{pl:.3f}", str(row["failed"])]
             lines.append("| " + " | ".join(cells) + " |")
