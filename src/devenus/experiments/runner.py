@@ -39,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -138,11 +139,18 @@ def read_jsonl_metrics(path: Path) -> list[dict]:
 class SharedRay:
     """One Ray head for a sweep, started with the CPU backend's environment (workers inherit it) in
     its own process group, stopped by killing that group (never ``ray stop``: it stops every Ray on
-    the machine)."""
+    the machine).
+
+    The head gets a private ``--temp-dir``: ``ray start`` records its address in
+    ``<temp dir>/ray_current_cluster``, and any plain ``ray.init()`` on the machine (every other
+    ``devenus.train`` run, every test) connects to the cluster named in ``/tmp/ray/ray_current_cluster``
+    instead of starting its own, and fails when that head is gone. A private temp dir keeps this head
+    invisible to everyone who does not pass its address."""
 
     def __init__(self, num_gpus: int, num_cpus: int = 16, log: Path | None = None) -> None:
         self.num_gpus, self.num_cpus, self.log = num_gpus, num_cpus, log
         self.proc: subprocess.Popen | None = None
+        self.temp_dir = ""
         self.address = ""
         self.start_s = float("nan")
 
@@ -153,7 +161,9 @@ class SharedRay:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         ray_bin = Path(sys.executable).with_name("ray")
+        self.temp_dir = tempfile.mkdtemp(prefix="dvray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
         cmd = [str(ray_bin), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+               f"--temp-dir={self.temp_dir}",
                f"--num-cpus={self.num_cpus * self.num_gpus}", f"--num-gpus={self.num_gpus}",
                "--include-dashboard=false", "--disable-usage-stats"]
         out = open(self.log, "w") if self.log else subprocess.DEVNULL
@@ -195,6 +205,7 @@ class SharedRay:
                 self.proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def overrides(self) -> list[str]:
         return ["devenus.backend=cpu",  # auto would keep off the CPU backend for a cluster job
