@@ -72,9 +72,10 @@ class NLOLR2(RefineMethod):
     def construct_targets(self, batch: RolloutBatch) -> None:
         proposed = 0
         for rows, visit in observe_groups(batch):
-            if not visit.labeled:
-                continue
             key = str(batch.key[rows[0]])
+            if not visit.labeled:  # every visit is evidence; only labeled samples have a history here
+                self.evidence(key, visit)
+                continue
             h = list(self.history.add(key, visit))
             candidate, margins = correction_proposal(h, self.config)
             self.evidence(key, visit, label=visit.target, margins=margins)

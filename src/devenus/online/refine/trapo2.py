@@ -72,10 +72,11 @@ class TraPO2(RefineMethod):
     def construct_targets(self, batch: RolloutBatch) -> None:
         proposed = probes = 0
         for rows, visit in observe_groups(batch):
-            if visit.labeled:
+            key = str(batch.key[rows[0]])
+            if visit.labeled:  # every visit is evidence; only unlabeled samples have a history here
+                self.evidence(key, visit)
                 continue
             probes += 1
-            key = str(batch.key[rows[0]])
             h = list(self.history.add(key, visit))
             candidate, slope, mode = promotion(h, self.config)
             self.evidence(key, visit, slope=slope, mode=mode, probes=self.history.visits[key])
