@@ -135,3 +135,34 @@ def test_the_verdict_follows_the_claimed_side_over_seeds(tmp_path):
     assert comp["x@10"]["vs_baseline"]["verdict_ID"] == "excludes 0 (claimed side)"
     assert comp["y@0"]["vs_baseline"]["verdict_ID"] == "excludes 0 (claimed side)"
     assert "excludes 0 (claimed side)" in exp.report(write=False)
+
+
+def test_a_run_dies_with_a_runner_killed_by_sigkill(tmp_path):
+    """Runs live in their own process groups; a runner killed with SIGKILL must not leave them behind."""
+    pid_file = tmp_path / "child.pid"
+    script = textwrap.dedent(f"""
+        import subprocess, time
+        from devenus.experiments.runner import guard_group
+        p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        guard_group(p.pid)
+        open({str(pid_file)!r}, "w").write(str(p.pid))
+        time.sleep(300)
+    """)
+    runner = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 60
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    os.kill(child, 0)  # alive
+    runner.kill()
+    runner.wait()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            os.killpg(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(child, signal.SIGKILL)
+        pytest.fail("the run outlived its runner")

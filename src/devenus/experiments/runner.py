@@ -170,6 +170,7 @@ class SharedRay:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env(cpu_launch_env()),
                                      start_new_session=True)
+        guard_group(self.proc.pid)
         self.address = f"127.0.0.1:{port}"
         self._wait_ready(t0)
         self.start_s = time.perf_counter() - t0
@@ -326,6 +327,7 @@ class Experiment:
             f.write(" ".join(cmd) + "\n")
             f.flush()
             proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            guard_group(proc.pid)
             with self._lock:
                 self._procs.add(proc)
             try:
@@ -410,6 +412,9 @@ class Experiment:
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
                 return list(pool.map(lambda j: one(j, ray), todo))
 
+        previous = None
+        if threading.current_thread() is threading.main_thread():  # SIGTERM unwinds like Ctrl-C: runs are stopped
+            previous = signal.signal(signal.SIGTERM, _raise_exit)
         try:
             if shared_ray:
                 (self.work / self.name).mkdir(parents=True, exist_ok=True)
@@ -421,6 +426,9 @@ class Experiment:
         except BaseException:
             self.stop()
             raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         self.log(f"[{self.name}] {len(results)} runs in {(time.perf_counter() - t0) / 60:.1f} min; "
                  f"{sum(r['returncode'] != 0 for r in results)} failed")
         return results
@@ -540,9 +548,38 @@ def _fmt(d: dict | None, signed: bool = True) -> str:
     return Interval(d["mean"], d["half_width"], d["n"], d["level"]).fmt(signed)
 
 
+def _raise_exit(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _last_mean(curves: Sequence[dict], key: str, last: int = 5) -> float | None:
     vals = [c[key] for c in curves if key in c and c[key] is not None and not (isinstance(c[key], float) and math.isnan(c[key]))]
     return sum(vals[-last:]) / len(vals[-last:]) if vals else None
+
+
+_GUARD = """
+import os, signal, sys, time
+parent, group = int(sys.argv[1]), int(sys.argv[2])
+while True:
+    time.sleep(1)
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        break  # the group ended on its own
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        os.killpg(group, signal.SIGKILL)  # the runner is gone (even by SIGKILL): take its child with it
+        break
+"""
+
+
+def guard_group(pgid: int) -> subprocess.Popen:
+    """A watchdog that kills process group ``pgid`` once this process is gone. Runs and the Ray head are
+    started in their own sessions (so they can be killed as a group); without this, a runner killed
+    with SIGKILL would leave them running on a shared machine."""
+    return subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), str(pgid)], start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
