@@ -1,6 +1,7 @@
 """Answer verification for verifiable-reward RL: extraction, normalisation, time-bounded
 equivalence, majority voting, grading and the verl reward function. verl-free by design."""
 
+from .choice import OPTION_LETTERS, choice_letter, target_letter
 from .equivalence import Verifier, VerifierConfig, VerifierStats, get_default_verifier
 from .extract import ExtractConfig, extract_answer
 from .grading import GradeResult, grade
@@ -11,6 +12,9 @@ from .vote import VoteResult, majority_vote
 __all__ = [
     "ExtractConfig",
     "extract_answer",
+    "OPTION_LETTERS",
+    "choice_letter",
+    "target_letter",
     "normalize",
     "as_number",
     "parse_number",

@@ -51,6 +51,12 @@ def compute_score(
     target (score 0.0, the prediction is still reported). Pass ``truncated=True`` (e.g. through
     ``reward_kwargs`` or from an adapter that knows the response hit the length limit) to treat
     the response as unanswered. ``pred`` is ``""`` when no answer was extracted.
+
+    Latency: each target costs at most one equivalence call, bounded by the default verifier's
+    deadline (under 2x ``DEVENUS_VERIFY_TIMEOUT_S``, queueing for a worker included). A check that
+    cannot be decided in time scores 0.0 for this call only; it is not cached, and it is counted in
+    ``get_default_verifier().stats.undecided`` and logged. A target that is a single option letter
+    (A-J) grades letter answers (``(C)``, ``\\text{C}``, ``option C``, ``c``).
     """
     del data_source, extra_info  # one scorer for all math sources; never read simulation fields
     truncated = bool(kwargs.get("truncated", False))
