@@ -65,6 +65,9 @@ def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
         "actor_rollout_ref.rollout.full_determinism=True",
         # no dashboard processes (two more Python processes importing aiohttp & co at start-up)
         "++ray_kwargs.ray_init.include_dashboard=False",
+        # a CPU run is this host's alone: start its own Ray, never join a cluster someone else started
+        # here (ray.init() with no address joins one found in /tmp/ray; `auto` chose cpu because none was given)
+        "++ray_kwargs.ray_init.address=local",
     ]
 
 
