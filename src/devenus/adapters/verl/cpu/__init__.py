@@ -12,8 +12,9 @@ and reward loop workers, the rollout server) loads the backend when it imports v
 - ``VERL_ENGINE_DEVICE=cuda``, so verl's engine registry hands out its FSDP engine on a CPU;
 - the ``hf`` rollout (:mod:`.hf_rollout`);
 - the torch shims (:mod:`.shims`) and one torch thread per process;
-- an exact, vectorised ``process_validation_metrics`` (:mod:`.val_metrics`): verl's takes a minute
-  per testbed validation.
+- exact, vectorised versions of two verl functions that loop in Python where a GPU run has a kernel:
+  ``process_validation_metrics`` (:mod:`.val_metrics`; verl's takes a minute per testbed validation)
+  and ``logprobs_from_logits_v2`` (:mod:`.logprobs`; verl's loops once per token).
 
 Launch helpers (Hydra overrides, environment) are in :mod:`.launch`.
 """
@@ -115,9 +116,11 @@ def register(force: bool = False) -> bool:
     _REGISTERED = True
     _install_platform()
     register_hf_rollout()
+    from .logprobs import install as install_logprobs
     from .val_metrics import install as install_val_metrics
 
     install_val_metrics()
+    install_logprobs()
     return True
 
 

@@ -54,6 +54,8 @@ ROLLOUT_NAME = "hf"
 SERVER_NAME_PREFIX = f"{ROLLOUT_NAME}_"
 # One stdout line per weight sync; the e2e test (and a human) reads it.
 WEIGHT_SYNC_LOG_TAG = "[devenus-hf-rollout] update_weights"
+# DEVENUS_HF_ROLLOUT_STATS=1: one stdout line per decoded batch (rows, decoding steps, wall and CPU time)
+BATCH_LOG_TAG = "[devenus-hf-rollout] batch"
 
 
 def server_actor_name(replica_rank: int, node_rank: int = 0, kind: str = "", suffix: str = "") -> str:
@@ -185,6 +187,7 @@ class HFRolloutServer:
         )
 
         self.seed = int(getattr(self.config, "seed", 0) or 0)
+        self.log_batches = os.environ.get("DEVENUS_HF_ROLLOUT_STATS", "0") == "1"
         self._occurrences: dict[tuple, int] = {}  # identical requests seen at the current step
         self._occurrence_step: Any = None
         self.global_steps: Optional[int] = None
@@ -372,8 +375,12 @@ class HFRolloutServer:
             if seeds is None:
                 seeds = [int(torch.randint(0, 2**62, ()).item()) for _ in prompts]
             processors.append(SeededGumbelSampler(seeds, temperature, top_p, top_k))
+        t0, c0 = time.perf_counter(), time.thread_time()
         out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg,
                                   logits_processor=processors)
+        if self.log_batches:
+            print(f"{BATCH_LOG_TAG} rows={bsz} prompt_len={max_len} steps={out.sequences.shape[1] - max_len} "
+                  f"wall_s={time.perf_counter() - t0:.3f} cpu_s={time.thread_time() - c0:.3f}", flush=True)
         new_tokens = out.sequences[:, max_len:]
         token_logp = None
         if want_logprobs:
