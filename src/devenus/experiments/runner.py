@@ -210,7 +210,7 @@ class SharedRay:
 
     def overrides(self) -> list[str]:
         return ["devenus.backend=cpu",  # auto would keep off the CPU backend for a cluster job
-                f"+ray_kwargs.ray_init.address={self.address}",
+                f"++ray_kwargs.ray_init.address={self.address}",
                 "ray_kwargs.ray_init.num_cpus=null", "ray_kwargs.ray_init.num_gpus=null"]
 
 
@@ -298,7 +298,7 @@ class Experiment:
             "trainer.logger=[console,file]",
             f"trainer.project_name=devenus_{self.name}",
             f"trainer.experiment_name={arm.name}_s{seed}",
-            f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={out.resolve() / 'metrics.jsonl'}",
+            f"++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={out.resolve() / 'metrics.jsonl'}",
         ]
         return RunConfig(**dict(self.budget), seed=seed, method=arm.method, train_file=str(data) if data else None,
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
