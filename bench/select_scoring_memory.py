@@ -14,8 +14,9 @@ Cases, per T:
   hidden states (token x vocabulary chunks): the scorer's cost.
 - ``stats: logits + chunked`` (baseline, T <= --baseline-max): ``head(h)`` -> ``[T, V]`` logits, then
   :func:`devenus.signals.token_stats_from_logits` (chunk 1024): what the online path does.
-- ``forward: all signals``: :func:`devenus.select.score.forward_signals` (entropy, SC, CoE-R, CoE-C)
-  against ``forward: plain`` (the model's own forward returning its logits), same input.
+- ``forward: all signals``: :func:`devenus.select.score.forward_signals` (entropy, SC, CoE-R, CoE-C,
+  CoT-Kinetics) against ``forward: plain`` (the model's own forward returning its logits), same input.
+- ``forward: + pivot_trace``: the same plus PivotTrace (w = 256, query chunks of 256, steps every 16 tokens).
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def run_case(case: str, tokens: int) -> dict:
             token_stats_from_logits(head(hidden))
         elif case == "forward: all signals":
             forward_signals(model, [prompt], [resp])
+        elif case == "forward: + pivot_trace":
+            from devenus.select.config import MODEL_SIGNALS
+
+            forward_signals(model, [prompt], [resp], MODEL_SIGNALS, step_starts=[list(range(0, tokens, 16))])
         elif case == "forward: plain":
             model(input_ids=ids).logits.sum()
         else:
@@ -107,7 +112,8 @@ def main() -> None:
     print(f"{'T':>6}  {'case':<26} {'extra MB':>9} {'seconds':>8}")
     for t in a.tokens:
         res = {}
-        for case in ("stats: streaming", "stats: logits + chunked", "forward: all signals", "forward: plain"):
+        for case in ("stats: streaming", "stats: logits + chunked", "forward: all signals", "forward: + pivot_trace",
+                     "forward: plain"):
             if case in ("stats: logits + chunked", "forward: plain") and t > a.baseline_max:
                 continue
             out = subprocess.run([sys.executable, __file__, "--case", case, "--one", str(t)], capture_output=True, text=True)
