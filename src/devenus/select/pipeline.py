@@ -413,8 +413,6 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     """Write the next dataset version; returns its Manifest. Annotated rows get the annotator's answer
     (``label_source=annotated``), weak rows are unlabeled, kept rows unchanged, discarded rows left
     out and listed in the manifest."""
-    import copy
-
     import pyarrow.parquet as pq
 
     from devenus.records.versions import VersionWriter, check_output, parent_of, row_changes
@@ -427,7 +425,11 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     check_output(out, [src], force=force)
     dec = pq.read_table(str(route_st.shard_path(0))).to_pydict()
     decision = dict(zip(dec["index"], dec["decision"]))
-    rows = pool_rows(cfg)
+    from devenus.records.io import iter_records
+
+    # not validated here: the version writer validates every row it writes
+    rows = [r for batch in iter_records(src) for r in batch]
+    rows = rows[: cfg.limit] if cfg.limit is not None else rows
     known = {k: a for k, a in zip(dec["index"], dec["label"]) if a is not None}  # triage probes, annotated already
     # a row labeled already keeps its label: the annotator is asked only about unlabeled rows
     annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate"
@@ -453,7 +455,8 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
             if d == "discard":
                 w.remove(k, f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
             else:
-                new = copy.deepcopy(r)
+                # copies of the structs that may change (the prompt is shared, never mutated)
+                new = {**r, "reward_model": dict(r["reward_model"]), "extra_info": dict(r["extra_info"])}
                 if d == "annotate" and k in answers and not r["extra_info"]["labeled"]:
                     new["reward_model"]["ground_truth"] = answers[k]
                     new["extra_info"]["labeled"] = True
