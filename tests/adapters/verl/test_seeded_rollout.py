@@ -104,3 +104,36 @@ def test_gumbel_max_draws_follow_the_distribution():
     probs = torch.softmax(logits[0].double() / 0.8, -1)
     sigma = (probs * (1 - probs) / n).sqrt()
     assert ((freq - probs).abs() <= 4 * sigma + 1e-9).all(), (freq, probs)
+
+
+def test_batches_are_cut_by_sample_index_not_by_arrival(verl_cpu_fx):
+    from omegaconf import OmegaConf
+    from verl.workers.config import RolloutConfig
+
+    from devenus.adapters.verl.cpu.hf_rollout import HFRolloutServer
+
+    cfg = RolloutConfig(name="hf", prompt_length=64, response_length=4, tensor_model_parallel_size=1, max_num_seqs=4)
+    mc = OmegaConf.create({"path": str(verl_cpu_fx["model"]), "override_config": {"attn_implementation": "eager"}})
+    srv = HFRolloutServer(cfg, mc)
+    prompts = {i: _prompt(srv, f"What is {i}+1?") for i in range(9)}
+    which = {tuple(p): i for i, p in prompts.items()}
+    batches = []
+    real = srv._generate_batch
+
+    def recording(batch_prompts, key, seeds=None):
+        batches.append([which[tuple(p)] for p in batch_prompts])
+        return real(batch_prompts, key, seeds)
+
+    srv._generate_batch = recording
+
+    async def go():
+        async def one(i, delay):
+            await asyncio.sleep(delay)
+            return await srv.generate(prompts[i], dict(SAMPLE), f"det-{i}")
+
+        order = [5, 1, 7, 0, 3, 2, 6, 4, 8]  # arrival order, 20 ms apart (inside the quiet window)
+        return await asyncio.gather(*[one(i, 0.02 * k) for k, i in enumerate(order)])
+
+    outs = asyncio.run(go())
+    assert len(outs) == 9 and all(o.token_ids for o in outs)
+    assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]  # full slots at once, the partial one when quiet

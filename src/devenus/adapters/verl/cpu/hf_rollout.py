@@ -26,8 +26,8 @@ backend's overrides set it), so the same config draws the same samples in every 
 draws its own Gumbel noise from its own generator, one draw per decoding step (Gumbel-max sampling is
 exact sampling from the temperature/top-k/top-p distribution), whatever requests share its batch.
 The logits themselves can move in the last float bits with the batch's shape (CPU GEMM blocking), so
-a draw could change only where two tokens' perturbed scores tie to ~1e-6; batches are made the same
-way in every run (a whole burst of requests, rows in seed order) to keep even that from happening.
+a draw could change only where two tokens' perturbed scores tie to ~1e-6; so batches are made the same
+way in every run too (by sample index, not by arrival time; see :meth:`HFRolloutServer._run_batches`).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ class _Request:
     key: tuple
     future: asyncio.Future
     seed: int = 0
+    request_id: str = ""
     arrived: float = field(default_factory=time.monotonic)
 
 
@@ -150,9 +151,8 @@ class HFRolloutServer:
         config: verl ``RolloutConfig`` (dataclass or DictConfig).
         model_config: ``actor_rollout_ref.model`` (DictConfig or ``HFModelConfig``).
         replica_rank, node_rank: identity, for logs.
-        batch_window_s: how long to wait for more requests once one has arrived (the window restarts
-            with each arrival, capped at ``max_batch_wait_s``), so a whole group of ``n`` samples is
-            decoded in one ``generate`` call.
+        batch_window_s, max_batch_wait_s: how requests are gathered into batches (see
+            :meth:`_run_batches`): a whole step's rollouts are decoded in one ``generate`` call.
     """
 
     def __init__(
@@ -161,7 +161,7 @@ class HFRolloutServer:
         model_config: Any,
         replica_rank: int = 0,
         node_rank: int = 0,
-        batch_window_s: float = 0.1,
+        batch_window_s: float = 0.2,
         max_batch_wait_s: float = 2.0,
     ) -> None:
         from .shims import pin_torch_threads
@@ -282,7 +282,7 @@ class HFRolloutServer:
         key = _sampling_key(sampling_params, self._max_tokens(len(prompt_ids), sampling_params))
         loop = asyncio.get_running_loop()
         req = _Request(prompt_ids=prompt_ids, key=key, future=loop.create_future(),
-                       seed=self._next_seed(request_id, prompt_ids, key))
+                       seed=self._next_seed(request_id, prompt_ids, key), request_id=str(request_id))
         self._pending.append(req)
         if self._batcher is None or self._batcher.done():
             self._batcher = asyncio.create_task(self._run_batches())
@@ -305,38 +305,64 @@ class HFRolloutServer:
         self._occurrences[ident] = occurrence + 1
         return request_seed(self.seed, self.global_steps, request_id, prompt_ids, key, occurrence)
 
+    @staticmethod
+    def _index(r: _Request) -> Optional[int]:
+        # verl's deterministic request ids are "det-<sample index in the generate call>"
+        rid = r.request_id
+        return int(rid[4:]) if rid.startswith("det-") and rid[4:].isdigit() else None
+
+    def _slot(self, r: _Request) -> tuple:
+        index = self._index(r)
+        return (r.key, None if index is None else index // self.max_batch_size)
+
     async def _run_batches(self) -> None:
+        """Decode pending requests in batches that are made the same way in every run.
+
+        A request with verl's deterministic id ``det-<i>`` belongs to slot ``(sampling key,
+        i // max_batch_size)``; a slot is decoded as soon as it is full, or once no request has arrived
+        for ``batch_window_s`` (a call's last, partial slot), so which requests share a batch does not
+        depend on timing (a batch's logits, hence a near-tie draw, could). Requests with other ids are
+        batched as they come: all that arrived until a quiet ``batch_window_s``, at most
+        ``max_batch_wait_s``. Rows are decoded in (sample index, seed) order.
+        """
         while self._pending:
-            # Debounce: wait until no request arrived for batch_window_s (capped).
             start = time.monotonic()
             while True:
-                last = max(r.arrived for r in self._pending)
-                now = time.monotonic()
-                if now - last >= self.batch_window_s or now - start >= self.max_batch_wait_s:
+                slots: dict[tuple, list[_Request]] = {}
+                for r in self._pending:
+                    slots.setdefault(self._slot(r), []).append(r)
+                ready = [k for k, v in slots.items() if k[1] is not None and len(v) >= self.max_batch_size]
+                if ready:
                     break
-                await asyncio.sleep(self.batch_window_s / 2)
-            pending, self._pending = self._pending, []
-            groups: dict[tuple, list[_Request]] = {}
-            for r in pending:
-                groups.setdefault(r.key, []).append(r)
-            for key, reqs in groups.items():
-                reqs.sort(key=lambda r: r.seed)  # a batch's row order does not depend on arrival order
+                now = time.monotonic()
+                quiet = now - max(r.arrived for r in self._pending) >= self.batch_window_s
+                capped = now - start >= self.max_batch_wait_s and any(k[1] is None for k in slots)
+                if quiet or capped:
+                    ready = list(slots)
+                    break
+                await asyncio.sleep(self.batch_window_s / 4)
+            taken = set(ready)
+            self._pending = [r for r in self._pending if self._slot(r) not in taken]
+            for slot in sorted(ready, key=lambda k: (repr(k[0]), -1 if k[1] is None else k[1])):
+                reqs = sorted(slots[slot], key=lambda r: (self._index(r) or 0, r.request_id, r.seed))
                 for i in range(0, len(reqs), self.max_batch_size):
-                    chunk = reqs[i : i + self.max_batch_size]
-                    try:
-                        async with self._get_lock():
-                            results = await asyncio.to_thread(
-                                self._generate_batch, [r.prompt_ids for r in chunk], key, [r.seed for r in chunk]
-                            )
-                    except Exception as e:  # deliver the error to every waiter of this chunk
-                        logger.exception("hf rollout generate failed")
-                        for r in chunk:
-                            if not r.future.done():
-                                r.future.set_exception(e)
-                        continue
-                    for r, res in zip(chunk, results, strict=True):
-                        if not r.future.done():
-                            r.future.set_result(res)
+                    await self._decode(slot[0], reqs[i : i + self.max_batch_size])
+
+    async def _decode(self, key: tuple, chunk: list[_Request]) -> None:
+        try:
+            async with self._get_lock():
+                results = await asyncio.to_thread(
+                    self._generate_batch, [r.prompt_ids for r in chunk], key, [r.seed for r in chunk]
+                )
+        except Exception as e:  # deliver the error to every waiter of this chunk
+            logger.exception("hf rollout generate failed")
+            for r in chunk:
+                if not r.future.done():
+                    r.future.set_exception(e)
+            return
+        for r, res in zip(chunk, results, strict=True):
+            if not r.future.done():
+                r.future.set_result(res)
 
     @torch.no_grad()
     def _generate_batch(
