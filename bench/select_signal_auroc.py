@@ -29,7 +29,7 @@ def main() -> None:
 
     from devenus.select.config import MODEL_SIGNALS, load_config
     from devenus.select.pipeline import read_questions, run_generate, run_score, stage
-    from devenus.signals.ranking import rank_auroc
+    from devenus.signals import auroc
 
     torch.set_num_threads(1)
     signals = ["consistency", *MODEL_SIGNALS]
@@ -50,11 +50,11 @@ def main() -> None:
     print(f"{'signal':<16} {'AUROC':>6}  95% bootstrap CI")
     for s in signals:
         u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], dtype=float)
-        auc = rank_auroc(u, wrong)
+        auc = auroc(u, wrong)
         boots = []
         for _ in range(a.boot):
             i = rng.integers(0, len(u), len(u))
-            b = rank_auroc(u[i], wrong[i])
+            b = auroc(u[i], wrong[i])
             if np.isfinite(b):
                 boots.append(b)
         lo, hi = np.percentile(boots, [2.5, 97.5])

@@ -281,7 +281,7 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
     ``probe_oracle(indices) -> (pass_rate, majority_correct, labels)`` annotates the triage probes.
     The returned info holds ``u`` (after any sign flip) and, for triage, ``probes`` and ``labels``."""
     from devenus.select.route import calibrate, check_scores, draw_probes, interval_route, ratio_route, tiebreak, triage_route
-    from devenus.signals.ranking import rank_auroc
+    from devenus.signals import auroc
 
     r = cfg.route
     u = np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
@@ -289,7 +289,7 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
                             "seed": r.seed, "sign": 1}
 
     def flip_if_wrong(u, wrong, ok, where):
-        auc = rank_auroc(u[ok], wrong[ok])
+        auc = auroc(u[ok], wrong[ok])
         info.update(calibration_auroc=auc, calibration_rows=int(ok.sum()), calibration_on=where)
         if np.isfinite(auc) and auc < 0.5:
             info["sign"] = -1
@@ -324,7 +324,7 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
         pass_rate = np.asarray(pass_rate, dtype=np.float64)
         majority_correct = np.asarray(majority_correct, dtype=np.float64)
         if r.calibrate_sign:
-            auc = rank_auroc(u[probes], majority_correct == 0.0)
+            auc = auroc(u[probes], majority_correct == 0.0)
             info.update(calibration_auroc=auc, calibration_rows=len(probes), calibration_on="probes")
             if np.isfinite(auc) and auc < 0.5:
                 u, info["sign"] = -u, -1

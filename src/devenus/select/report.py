@@ -33,7 +33,7 @@ def windowed(y: np.ndarray, w: int) -> np.ndarray:
 
 def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
     from devenus.select.pipeline import read_questions, stage
-    from devenus.signals.ranking import rank_auroc
+    from devenus.signals import auroc
 
     st = stage(cfg, "score").check().require_done("report")
     q = read_questions(st).to_pydict()
@@ -52,8 +52,8 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
         if keep.sum() < 2:
             continue
         uu, ww, pp, mm = u[keep], wrong[keep], pass_rate[keep], majority_correct[keep]
-        auc = rank_auroc(uu, ww)
-        boots = [b for b in (rank_auroc(uu[i], ww[i]) for i in (rng.integers(0, len(uu), len(uu)) for _ in range(boot)))
+        auc = auroc(uu, ww)
+        boots = [b for b in (auroc(uu[i], ww[i]) for i in (rng.integers(0, len(uu), len(uu)) for _ in range(boot)))
                  if np.isfinite(b)]
         lo, hi = (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
         order = np.argsort(uu, kind="stable")

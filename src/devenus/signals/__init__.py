@@ -36,7 +36,6 @@ from devenus.signals.tokens import (
 from devenus.signals.attention import far_attention_mass, pivot_count
 from devenus.signals.head import token_stats_from_hidden
 from devenus.signals.hidden import KineticsPool, LayerPool, coe_features, coe_scores
-from devenus.signals.ranking import rank_auroc
 from devenus.signals.verdict import distinct_candidates, verdict_probability
 from devenus.signals.votes import VoteStats, majority_agreement
 
@@ -47,6 +46,6 @@ __all__ = [
     "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob", "tensor_checksum",
     "token_stats_from_logits", "verdict_probability",
     # selection's scorers
-    "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count", "rank_auroc",
+    "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count",
     "token_stats_from_hidden",
 ]

@@ -57,15 +57,21 @@ def fill_missing(values, group_ids) -> np.ndarray:
 
 
 def auroc(scores, positive) -> float:
-    """Area under the ROC curve of ``scores`` for predicting ``positive`` (ties count half); NaN if one class."""
+    """Area under the ROC curve of ``scores`` for predicting ``positive`` (ties count half); NaN scores are
+    dropped; NaN with one class only. The Mann-Whitney rank sum: O(n log n), so a 1M-question pool fits."""
     s, p = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     keep = ~np.isnan(s)
     s, p = s[keep], p[keep]
     n_pos, n_neg = int(p.sum()), int((~p).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    diff = s[p][:, None] - s[~p][None, :]
-    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / (n_pos * n_neg))
+    order = np.argsort(s, kind="stable")
+    ss = s[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(ss)) + 1]  # runs of equal scores share their average rank
+    ends = np.r_[starts[1:], len(ss)]
+    ranks = np.empty(len(s), dtype=np.float64)
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return float((ranks[p].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def pearson(a, b) -> float:
