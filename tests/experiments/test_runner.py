@@ -166,3 +166,42 @@ def test_a_run_dies_with_a_runner_killed_by_sigkill(tmp_path):
     else:
         os.killpg(child, signal.SIGKILL)
         pytest.fail("the run outlived its runner")
+
+
+SLOW_RUNS = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from devenus.experiments.runner import Arm, Experiment
+
+    class Sleepy(Experiment):  # Experiment.run_one as it is, launching a process that never ends
+        def _testbed(self):
+            return None
+        def run_config(self, arm, seed, out, extra=()):
+            return None
+        def validation_files(self):
+            return {}
+        def command(self, tb, out, cfg):
+            return [sys.executable, "-c", "import time; open('started', 'a').write('x'); time.sleep(300)  # dvsleepmarker"]
+
+    root = Path(sys.argv[1])
+    exp = Sleepy("t", [Arm("grpo_full")], {"steps": 2}, results=root / "results" / "t", work=root / "work")
+    exp.run([0], jobs=2, shared_ray=False)
+""")
+
+
+def test_sigterm_stops_the_runs_in_flight(tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(SLOW_RUNS)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], cwd=tmp_path)
+    started = tmp_path / "started"
+    deadline = time.time() + 60
+    while (not started.exists() or len(started.read_text()) < 2) and time.time() < deadline:
+        time.sleep(0.1)
+    assert started.read_text() == "xx"  # base and grpo_full, side by side
+    proc.terminate()
+    assert proc.wait(timeout=30) != 0
+    time.sleep(1)
+    out = subprocess.run(["pgrep", "-f", "dvsleepmarker"], capture_output=True, text=True)
+    assert out.stdout.strip() == ""  # both runs were killed, not left behind
+    recs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "t").glob("*.json")]
+    assert recs and all(r["returncode"] != 0 for r in recs)  # recorded as failed: a rerun redoes them

@@ -243,6 +243,7 @@ class Experiment:
                 raise ValueError(f"arm {a.name!r}: baseline {a.baseline!r} is not an arm")
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
 
     # ---- identity and resume
     def arm(self, name: str) -> Arm:
@@ -304,10 +305,13 @@ class Experiment:
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
                          extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra))
 
-    def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
-        """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
+    def command(self, tb, out: Path, cfg) -> list[str]:
         from devenus.recipes.testbed_train import overrides
 
+        return [sys.executable, "-m", "devenus.train", *overrides(tb, out.resolve(), cfg)]
+
+    def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
+        """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
         arm = self.arm(name)
         out = self.work / self.name / f"{name}_s{seed}"
         if out.exists():
@@ -316,7 +320,7 @@ class Experiment:
         tb = self._testbed()
         cfg = self.run_config(arm, seed, out, ray.overrides() if ray else ())
         metrics_path = out / "metrics.jsonl"
-        cmd = [sys.executable, "-m", "devenus.train", *overrides(tb, out.resolve(), cfg)]
+        cmd = self.command(tb, out, cfg)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "VERL_FILE_LOGGER_PATH": str(metrics_path.resolve())}
         if ray:
             env = ray.env(env)
@@ -332,6 +336,9 @@ class Experiment:
                 self._procs.add(proc)
             try:
                 while proc.poll() is None:
+                    if self._stopping.is_set():
+                        _kill_group(proc)
+                        break
                     if first_metrics is None and metrics_path.exists() and metrics_path.stat().st_size > 0:
                         first_metrics = time.perf_counter() - t0
                     if self.run_timeout_s and time.perf_counter() - t0 > self.run_timeout_s:
@@ -366,6 +373,7 @@ class Experiment:
 
     def stop(self) -> None:
         """Kill every run in flight (each in its own process group)."""
+        self._stopping.set()
         with self._lock:
             for p in list(self._procs):
                 _kill_group(p)
@@ -389,6 +397,7 @@ class Experiment:
 
     def run(self, seeds: Iterable[int], names: Sequence[str] | None = None, jobs: int = 1, force: bool = False,
             shared_ray: bool = True) -> list[dict]:
+        self._stopping.clear()
         todo = self.plan(list(seeds), names, force)
         self.log(f"[{self.name}] {len(todo)} runs to do, {jobs} at a time, "
                  f"{'one shared Ray head' if shared_ray else 'a Ray start-up per run'}")
@@ -409,8 +418,14 @@ class Experiment:
             return r
 
         def sweep(ray):
-            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+            try:
                 return list(pool.map(lambda j: one(j, ray), todo))
+            except BaseException:
+                self.stop()  # before waiting for the threads: they wait for their runs
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
         previous = None
         if threading.current_thread() is threading.main_thread():  # SIGTERM unwinds like Ctrl-C: runs are stopped
