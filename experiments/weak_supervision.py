@@ -109,10 +109,12 @@ def _atomic_records(rows, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def experiment(results: Path = RESULTS, work: Path = Path("outputs/weak_supervision"), budget: Budget = BUDGET) -> Experiment:
+def experiment(results: Path = RESULTS, work: Path = Path("outputs/weak_supervision"), budget: Budget = BUDGET,
+               run_timeout_s: float | None = 3600) -> Experiment:
     from dataclasses import asdict
 
-    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file)
+    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
+                      run_timeout_s=run_timeout_s)
 
 
 def main() -> None:
@@ -126,10 +128,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
     ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
     ap.add_argument("--no-shared-ray", action="store_true", help="let every run start its own Ray (for measuring)")
+    ap.add_argument("--run-timeout", type=float, default=3600,
+                    help="seconds before a run is killed and recorded as failed (a rollout server that errors leaves verl waiting forever)")
     ap.add_argument("--work", default="outputs/weak_supervision")
     ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
     args = ap.parse_args()
-    exp = experiment(Path(args.results), Path(args.work))
+    exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
     if args.report:
         print(exp.report())
         return
