@@ -137,3 +137,51 @@ def test_batches_are_cut_by_sample_index_not_by_arrival(verl_cpu_fx):
     outs = asyncio.run(go())
     assert len(outs) == 9 and all(o.token_ids for o in outs)
     assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]  # full slots at once, the partial one when quiet
+
+
+def test_dropping_finished_rows_keeps_every_draw(base_testbed):
+    """The testbed model ends its answers at different lengths, so the decoder drops finished rows as
+    it goes: each row still gets the tokens model.generate gives it (same per-row draws), and its
+    log-probs are those of a teacher-forced forward."""
+    from omegaconf import OmegaConf
+    from verl.workers.config import RolloutConfig
+
+    from devenus.adapters.verl.cpu.hf_rollout import HFRolloutServer, SeededGumbelSampler
+    from devenus.records import read_records
+
+    cfg = RolloutConfig(name="hf", prompt_length=64, response_length=96, tensor_model_parallel_size=1)
+    mc = OmegaConf.create({"path": str(base_testbed.model_dir), "override_config": {"attn_implementation": "eager"}})
+    srv = HFRolloutServer(cfg, mc)
+    tok = srv.model_config.tokenizer
+    rows = read_records(base_testbed.split("test_id"))[:3] + read_records(base_testbed.split("test_ood"))[:3]
+    prompts = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
+    prompts = [tok.encode(p, add_special_tokens=False) for p in prompts for _ in range(3)]
+    prompts[0] = prompts[0][1:]  # one shorter prompt: left padding
+    n = len(prompts)
+    ids = torch.full((n, max(map(len, prompts))), srv.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, ids.shape[1] - len(p):] = torch.tensor(p)
+        mask[i, ids.shape[1] - len(p):] = 1
+    seeds = list(range(100, 100 + n))
+    batch_sizes = []
+    forward = srv.model.forward
+
+    def counting(*args, **kwargs):
+        batch_sizes.append(kwargs["input_ids"].shape[0])
+        return forward(*args, **kwargs)
+
+    srv.model.forward = counting
+    ours, ours_lp, _ = srv._decode_tokens(ids, mask, 96, SeededGumbelSampler(seeds, 1.0, 1.0, -1), 1.0, True)
+    del srv.model.forward
+    ref, _, _ = srv._hf_generate(ids, mask, 96, SeededGumbelSampler(seeds, 1.0, 1.0, -1), 1.0, 1.0, False)
+
+    for i, p in enumerate(prompts):
+        a, b = ours[i].tolist(), ref[i].tolist()
+        end = next((j + 1 for j, t in enumerate(a) if t in srv.eos_token_ids), len(a))
+        assert a[:end] == b[:end]
+        with torch.no_grad():
+            logits = srv.model(torch.tensor([p + a[:end]])).logits[0, len(p) - 1: -1]
+        forced = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(a[:end])[:, None]).squeeze(-1)
+        assert torch.allclose(ours_lp[i, :end], forced, atol=1e-4)
+    assert batch_sizes[0] == n and batch_sizes[-1] < n  # finished rows really were dropped on the way

@@ -125,12 +125,18 @@ class SeededGumbelSampler:
             scores = scores.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
         return scores
 
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    def perturb(self, scores: torch.Tensor, rows: Optional[list[int]] = None) -> torch.Tensor:
+        """Warped scores plus each row's next Gumbel draw; ``rows``: which generator each row of
+        ``scores`` belongs to (default: all, in order). Its argmax is the row's sample."""
         scores = self.warp(scores)
         vocab = scores.shape[-1]
-        u = torch.stack([torch.rand(vocab, generator=g, dtype=torch.float64) for g in self.generators])
+        gens = self.generators if rows is None else [self.generators[r] for r in rows]
+        u = torch.stack([torch.rand(vocab, generator=g, dtype=torch.float64) for g in gens])
         gumbel = -torch.log(-torch.log(u.clamp_(min=torch.finfo(torch.float64).tiny)))
         return scores + gumbel.to(scores.dtype)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return self.perturb(scores)
 
 
 def _sampling_key(sampling_params: dict[str, Any], max_tokens: int) -> tuple:
@@ -285,7 +291,7 @@ class HFRolloutServer:
                        seed=self._next_seed(request_id, prompt_ids, key), request_id=str(request_id))
         self._pending.append(req)
         if self._batcher is None or self._batcher.done():
-            self._batcher = asyncio.create_task(self._run_batches())
+            self._batcher = asyncio.create_task(self._run_batches_safely())
         token_ids, log_probs = await req.future
         return TokenOutput(
             token_ids=token_ids,
@@ -314,6 +320,17 @@ class HFRolloutServer:
     def _slot(self, r: _Request) -> tuple:
         index = self._index(r)
         return (r.key, None if index is None else index // self.max_batch_size)
+
+    async def _run_batches_safely(self) -> None:
+        try:
+            await self._run_batches()
+        except BaseException as e:  # a waiter must never hang on a dead batcher
+            logger.exception("hf rollout batcher failed")
+            pending, self._pending = self._pending, []
+            for r in pending:
+                if not r.future.done():
+                    r.future.set_exception(e if isinstance(e, Exception) else RuntimeError(repr(e)))
+            raise
 
     async def _run_batches(self) -> None:
         """Decode pending requests in batches that are made the same way in every run.
@@ -346,9 +363,9 @@ class HFRolloutServer:
             for slot in sorted(ready, key=lambda k: (repr(k[0]), -1 if k[1] is None else k[1])):
                 reqs = sorted(slots[slot], key=lambda r: (self._index(r) or 0, r.request_id, r.seed))
                 for i in range(0, len(reqs), self.max_batch_size):
-                    await self._decode(slot[0], reqs[i : i + self.max_batch_size])
+                    await self._run_chunk(slot[0], reqs[i : i + self.max_batch_size])
 
-    async def _decode(self, key: tuple, chunk: list[_Request]) -> None:
+    async def _run_chunk(self, key: tuple, chunk: list[_Request]) -> None:
         try:
             async with self._get_lock():
                 results = await asyncio.to_thread(
@@ -368,9 +385,8 @@ class HFRolloutServer:
     def _generate_batch(
         self, prompts: list[list[int]], key: tuple, seeds: Optional[list[int]] = None
     ) -> list[tuple[list[int], Optional[list[float]]]]:
-        """Decode one micro-batch with ``model.generate``; returns (token_ids, log_probs) per prompt
-        (log_probs None unless the sampling key asks for them). Sampled rows draw from ``seeds``."""
-        from transformers import GenerationConfig, LogitsProcessorList
+        """Decode one micro-batch; returns (token_ids, log_probs) per prompt (log_probs None unless the
+        sampling key asks for them). Sampled rows draw from ``seeds``."""
 
         temperature, top_p, top_k, rep, max_tokens, want_logprobs = key
         bsz = len(prompts)
@@ -382,39 +398,21 @@ class HFRolloutServer:
             attention_mask[i, max_len - len(p) :] = 1
 
         do_sample = temperature > 0
-        # Sampling happens in SeededGumbelSampler (per-row generators); generate itself runs greedy.
-        gen_cfg = GenerationConfig(
-            max_new_tokens=max_tokens,
-            do_sample=False,
-            temperature=1.0,
-            top_p=1.0,
-            top_k=None,
-            repetition_penalty=rep,
-            eos_token_id=self.eos_token_ids,
-            pad_token_id=self.pad_token_id,
-            use_cache=True,
-            return_dict_in_generate=True,
-            output_logits=bool(want_logprobs),  # otherwise the [B, T, V] logits would be kept and thrown away
-        )
-        processors = LogitsProcessorList()
+        sampler = None
         if do_sample:
             if seeds is None:
                 seeds = [int(torch.randint(0, 2**62, ()).item()) for _ in prompts]
-            processors.append(SeededGumbelSampler(seeds, temperature, top_p, top_k))
+            sampler = SeededGumbelSampler(seeds, temperature, top_p, top_k)
         t0, c0 = time.perf_counter(), time.thread_time()
-        out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg,
-                                  logits_processor=processors)
+        if rep == 1.0:
+            new_tokens, token_logp, steps = self._decode_tokens(input_ids, attention_mask, max_tokens, sampler,
+                                                         temperature if do_sample else 1.0, bool(want_logprobs))
+        else:
+            new_tokens, token_logp, steps = self._hf_generate(input_ids, attention_mask, max_tokens, sampler, rep,
+                                                              temperature if do_sample else 1.0, bool(want_logprobs))
         if self.log_batches:
-            print(f"{BATCH_LOG_TAG} rows={bsz} prompt_len={max_len} steps={out.sequences.shape[1] - max_len} "
+            print(f"{BATCH_LOG_TAG} rows={bsz} prompt_len={max_len} steps={steps} "
                   f"wall_s={time.perf_counter() - t0:.3f} cpu_s={time.thread_time() - c0:.3f}", flush=True)
-        new_tokens = out.sequences[:, max_len:]
-        token_logp = None
-        if want_logprobs:
-            # raw logits, [B, T, V] -> log-probs at the sampling temperature
-            logits = torch.stack(out.logits, dim=1).float()
-            if do_sample and temperature != 1.0:
-                logits = logits / temperature
-            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
 
         results = []
         for i in range(bsz):
@@ -428,6 +426,80 @@ class HFRolloutServer:
             self.num_generated_tokens += n
         self.num_generate_calls += 1
         return results
+
+    def _decode_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_tokens: int,
+                sampler: Optional[SeededGumbelSampler], temperature: float, want_logprobs: bool
+                ) -> tuple[torch.Tensor, Optional[torch.Tensor], int]:
+        """KV-cache decoding that drops finished rows from the batch as it goes (``model.generate``
+        keeps computing them until the longest row ends: with the testbed's response lengths, a third
+        of its decoding work). Returns new tokens [B, T] (pad after eos), their log-probs
+        ``log_softmax(logits / T)`` (or None) and the number of decoding steps."""
+        bsz = input_ids.shape[0]
+        eos = torch.tensor(self.eos_token_ids, dtype=torch.long)
+        new_tokens = torch.full((bsz, max_tokens), self.pad_token_id, dtype=torch.long)
+        token_logp = torch.zeros((bsz, max_tokens), dtype=torch.float32) if want_logprobs else None
+        rows = torch.arange(bsz)  # the original row of each row of the running batch
+        live = torch.ones(bsz, dtype=torch.bool)  # rows of the running batch still decoding
+        mask = attention_mask
+        pos = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+        next_pos = pos[:, -1:] + 1
+        steps = 0
+        for t in range(max_tokens):
+            steps = t + 1
+            # finished rows still in the batch (not yet dropped) compute on but draw and record nothing
+            idx = live.nonzero().squeeze(1)
+            scores = logits[idx]
+            if sampler is not None:
+                tok = sampler.perturb(scores, rows[idx].tolist()).argmax(-1)
+            else:
+                tok = scores.argmax(-1)
+            new_tokens[rows[idx], t] = tok
+            if token_logp is not None:
+                scaled = scores / temperature if temperature != 1.0 else scores
+                token_logp[rows[idx], t] = torch.log_softmax(scaled, -1).gather(-1, tok[:, None]).squeeze(-1)
+            feed = torch.full((len(rows),), self.pad_token_id, dtype=torch.long)
+            feed[idx] = tok
+            live[idx] = ~torch.isin(tok, eos)
+            n_live = int(live.sum())
+            if n_live == 0 or t == max_tokens - 1:
+                break
+            if len(rows) - n_live >= max(1, len(rows) // 8):  # drop finished rows once they are 1/8 of the batch
+                keep = live.nonzero().squeeze(1)
+                cache.batch_select_indices(keep)
+                rows, live, mask, next_pos, feed = rows[keep], live[keep], mask[keep], next_pos[keep], feed[keep]
+            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype)], dim=1)
+            out = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=next_pos,
+                             past_key_values=cache, use_cache=True)
+            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
+            next_pos = next_pos + 1
+        return new_tokens[:, :steps], (token_logp[:, :steps] if token_logp is not None else None), steps
+
+    def _hf_generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_tokens: int,
+                     sampler: Optional[SeededGumbelSampler], rep: float, temperature: float, want_logprobs: bool
+                     ) -> tuple[torch.Tensor, Optional[torch.Tensor], int]:
+        """``model.generate`` (for what :meth:`_decode_tokens` does not do: a repetition penalty)."""
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        # sampling happens in the sampler (per-row generators): generate itself runs greedy
+        gen_cfg = GenerationConfig(
+            max_new_tokens=max_tokens, do_sample=False, temperature=1.0, top_p=1.0, top_k=None,
+            repetition_penalty=rep, eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
+            use_cache=True, return_dict_in_generate=True,
+            output_logits=want_logprobs,  # otherwise the [B, T, V] logits would be kept and thrown away
+        )
+        processors = LogitsProcessorList([sampler] if sampler is not None else [])
+        out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg,
+                                  logits_processor=processors)
+        new_tokens = out.sequences[:, input_ids.shape[1]:]
+        token_logp = None
+        if want_logprobs:  # raw logits, [B, T, V] -> log-probs at the sampling temperature
+            logits = torch.stack(out.logits, dim=1).float()
+            if temperature != 1.0:
+                logits = logits / temperature
+            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+        return new_tokens, token_logp, new_tokens.shape[1]
 
     # --- weights
     async def update_weights(self, named_tensors: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> dict:
