@@ -15,11 +15,12 @@ from typing import Sequence
 
 from devenus.evaluate.metrics import Interval, bootstrap_interval
 
-__all__ = ["verl_dump_scores", "paired_difference", "per_question_means"]
+__all__ = ["verl_dump_scores", "paired_difference", "per_question_means", "question_of_dump"]
 
 
-def _question_of_dump(text: str) -> str:
-    # verl decodes the prompt without special tokens: "user\n<question>\nassistant\n" (ChatML roles left)
+def question_of_dump(text: str) -> str:
+    """The question of one row of verl's validation dump: verl decodes the prompt without special
+    tokens, "user\n<question>\nassistant\n" (the ChatML roles are left)."""
     text = text.strip()
     if text.startswith("user\n"):
         text = text[len("user\n"):]
@@ -45,7 +46,7 @@ def verl_dump_scores(dump: str | Path, record_files: Sequence[str | Path]) -> di
         if "input" not in e or "score" not in e:
             raise ValueError(f"{dump}: line {n + 1}: expected verl's validation fields 'input' and 'score', "
                              f"found {sorted(e)[:10]}")
-        key = key_of.get(_question_of_dump(e["input"]))
+        key = key_of.get(question_of_dump(e["input"]))
         if key is not None:
             out.setdefault(key, []).append(float(e["score"]))
     return out

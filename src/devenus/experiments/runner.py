@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from devenus.evaluate.compare import question_of_dump
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
 
 BASE = "base"
@@ -90,23 +91,13 @@ def question_groups(files: Mapping[str, Path]) -> dict[str, str]:
     return out
 
 
-def question_of(prompt_text: str) -> str:
-    """The question in verl's validation dump (the prompt decoded without special tokens)."""
-    text = prompt_text.strip()
-    if text.startswith("user\n"):
-        text = text[len("user\n"):]
-    if text.endswith("assistant"):
-        text = text[: -len("assistant")]
-    return text.strip()
-
-
 def per_question_scores(dump: Path, groups: Mapping[str, str]) -> tuple[dict[str, dict[str, float]], int]:
     """From one ``<step>.jsonl`` validation dump: group -> {question: mean score}, and samples per question.
     Aggregates (``near-OOD``, ``far-OOD``) hold their families' questions too."""
     scores: dict[str, list[float]] = {}
     for line in dump.read_text().splitlines():
         e = json.loads(line)
-        scores.setdefault(question_of(e["input"]), []).append(float(e["score"]))
+        scores.setdefault(question_of_dump(e["input"]), []).append(float(e["score"]))
     out: dict[str, dict[str, float]] = {}
     for q, s in scores.items():
         g = groups.get(q)

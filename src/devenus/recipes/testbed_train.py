@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from devenus.evaluate.compare import question_of_dump
 from devenus.testbed import Testbed
 
 
@@ -168,7 +169,7 @@ def accuracy_from_dump(tb: Testbed, dump_dir: Path) -> dict[int, dict]:
         per_q: dict[str, list[float]] = {}
         for line in path.read_text().splitlines():
             e = json.loads(line)
-            per_q.setdefault(_question_of(e["input"]), []).append(float(e["score"]))
+            per_q.setdefault(question_of_dump(e["input"]), []).append(float(e["score"]))
         groups: dict[str, list[float]] = {}
         for q, scores in per_q.items():
             name = family.get(q)
@@ -185,13 +186,3 @@ def accuracy_from_dump(tb: Testbed, dump_dir: Path) -> dict[int, dict]:
             table[name] = {"n": a.n_questions, "sampled": {"mean": a.mean, "ci95": a.ci95, "k": k}}
         out[int(path.stem)] = table
     return out
-
-
-def _question_of(prompt_text: str) -> str:
-    # the dump decodes the prompt without special tokens: "user\n<question>\nassistant\n"
-    text = prompt_text.strip()
-    if text.startswith("user\n"):
-        text = text[len("user\n"):]
-    if text.endswith("assistant"):
-        text = text[: -len("assistant")]
-    return text.strip()
