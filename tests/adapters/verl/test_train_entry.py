@@ -17,6 +17,8 @@ from e2e import PLUGINS, kill_tree, run_train, train_cmd
         (["devenus.method=ttrl", "+devenus.method_config.min_agree=0.5"], "unknown config key(s) for method 'ttrl': +devenus.method_config.min_agree=<value> "
          "(did you mean +devenus.method_config.min_agreement=<value>?)"),
         (["devenus.method=ttrl"], "every training row is labeled"),
+        # without the full contract check the label states are still counted: TTRL never runs on nothing
+        (["devenus.method=ttrl", "devenus.validate_data=false"], "every training row is labeled"),
     ],
 )
 def test_clear_errors_before_ray(base_testbed, tmp_path, extra, message):
