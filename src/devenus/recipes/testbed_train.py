@@ -70,6 +70,9 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         "actor_rollout_ref.ref.fsdp_config.dtype=float32",
         f"actor_rollout_ref.actor.data_loader_seed={cfg.seed}",
         f"actor_rollout_ref.rollout.n={cfg.rollouts_per_prompt}",
+        # the rollout server decodes a step's rollouts as one batch the moment the last one arrives
+        # (a partial batch waits for a quiet 0.2 s; validation's 512 x val_n fills whole batches)
+        f"actor_rollout_ref.rollout.max_num_seqs={cfg.prompts_per_step * cfg.rollouts_per_prompt}",
         "actor_rollout_ref.rollout.temperature=1.0",
         f"actor_rollout_ref.rollout.val_kwargs.n={cfg.val_n}",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
