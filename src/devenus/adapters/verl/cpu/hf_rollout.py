@@ -352,10 +352,11 @@ class HFRolloutServer:
                 if ready:
                     break
                 now = time.monotonic()
-                quiet = now - max(r.arrived for r in self._pending) >= self.batch_window_s
-                capped = now - start >= self.max_batch_wait_s and any(k[1] is None for k in slots)
-                if quiet or capped:
-                    ready = list(slots)
+                if now - max(r.arrived for r in self._pending) >= self.batch_window_s:
+                    ready = list(slots)  # quiet: every slot, partial ones included
+                    break
+                if now - start >= self.max_batch_wait_s and any(k[1] is None for k in slots):
+                    ready = [k for k in slots if k[1] is None]  # the cap never cuts an indexed slot
                     break
                 await asyncio.sleep(self.batch_window_s / 4)
             taken = set(ready)
