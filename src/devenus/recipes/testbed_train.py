@@ -74,9 +74,14 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         # (a partial batch waits for a quiet 0.2 s; validation's 512 x val_n fills whole batches)
         f"actor_rollout_ref.rollout.max_num_seqs={cfg.prompts_per_step * cfg.rollouts_per_prompt}",
         "actor_rollout_ref.rollout.temperature=1.0",
+        # top-50 sampling, in training and validation: what the testbed's published numbers were
+        # measured with (the hf server used to apply transformers' default top_k=50 whatever verl's
+        # top_k said; it now samples exactly as configured)
+        "actor_rollout_ref.rollout.top_k=50",
         f"actor_rollout_ref.rollout.val_kwargs.n={cfg.val_n}",
         "actor_rollout_ref.rollout.val_kwargs.do_sample=True",
         "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
+        "actor_rollout_ref.rollout.val_kwargs.top_k=50",
         f"actor_rollout_ref.rollout.seed={cfg.seed}",
         "trainer.logger=[console]",
         "trainer.project_name=devenus_testbed",

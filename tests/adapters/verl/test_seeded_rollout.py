@@ -185,3 +185,17 @@ def test_dropping_finished_rows_keeps_every_draw(base_testbed):
         forced = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(a[:end])[:, None]).squeeze(-1)
         assert torch.allclose(ours_lp[i, :end], forced, atol=1e-4)
     assert batch_sizes[0] == n and batch_sizes[-1] < n  # finished rows really were dropped on the way
+
+
+def test_top_k_is_the_configured_one(server):
+    """top_k=-1 samples the whole vocabulary (model.generate would silently apply its default top-50)."""
+    p = _prompt(server, "Say anything.")
+
+    async def first_tokens(top_k):
+        await server.set_global_steps(100 + top_k)
+        outs = await asyncio.gather(*[server.generate(p, dict(SAMPLE, top_k=top_k, max_tokens=1), f"det-{i}")
+                                      for i in range(150)])
+        return {o.token_ids[0] for o in outs}
+
+    assert len(asyncio.run(first_tokens(-1))) > 50  # the random fixture model is near-uniform over ~300
+    assert len(asyncio.run(first_tokens(5))) <= 5
