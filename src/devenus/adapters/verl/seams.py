@@ -55,6 +55,16 @@ SEAMS: tuple[Seam, ...] = (
          "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
     Seam("verl.workers.rollout.replica:RolloutReplica", "_server_address", "instance",
          "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
+    # the CPU backend's agent-loop workers (cpu.agent_loop): verl's per-sample body, minus the per-sample build
+    Seam("verl.experimental.agent_loop.agent_loop:AgentLoopWorker", "_run_agent_loop", "source",
+         "cpu.agent_loop.ReusingAgentLoopWorker (mirrors it around one agent-loop object per name)",
+         fingerprint="32c3d607c5d4c9fa"),
+    Seam("verl.experimental.agent_loop.agent_loop:AgentLoopWorker", "_agent_loop_postprocess", "member",
+         "cpu.agent_loop.ReusingAgentLoopWorker"),
+    Seam("verl.experimental.agent_loop.agent_loop", "_agent_loop_registry", "member",
+         "cpu.agent_loop.ReusingAgentLoopWorker (which loop an agent name builds)"),
+    Seam("verl.experimental.agent_loop.agent_loop:AgentLoopManager", "agent_loop_workers_class", "instance",
+         "cpu.agent_loop.ReusingAgentLoopManager (sets its worker class before verl's constructor)"),
     # a body DE-Venus mirrors: task_runner.DeVenusTaskRunner.run follows it line for line
     Seam("verl.trainer.main_ppo_v0:TaskRunner", "run", "source",
          "task_runner.DeVenusTaskRunner.run (review it against verl's when this fingerprint changes)",
