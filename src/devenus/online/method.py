@@ -45,9 +45,10 @@ STEP_NEEDS = frozenset({
     "responses",  # decoded response texts
     "teacher",  # vote-only rollouts from an EMA teacher (see teacher_rollouts)
     "self_verification",  # the actor's P(yes) verdict on each row's answer (see verification_prompt)
+    "hidden_pooled",  # per row and layer, hidden states pooled over the response in that same forward
 })
 #: step needs whose values exist only after the actor's log-prob pass
-AFTER_LOG_PROB = frozenset({"token_stats", "self_certainty", "self_verification"})
+AFTER_LOG_PROB = frozenset({"token_stats", "self_certainty", "self_verification", "hidden_pooled"})
 
 
 class OnlineMethod:
