@@ -154,6 +154,19 @@ def fit_vmf(x: np.ndarray, newton_steps: int = 2, max_kappa: float = 1e6) -> VMF
     return VMF(mu, kappa, float(vmf_log_normalizer(d, kappa)))
 
 
+class CentredLayers:
+    """Pooled states ``h`` (n, L, d), read one layer at a time as centred unit rows in float64: the float64
+    copy of a whole batch (n x L x d x 8 bytes, ~850 MB for 1024 rollouts of a 7B model) never exists."""
+
+    def __init__(self, h: np.ndarray, mean: np.ndarray):
+        self.h, self.mean = h, mean
+        self.shape = h.shape
+
+    def __getitem__(self, key) -> np.ndarray:
+        rows, layer = key
+        return unit_rows(self.h[rows, layer].astype(np.float64) - self.mean[layer])
+
+
 def layer_llr(feats: np.ndarray, correct: np.ndarray, fit_rows: np.ndarray, newton_steps: int = 2,
               max_kappa: float = 1e6) -> tuple[np.ndarray, VMF, VMF]:
     """(LLR of every row of ``feats`` (n, d unit), the correct fit, the incorrect fit); fits on ``fit_rows``."""
@@ -177,7 +190,7 @@ def split_halves(correct: np.ndarray) -> np.ndarray:
 def heldout_aurocs(features: np.ndarray, correct: np.ndarray, newton_steps: int = 2,
                    max_kappa: float = 1e6) -> np.ndarray:
     """Per layer, the AUROC of the LLR for "correct" on the held-out half of labeled rollouts, the vMFs
-    fitted on the other half. ``features``: (n, L, d) unit rows. NaN where a half lacks a class."""
+    fitted on the other half. ``features``: (n, L, d) unit rows, or :class:`CentredLayers`. NaN where a half lacks a class."""
     correct = np.asarray(correct, bool)
     fit = split_halves(correct)
     held = ~fit
@@ -306,17 +319,17 @@ class GeoMin(RefineMethod):
             raise ValueError(f"{HIDDEN_POOLED} must be [rows, layers, d] with {len(batch)} rows, got {h.shape}")
         return h
 
-    def _centre(self, h: np.ndarray) -> np.ndarray:
-        """Update the running mean with this step's rows, then centre and normalise every layer: (n, L, d)."""
+    def _centre(self, h: np.ndarray) -> CentredLayers:
+        """Update the running mean with this step's rows; the rows centred by it, layer by layer."""
         n = h.shape[0]
-        batch_mean = h.astype(np.float64).mean(axis=0)
+        batch_mean = h.mean(axis=0, dtype=np.float64)
         if self.mean is None or self.mean.shape != batch_mean.shape:
             self.mean, self.mean_count = batch_mean, n
         else:
             total = self.mean_count + n
             self.mean = self.mean + (batch_mean - self.mean) * (n / total)
             self.mean_count = total
-        return unit_rows(h.astype(np.float64) - self.mean[None])
+        return CentredLayers(h, self.mean)
 
     def admit(self, batch: RolloutBatch) -> np.ndarray:
         cfg = self.config
@@ -331,7 +344,7 @@ class GeoMin(RefineMethod):
         refreshed = False
         if ready and (not self.layers or batch.step - self.refreshed_at >= cfg.refresh_every):
             lab = np.flatnonzero(labeled)
-            a = heldout_aurocs(feats[lab], correct[lab], cfg.newton_steps, cfg.max_kappa)
+            a = heldout_aurocs(CentredLayers(feats.h[lab], self.mean), correct[lab], cfg.newton_steps, cfg.max_kappa)
             chosen = top_layers(a, cfg.top_layers)
             if chosen:  # no layer with a held-out AUROC: keep the previous choice
                 self.layers, self.aurocs, self.refreshed_at, refreshed = chosen, [float(x) for x in a], batch.step, True
