@@ -75,6 +75,24 @@ def test_row_sampler_draws_from_the_softmax():
         assert np.abs(freq - want).max() < 0.015
 
 
+def test_top_p_draws_from_the_renormalised_nucleus():
+    from devenus.select.generate.hf import _RowSampler, nucleus
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    p = torch.softmax(logits[0], -1).numpy()  # 0.64, 0.24, 0.09, 0.03
+    kept = torch.isfinite(nucleus(logits, 0.7))[0].tolist()
+    assert kept == [True, True, False, False]  # 0.64 < 0.7 <= 0.64 + 0.24
+    assert torch.isfinite(nucleus(logits, 0.5))[0].tolist() == [True, False, False, False]  # the top token always
+    s = _RowSampler([7], 1.0, top_p=0.7)
+    picks = [int(s(None, logits).argmax()) for _ in range(20000)]
+    freq = np.bincount(picks, minlength=4) / len(picks)
+    want = np.array([p[0], p[1], 0, 0]) / (p[0] + p[1])
+    assert freq[2:].sum() == 0 and np.abs(freq - want).max() < 0.015
+    # top_p = 1 is the plain draw, stream for stream
+    a, b = _RowSampler([5], 1.0), _RowSampler([5], 1.0, top_p=1.0)
+    assert all(torch.equal(a(None, logits), b(None, logits)) for _ in range(50))
+
+
 def test_truncated_samples_have_no_eos(model_tok):
     model, tok = model_tok
     g = HFGenerator(model, tok, samples=2, max_new_tokens=3, seed=0)

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .columnar import _canonical, _dumps  # noqa: F401 - the manifest's JSON, shared with the columnar lines
 from .io import check_input, commit_temp, discard_temp, normalize_rows, temp_path
 from .schema import EXTRA_INFO, SIMULATION
 from .validate import Issue, RecordError, as_rows, find_issues
@@ -215,6 +215,20 @@ def _leaves(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def removal_lines(keys: Any, why: Any) -> Any:
+    """``remove(key, why)`` for every key of a string array, as a table for
+    :meth:`VersionWriter.add_change_lines` (``key``, ``field``, ``line``)."""
+    import pyarrow as pa
+
+    from .columnar import change_lines
+
+    n = len(keys)
+    field = pa.array([ROW_REMOVED] * n, pa.string()) if n else pa.array([], pa.string())
+    return pa.table({"key": keys, "field": field,
+                     "line": change_lines(keys, ROW_REMOVED, pa.array(["present"] * n, pa.string()),
+                                          pa.array(["removed"] * n, pa.string()), why)})
+
+
 def row_changes(before: Mapping[str, Any], after: Mapping[str, Any], why: str) -> list[Change]:
     """Every field that differs between two versions of one row, as :class:`Change` entries (dotted
     paths; a missing or null ``simulation`` compares as empty)."""
@@ -233,28 +247,6 @@ def row_changes(before: Mapping[str, Any], after: Mapping[str, Any], why: str) -
 # ---------------------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------------------
-def _canonical(obj: Any) -> Any:
-    """JSON-safe, deterministic form of a config value (tuples -> lists, paths -> str, keys sorted)."""
-    if isinstance(obj, Mapping):
-        return {str(k): _canonical(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_canonical(v) for v in obj]
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return repr(obj)
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    return repr(obj)
-
-
-def _dumps(obj: Any) -> str:
-    try:  # the common case (str, numbers, bools, lists): no canonicalising walk needed
-        return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
-        return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
-
-
 class VersionWriter:
     """Write one dataset version from row batches; use as a context manager.
 
@@ -301,24 +293,50 @@ class VersionWriter:
 
     # -- rows
     def write(self, rows: Any) -> None:
-        """Validate a batch (positions continue across batches) and append it to the Parquet."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        """Validate a batch (positions continue across batches) and append it to the Parquet.
 
+        ``rows``: row dicts, a DataFrame, or a pyarrow Table / RecordBatch. A table is checked column
+        by column (:mod:`.columnar`) with the same result as its rows as dicts: the same errors, the
+        same bytes written; a large table costs no Python step per row."""
+        import pyarrow as pa
+
+        if isinstance(rows, pa.RecordBatch):
+            rows = pa.Table.from_batches([rows])
+        if isinstance(rows, pa.Table):
+            self._write_table(rows)
+            return
         rows = as_rows(rows)
         if not rows:
             return
         issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
                   for i in find_issues(rows)]
-        for j, r in enumerate(rows):
-            key = (r.get(EXTRA_INFO) or {}).get("index")
-            if isinstance(key, str):
-                if key in self._keys and not any(i.row == self._rows + j for i in issues):
-                    issues.append(Issue(self._rows + j, key, f"{EXTRA_INFO}.index",
-                                        "expected a unique key, found a duplicate of an earlier row"))
-                self._keys.add(key)
+        extras = [r.get(EXTRA_INFO) if isinstance(r, Mapping) else None for r in rows]
+        keys = [e.get("index") if isinstance(e, Mapping) else None for e in extras]
+        self._check_keys([k if isinstance(k, str) else None for k in keys], issues)  # only str keys count
+        self._append_rows(rows)
+
+    def _check_keys(self, keys: list[str | None], issues: list[Issue]) -> None:
+        """Add the keys of a batch (str or None); a key an earlier batch had is a violation (unless its
+        row has one already). Raises the batch's :class:`RecordError` if there is any violation."""
+        if not self._keys.isdisjoint(keys):  # the loop only when there is a duplicate to name
+            flagged = {i.row for i in issues}
+            for j, key in enumerate(keys):
+                if isinstance(key, str):
+                    if key in self._keys and self._rows + j not in flagged:
+                        issues.append(Issue(self._rows + j, key, f"{EXTRA_INFO}.index",
+                                            "expected a unique key, found a duplicate of an earlier row"))
+                    self._keys.add(key)
+        else:
+            new = set(keys)
+            new.discard(None)
+            self._keys |= new
         if issues:
             raise RecordError(issues, header=f"the rows for {self.out} break the contract")
+
+    def _append_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Write validated row dicts (the schema of the first batch holds for the rest)."""
+        import pyarrow as pa
+
         norm, schema = normalize_rows(rows)
         if self.schema is None:
             self.schema = schema
@@ -326,13 +344,50 @@ class VersionWriter:
             norm = self._conform(norm, schema)
         try:
             table = pa.Table.from_pylist(norm, schema=self.schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
+        self._append_table(table, sum(1 for r in rows if (r.get(EXTRA_INFO) or {}).get("labeled") is True))
+
+    def _append_table(self, table: Any, labeled: int) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
             if self._writer is None:
                 self._writer = pq.ParquetWriter(str(self._tmp), self.schema)
             self._writer.write_table(table)
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-            raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
-        self._rows += len(rows)
-        self._labeled += sum(1 for r in rows if (r.get(EXTRA_INFO) or {}).get("labeled") is True)
+            raise RecordError(f"cannot write rows {self._rows}..{self._rows + table.num_rows - 1} to {self.out}: {exc}") from exc
+        self._rows += table.num_rows
+        self._labeled += labeled
+
+    def _write_table(self, table: Any) -> None:
+        import pyarrow.compute as pc
+
+        from .columnar import conform, covered, find_table_issues, table_schema
+
+        if table.num_rows == 0:
+            return
+        if not covered(table.schema):
+            # a layout the column checks do not cover (a missing column, an unexpected type): the row path
+            self.write(table.to_pylist())
+            return
+        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                  for i in find_table_issues(table)]
+        extra = table.column(EXTRA_INFO)
+        self._check_keys(pc.struct_field(extra, "index").to_pylist(), issues)
+        schema = table_schema(table)
+        if self.schema is not None and not schema.equals(self.schema, check_metadata=False):
+            self._append_rows(table.to_pylist())  # a batch unlike the first: fill it exactly as rows are filled
+            return
+        typed = conform(table, schema)
+        if typed is None:
+            self._append_rows(table.to_pylist())
+            return
+        if self.schema is None:
+            self.schema = schema
+        labeled = pc.sum(pc.fill_null(pc.struct_field(extra, "labeled"), False)).as_py() or 0
+        self._append_table(typed.combine_chunks(), int(labeled))
 
     def _conform(self, norm: list[dict[str, Any]], schema: Any) -> list[dict[str, Any]]:
         """Rows of a later batch filled to the schema of the first one; a field it lacks is an error."""
@@ -359,6 +414,20 @@ class VersionWriter:
     # -- what changed
     def change(self, key: str, field: str, before: Any, after: Any, why: str) -> None:
         self.add_changes([Change(key, field, before, after, why)])
+
+    def add_change_lines(self, table: Any) -> None:
+        """Change entries built column-wise (:func:`.columnar.table_changes`, :func:`removal_lines`): a
+        table with ``key``, ``field`` and ``line`` (the JSON line), written in its order."""
+        import pyarrow.compute as pc
+
+        n = table.num_rows
+        if not n:
+            return
+        self._changes_f.write("\n".join(table.column("line").to_pylist()) + "\n")
+        self._n_changes += n
+        removed = pc.equal(table.column("field"), ROW_REMOVED)
+        self._removed += pc.sum(removed).as_py() or 0
+        self._changed_keys.update(pc.filter(table.column("key"), pc.invert(removed)).to_pylist())
 
     def add_changes(self, changes: Iterable[Change]) -> None:
         for c in changes:
@@ -414,11 +483,16 @@ class VersionWriter:
                 f.write(' "refusals": [' + ",".join("\n  " + r for r in self._refusals)
                         + ("\n ]" if self._refusals else "]") + ",\n")
                 f.write(' "changes": [')
-                first = True
-                for line in ch:
-                    f.write(("\n  " if first else ",\n  ") + line.rstrip("\n"))
-                    first = False
-                f.write("\n ]\n}\n" if not first else "]\n}\n")
+                # the spool holds one JSON line per change (JSON escapes every newline inside one), so
+                # the list is the spool with each newline turned into a separator: copied in blocks
+                pending = None
+                while block := ch.read(1 << 22):
+                    f.write(pending if pending is not None else "\n  ")
+                    pending = block.replace("\n", ",\n  ")
+                if pending is None:
+                    f.write("]\n}\n")
+                else:
+                    f.write(pending[: -len(",\n  ")] + "\n ]\n}\n")
             backup = self._link_backup()
             # The Parquet goes first. An exception after its rename puts the old one back (from the
             # hard-linked backup); a kill there leaves a manifest whose output hash does not match,

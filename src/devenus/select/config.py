@@ -20,16 +20,33 @@ DEFAULT_SIGNALS = SIGNALS[:-1]  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 SELECTORS = ("interval", "ratio", "triage")
+GENERATORS = ("hf", "vllm")
 
 
 @dataclass
 class GenerateConfig:
     model: str = "testbed"  # a HF model folder, or "testbed" for the testbed's base model
+    generator: str = "hf"  # hf (CPU, the default) | vllm (GPUs; the optional extra devenus[vllm])
     samples: int = 8  # G
     temperature: float = 1.0
+    top_p: float = 1.0
     max_new_tokens: int = 96  # the training max response length
-    batch_size: int = 64  # sequences per generate() call
+    batch_size: int = 64  # sequences per generate() call (hf)
     seed: int = 0
+    # vllm engine; how much of the GPU it takes does not change the samples
+    gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    # resources of each Ray Data actor (--actors N): GPU actors on a cluster, CPU actors here
+    actor_cpus: float = 1.0
+    actor_gpus: float = 0.0
+
+
+#: generate keys that do not change the samples: left out of the stage's identity (resuming on another
+#: machine or with another actor size reuses the shards)
+RESOURCE_KEYS = ("gpu_memory_utilization", "actor_cpus", "actor_gpus")
+#: new keys at their old behaviour are left out of the identity too, so runs made before they existed resume
+IDENTITY_DEFAULTS = {"generator": "hf", "top_p": 1.0, "tensor_parallel_size": 1, "max_model_len": None}
 
 
 @dataclass
@@ -91,6 +108,14 @@ class SelectConfig:
             raise ValueError(f"generate.samples must be >= 1, got {g.samples}")
         if g.temperature <= 0:
             raise ValueError(f"generate.temperature must be > 0, got {g.temperature}")
+        if g.generator not in GENERATORS:
+            raise ValueError(f"generate.generator must be one of {list(GENERATORS)}, got {g.generator!r}")
+        if not 0.0 < g.top_p <= 1.0:
+            raise ValueError(f"generate.top_p must lie in (0, 1], got {g.top_p}")
+        if g.max_new_tokens < 1:
+            raise ValueError(f"generate.max_new_tokens must be >= 1, got {g.max_new_tokens}")
+        if g.actor_cpus < 0 or g.actor_gpus < 0:
+            raise ValueError(f"generate.actor_cpus and generate.actor_gpus must be >= 0, got {g.actor_cpus}, {g.actor_gpus}")
         if self.shard_size < 1:
             raise ValueError(f"shard_size must be >= 1, got {self.shard_size}")
         unknown = [x for x in s.signals if x not in SIGNALS]
@@ -122,6 +147,16 @@ class SelectConfig:
     def section(self, *names: str) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         return {n: d[n] for n in names}
+
+    def generate_identity(self) -> dict[str, Any]:
+        """The generate settings that decide the samples (what a stage folder is checked against)."""
+        g = dataclasses.asdict(self.generate)
+        for k in RESOURCE_KEYS:
+            g.pop(k)
+        for k, v in IDENTITY_DEFAULTS.items():
+            if g[k] == v:
+                g.pop(k)
+        return {"generate": g}
 
 
 def fingerprint(obj: Any) -> str:

@@ -72,7 +72,7 @@ def _pool_identity(cfg: SelectConfig) -> dict[str, Any]:
 
 
 def stage(cfg: SelectConfig, name: str) -> Stage:
-    base = {"input": _pool_identity(cfg), **cfg.section("generate")}
+    base = {"input": _pool_identity(cfg), **cfg.generate_identity()}
     conf = {"generate": base}
     conf["score"] = {**base, **cfg.section("score")}
     conf["route"] = {**conf["score"], **cfg.section("route")}
@@ -82,13 +82,31 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
 
 
 # ------------------------------------------------------------------------------ generate
-def make_generator(cfg: SelectConfig, model):
+def model_dir(name: str) -> str:
+    """A model folder for engines that load it themselves (vLLM): ``testbed`` -> the testbed's model."""
+    if name == "testbed":
+        from devenus.testbed import build_testbed
+
+        return str(build_testbed(log=lambda *_: None).model_dir)
+    return name
+
+
+def make_generator(cfg: SelectConfig, model=None):
+    """The configured generator. ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF
+    generator only; vLLM loads the model folder itself, so no HF copy of the model is loaded for it)."""
+    g = cfg.generate
+    if g.generator == "vllm":
+        from devenus.select.generate.vllm import VLLMGenerator
+
+        return VLLMGenerator(model_dir(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
+                             max_new_tokens=g.max_new_tokens, seed=g.seed,
+                             gpu_memory_utilization=g.gpu_memory_utilization,
+                             tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
     from devenus.select.generate import HFGenerator
 
-    g = cfg.generate
     m, tok = _model(model, cfg)
-    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, max_new_tokens=g.max_new_tokens,
-                       batch_size=g.batch_size, seed=g.seed)
+    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, top_p=g.top_p,
+                       max_new_tokens=g.max_new_tokens, batch_size=g.batch_size, seed=g.seed)
 
 
 def generate_shard(cfg: SelectConfig, gen, part: list[dict], path: Path) -> int:
@@ -122,6 +140,10 @@ def _todo(st: Stage, shards: list[range], extra=None) -> list[int]:
 def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
                  actors: int = 0) -> Stage:
     """The generate stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
+    if cfg.generate.generator == "vllm" and not actors:  # (Ray actors import it where they run)
+        from devenus.select.generate.vllm import import_vllm
+
+        import_vllm()  # a missing vLLM is one line now, before the pool is read
     st = stage(cfg, "generate").open(force)
     rows = pool_rows(cfg)
     shards = _shards(len(rows), cfg.shard_size)
@@ -133,7 +155,8 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
     if actors:
         from devenus.select.generate.ray_data import run_shards
 
-        for i in run_shards(cfg, "generate", todo, actors):
+        for i in run_shards(cfg, "generate", todo, actors, num_cpus=cfg.generate.actor_cpus,
+                            num_gpus=cfg.generate.actor_gpus):
             bar.update(len(shards[i]))
     else:
         gen = make_generator(cfg, model)
@@ -251,7 +274,8 @@ def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     if actors:
         from devenus.select.generate.ray_data import run_shards
 
-        for i in run_shards(cfg, "score", todo, actors):
+        for i in run_shards(cfg, "score", todo, actors, num_cpus=cfg.generate.actor_cpus,
+                            num_gpus=cfg.generate.actor_gpus):
             bar.update(len(shards[i]))
     else:
         model_tok = _model(model, cfg) if any(x in MODEL_SIGNALS for x in cfg.score.signals) else None
@@ -336,7 +360,7 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
                     probe_keys=[keys[i] for i in probes], annotation_budget=r.annotation_budget,
                     probe_pass_rate=pass_rate.tolist(), probe_majority_correct=majority_correct.tolist(),
                     probes=probes, labels=labels)
-    return dec, {**info, "u": u}
+    return dec, {**info, "u": u, "ties": ties}
 
 
 def probe_oracle(cfg: SelectConfig, score_st: Stage, keys: list[str], majority: list):
@@ -375,7 +399,7 @@ def _floats(col) -> np.ndarray:
 def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None) -> Stage:
     import pyarrow as pa
 
-    from devenus.select.route import DECISIONS, tiebreak, uncertainty_order
+    from devenus.select.route import DECISIONS, uncertainty_order
 
     score_st = stage(cfg, "score").check()
     score_st.require_done("route")
@@ -388,16 +412,19 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
             if name.startswith("u_") or name in ("pass_rate", "majority_correct")}
     oracle = probe_oracle(cfg, score_st, keys, qt.column("majority").to_pylist()) if cfg.route.selector == "triage" else None
     dec, info = route_scores(cols, keys, cfg, oracle)
-    u = info.pop("u")
-    label = [None] * len(keys)
-    for i, a in zip(info.pop("probes", []), info.pop("labels", [])):
-        label[int(i)] = a
+    u, ties = info.pop("u"), info.pop("ties")
+    probes, labels = info.pop("probes", []), info.pop("labels", [])
+    label = pa.nulls(len(keys), pa.string())
+    if len(probes):
+        at = np.full(len(keys), -1, dtype=np.int64)
+        at[np.asarray(probes, dtype=np.int64)] = np.arange(len(probes))
+        label = pa.array(list(labels), pa.string()).take(pa.array(at, mask=at < 0))
     rank = np.empty(len(keys), dtype=np.int64)  # 0 = the most uncertain
-    rank[uncertainty_order(np.nan_to_num(u, nan=-np.inf), tiebreak(keys, cfg.route.seed))] = np.arange(len(keys))
-    table = pa.table({"index": pa.array(keys, pa.string()),
-                      "decision": pa.array([DECISIONS[d] for d in dec], pa.string()),
+    rank[uncertainty_order(np.nan_to_num(u, nan=-np.inf), ties)] = np.arange(len(keys))
+    table = pa.table({"index": qt.column("index").combine_chunks().cast(pa.string()),
+                      "decision": pa.array(np.asarray(DECISIONS, dtype=object)[dec], pa.string()),
                       "u": pa.array(u, pa.float64()), "rank": pa.array(rank, pa.int64()),
-                      "label": pa.array(label, pa.string())})
+                      "label": label})
     write_table(table, st.shard_path(0))
     counts = {name: int((dec == code).sum()) for code, name in enumerate(DECISIONS)}
     st.finish({**info, "questions": len(keys), "counts": counts})
@@ -412,31 +439,75 @@ def output_path(cfg: SelectConfig) -> Path:
 def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None):
     """Write the next dataset version; returns its Manifest. Annotated rows get the annotator's answer
     (``label_source=annotated``), weak rows are unlabeled, kept rows unchanged, discarded rows left
-    out and listed in the manifest."""
+    out and listed in the manifest.
+
+    Column-wise (Arrow): the decisions are joined to the pool, the new label columns built with
+    ``if_else`` and the manifest's changes with :func:`devenus.records.columnar.table_changes`; the
+    version writer checks each 4096-row slice column-wise. No Python step per question."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from devenus.records.versions import VersionWriter, check_output, parent_of, row_changes
-    from devenus.select.annotate import annotation_source
+    from devenus.records.columnar import table_changes
+    from devenus.records.versions import VersionWriter, check_output, parent_of, removal_lines
+    from devenus.select.annotate import annotate_table
 
     route_st = stage(cfg, "route").check()
     route_st.require_done("materialize")
     out = output_path(cfg)
     src = pool_path(cfg)
     check_output(out, [src], force=force)
-    dec = pq.read_table(str(route_st.shard_path(0))).to_pydict()
-    decision = dict(zip(dec["index"], dec["decision"]))
-    from devenus.records.io import iter_records
-
+    dec = pq.read_table(str(route_st.shard_path(0)), columns=["index", "decision", "label"]).combine_chunks()
     # not validated here: the version writer validates every row it writes
-    rows = [r for batch in iter_records(src) for r in batch]
-    rows = rows[: cfg.limit] if cfg.limit is not None else rows
-    known = {k: a for k, a in zip(dec["index"], dec["label"]) if a is not None}  # triage probes, annotated already
+    full = _read_pool_table(src)
+    pool = full.slice(0, cfg.limit) if cfg.limit is not None else full
+    n = pool.num_rows
+    extra, rm = pool.column("extra_info"), pool.column("reward_model")
+    keys = pc.struct_field(extra, "index")
+    at = pc.index_in(keys, value_set=dec.column("index"))
+    missing = np.flatnonzero(pc.is_null(at).to_numpy(zero_copy_only=False))
+    if missing.size:
+        raise ValueError(f"question {keys[int(missing[0])].as_py()!r} has no routing decision: rerun route")
+    decision = dec.column("decision").take(at)
+    known = dec.column("label").take(at)  # triage probes, annotated already
+    labeled = pc.fill_null(pc.struct_field(extra, "labeled"), False)
+    is_ann, is_weak = pc.equal(decision, "annotate"), pc.equal(decision, "weak")
+    discard = pc.equal(decision, "discard").to_numpy(zero_copy_only=False)
     # a row labeled already keeps its label: the annotator is asked only about unlabeled rows
-    annotate = [r for r in rows if decision.get(r["extra_info"]["index"]) == "annotate"
-                and r["extra_info"]["index"] not in known and not r["extra_info"]["labeled"]]
-    answers = dict(zip([r["extra_info"]["index"] for r in annotate],
-                       annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
-    answers.update(known)
+    relabel = pc.and_(is_ann, pc.invert(labeled))
+    ask = np.flatnonzero(pc.and_(relabel, pc.is_null(known)).to_numpy(zero_copy_only=False))
+    answers = pa.nulls(n, pa.string())
+    if ask.size:
+        got = annotate_table(cfg.materialize.annotation, pool.take(pa.array(ask)))
+        answers = _scatter(n, ask, got)
+    answers = pc.coalesce(known, answers)
+
+    gt = pc.struct_field(rm, "ground_truth")
+    new_gt = pc.if_else(relabel, answers, pc.if_else(is_weak, pa.scalar(""), gt))
+    new_labeled = pc.if_else(relabel, True, pc.if_else(is_weak, False, pc.struct_field(extra, "labeled")))
+    src_col = pc.struct_field(extra, "label_source")
+    new_source = pc.if_else(relabel, pa.scalar("annotated"), pc.if_else(is_weak, pa.scalar("none"), src_col))
+    table = pool.set_column(pool.schema.get_field_index("reward_model"), "reward_model",
+                            _struct_with(rm, {"ground_truth": new_gt}))
+    table = table.set_column(table.schema.get_field_index("extra_info"), "extra_info",
+                             _struct_with(extra, {"labeled": new_labeled, "label_source": new_source}))
+    # a weak row's withheld label stays as simulation truth (the row's hidden answer, if it has none)
+    hide = pc.and_(is_weak, pc.fill_null(pc.not_equal(gt, ""), False))
+    if pc.any(hide).as_py():
+        table = _with_hidden_answers(table, hide, gt)
+
+    why_ann = f"annotated (most uncertain by {cfg.route.signal})"
+    changed = np.flatnonzero(pc.or_(relabel, is_weak).to_numpy(zero_copy_only=False))
+    idx = pa.array(changed)
+    why = pc.if_else(pc.take(relabel, idx), pa.scalar(why_ann), pa.scalar("weak supervision (label withheld)"))
+    changes = table_changes(pool.take(idx), table.take(idx), why)
+    changes = changes.set_column(0, "row", pa.array(changed[changes.column("row").to_numpy()], pa.int64()))
+    gone = np.flatnonzero(discard)
+    removals = removal_lines(keys.take(pa.array(gone)), f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
+    removals = removals.add_column(0, "row", pa.array(gone, pa.int64()))
+    lines = pa.concat_tables([changes.select(["row", "key", "field", "line"]), removals])
+    lines = lines.take(pa.array(np.argsort(lines.column("row").to_numpy(), kind="stable")))
+
     summary = route_st.summary()
     config = {
         "pool": _pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
@@ -444,52 +515,96 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
         "annotation": cfg.materialize.annotation, "routing": summary,
         "run_fingerprint": fingerprint(route_st.config),
     }
-    bar = _bar(len(rows), "materialize", progress)
+    kept = table.filter(pa.array(~discard))
+    bar = _bar(n, "materialize", progress)
     with VersionWriter(out, rule="select", config=config, parents=[parent_of(src)], force=force, inputs=[src]) as w:
-        batch = []
-        for r in rows:
-            k = r["extra_info"]["index"]
-            d = decision.get(k)
-            if d is None:
-                raise ValueError(f"question {k!r} has no routing decision: rerun route")
-            if d == "discard":
-                w.remove(k, f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
-            else:
-                # copies of the structs that may change (the prompt is shared, never mutated)
-                new = {**r, "reward_model": dict(r["reward_model"]), "extra_info": dict(r["extra_info"])}
-                if d == "annotate" and k in answers and not r["extra_info"]["labeled"]:
-                    new["reward_model"]["ground_truth"] = answers[k]
-                    new["extra_info"]["labeled"] = True
-                    new["extra_info"]["label_source"] = "annotated"
-                    w.add_changes(row_changes(r, new, f"annotated (most uncertain by {cfg.route.signal})"))
-                elif d == "weak":
-                    new["reward_model"]["ground_truth"] = ""
-                    new["extra_info"]["labeled"] = False
-                    new["extra_info"]["label_source"] = "none"
-                    if r["reward_model"]["ground_truth"]:
-                        sim = dict(new.get("simulation") or {"noise": "none"})
-                        if sim.get("hidden_answer") is None:
-                            sim["hidden_answer"] = r["reward_model"]["ground_truth"]
-                        new["simulation"] = sim
-                    w.add_changes(row_changes(r, new, "weak supervision (label withheld)"))
-                batch.append(new)
-            if len(batch) >= 4096:
-                w.write(batch)
-                batch = []
-            bar.update(1)
-        if batch:
-            w.write(batch)
-        if cfg.limit is not None:  # the rest of the pool was never scored: left out, and listed
-            from devenus.records.io import iter_records
-
-            seen = 0
-            for part in iter_records(src, columns=["extra_info"]):
-                for r in part:
-                    if seen >= cfg.limit:
-                        w.remove(r["extra_info"]["index"], f"not scored (limit={cfg.limit})")
-                    seen += 1
+        w.add_change_lines(lines)
+        # slices of 4096 rows: the row groups (and so the bytes) of the version as it was always written
+        for start in range(0, kept.num_rows, 4096):
+            w.write(kept.slice(start, 4096))
+            bar.update(min(4096, kept.num_rows - start))
+        bar.update(n - bar.n)
+        if cfg.limit is not None and full.num_rows > n:  # the rest of the pool was never scored: left out, and listed
+            rest = pc.struct_field(full.column("extra_info").slice(n), "index")
+            w.add_change_lines(removal_lines(rest, f"not scored (limit={cfg.limit})"))
     bar.close()
     return w.manifest
+
+
+def _read_pool_table(path: Path):
+    """The pool as one Arrow table (pandas index columns dropped, as ``iter_records`` drops them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from devenus.records import RecordError
+
+    try:
+        t = pq.read_table(str(path))
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+    keep = [c for c in t.column_names if not c.startswith("__index_level_")]
+    for c in ("extra_info", "reward_model"):
+        if c not in keep:
+            raise RecordError(f"{path} has no {c} column: not a records file")
+    return t.select(keep).combine_chunks()
+
+
+def _scatter(n: int, at: np.ndarray, values):
+    """A string array of length ``n``: ``values`` at positions ``at``, null elsewhere."""
+    import pyarrow as pa
+
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[at] = np.arange(len(at))
+    return values.take(pa.array(pos, mask=pos < 0))
+
+
+def _struct_with(col, replace: dict):
+    """The struct column ``col`` with some fields replaced (children read through the struct's nulls)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    children = []
+    for f in col.type:
+        v = replace.get(f.name)
+        v = pc.struct_field(col, f.name) if v is None else v
+        children.append(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
+    return pa.StructArray.from_arrays(children, fields=list(col.type), mask=col.is_null() if col.null_count else None)
+
+
+def _with_hidden_answers(table, hide, gt):
+    """Where ``hide``: a simulation struct that holds ``gt`` as its hidden answer unless it has one
+    (a row without a simulation gets ``noise: none``); elsewhere the simulation as it was."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from devenus.records.schema import records_schema
+
+    i = table.schema.get_field_index("simulation")
+    sim = table.column(i).combine_chunks() if i >= 0 else pa.nulls(table.num_rows, records_schema().field("simulation").type)
+    if pa.types.is_null(sim.type):
+        sim = pa.nulls(table.num_rows, records_schema().field("simulation").type)
+    names = [f.name for f in sim.type]
+    fields = list(sim.type)
+    if "hidden_answer" not in names:
+        fields.append(pa.field("hidden_answer", pa.string()))
+    if "noise" not in names:
+        fields.append(pa.field("noise", pa.string()))
+    had = pc.is_valid(sim)
+    children = []
+    for f in fields:
+        old = pc.struct_field(sim, f.name) if f.name in names else pa.nulls(len(sim), f.type)
+        if f.name == "hidden_answer":
+            v = pc.if_else(hide, pc.coalesce(old, gt), old)
+        elif f.name == "noise":
+            v = pc.if_else(pc.and_(hide, pc.invert(had)), pa.scalar("none"), old)
+        else:
+            v = old
+        children.append(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
+    valid = pc.or_(had, hide)
+    valid = valid.combine_chunks() if isinstance(valid, pa.ChunkedArray) else valid
+    new = pa.StructArray.from_arrays(children, fields=fields, mask=pc.invert(valid))
+    return table.set_column(i, "simulation", new) if i >= 0 else table.append_column("simulation", new)
 
 
 def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None, actors: int = 0):

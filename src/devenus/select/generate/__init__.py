@@ -1,8 +1,9 @@
 """Generators: G sampled responses per question behind one interface (:class:`Generator`).
 
 - :mod:`.hf` Hugging Face on the CPU (the default): batched, KV cache, seeded per (question, sample).
-
-vLLM and Ray Data generators are not built yet (see docs/selection.md).
+- :mod:`.vllm` vLLM on GPUs (``generate.generator: vllm``; the optional extra ``devenus[vllm]``): all G
+  samples of a question in one seeded request. Imported only when chosen: this package never imports vllm.
+- :mod:`.ray_data` either of them as a Ray Data ``map_batches`` actor pool over the shards.
 """
 
 from __future__ import annotations

@@ -24,30 +24,43 @@ def sample_seed(seed: int, key: str, j: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}\0{key}\0{j}".encode()).digest()[:8], "little") & ((1 << 63) - 1)
 
 
+def nucleus(z: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Logits ``z`` [B, V] with every token outside the top-p nucleus set to -inf: the smallest set of
+    most probable tokens whose probability reaches ``top_p`` (the most probable token always stays)."""
+    p, order = torch.softmax(z, dim=-1).sort(dim=-1, descending=True)
+    before = p.cumsum(dim=-1) - p  # mass of the more probable tokens
+    drop = torch.zeros_like(z, dtype=torch.bool).scatter(-1, order, before >= top_p)
+    return z.masked_fill(drop, -float("inf"))
+
+
 class _RowSampler:
     """A ``LogitsProcessor``: one Gumbel-max draw per row from the row's own generator."""
 
-    def __init__(self, seeds: Sequence[int], temperature: float):
+    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float = 1.0):
         self.gens = [torch.Generator().manual_seed(s) for s in seeds]
         self.temperature = float(temperature)
+        self.top_p = float(top_p)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         b, v = scores.shape
         u = torch.stack([torch.rand(v, generator=g, dtype=torch.float64) for g in self.gens[:b]])
         gumbel = -torch.log(-torch.log(u.clamp(min=1e-300)))
-        pick = (scores.double() / self.temperature + gumbel).argmax(dim=-1)
+        z = scores.double() / self.temperature
+        if self.top_p < 1.0:
+            z = nucleus(z, self.top_p)
+        pick = (z + gumbel).argmax(dim=-1)
         out = torch.full_like(scores, -float("inf"))
         out[torch.arange(b), pick] = 0.0
         return out
 
 
 class HFGenerator:
-    """``HFGenerator(model, tokenizer, samples=8, temperature=1.0, max_new_tokens=96, batch_size=64, seed=0)``."""
+    """``HFGenerator(model, tokenizer, samples=8, temperature=1.0, top_p=1.0, max_new_tokens=96, batch_size=64, seed=0)``."""
 
-    def __init__(self, model, tokenizer, *, samples: int = 8, temperature: float = 1.0, max_new_tokens: int = 96,
-                 batch_size: int = 64, seed: int = 0):
+    def __init__(self, model, tokenizer, *, samples: int = 8, temperature: float = 1.0, top_p: float = 1.0,
+                 max_new_tokens: int = 96, batch_size: int = 64, seed: int = 0):
         self.model, self.tok = model, tokenizer
-        self.samples, self.temperature = samples, temperature
+        self.samples, self.temperature, self.top_p = samples, temperature, top_p
         self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
 
     def prompt_text(self, messages: list[dict]) -> str:
@@ -67,7 +80,8 @@ class HFGenerator:
             for start in range(0, len(jobs), self.batch_size):
                 chunk = jobs[start:start + self.batch_size]
                 enc = self.tok([texts[qi] for qi, _ in chunk], return_tensors="pt", padding=True)
-                sampler = _RowSampler([sample_seed(self.seed, keys[qi], j) for qi, j in chunk], self.temperature)
+                sampler = _RowSampler([sample_seed(self.seed, keys[qi], j) for qi, j in chunk], self.temperature,
+                                      self.top_p)
                 with torch.no_grad():
                     ids = self.model.generate(
                         **enc, max_new_tokens=self.max_new_tokens, do_sample=False,

@@ -6,12 +6,14 @@ loads the model once and writes its shards itself (atomically, into the stage fo
 system); the driver only counts finished shards. Since a shard's content depends only on the config
 and its questions (per-question seeds), the output is byte-identical to the single-process run, and a
 killed run resumes from the shards that exist. Here: CPU actors (``num_cpus`` each, torch 1 thread);
-on a cluster, pass ``num_gpus`` per actor.
+on a cluster, GPU actors: ``generate.actor_gpus`` per actor (with ``generate.generator: vllm`` each
+actor holds one vLLM engine).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Iterator, Sequence
 
 
@@ -29,8 +31,12 @@ class ShardWorker:
         self.stage_name = stage_name
         self.rows = pool_rows(self.cfg)
         self.st = stage(self.cfg, stage_name)
-        self.model_tok = _model(None, self.cfg)
-        self.gen = make_generator(self.cfg, self.model_tok) if stage_name == "generate" else None
+        if stage_name == "generate":
+            self.model_tok = None
+            self.gen = make_generator(self.cfg, lambda: _model(None, self.cfg))  # vllm loads no HF copy
+        else:
+            self.model_tok = _model(None, self.cfg)
+            self.gen = None
 
     def __call__(self, batch):
         import numpy as np
@@ -68,7 +74,7 @@ def run_shards(cfg, stage_name: str, shards: Sequence[int], actors: int, num_cpu
     started = False
     if not ray.is_initialized():
         # address="local": always a fresh local Ray, never another job's cluster on the same machine
-        ray.init(address="local", num_cpus=actors + 1, include_dashboard=False, log_to_driver=False,
+        ray.init(address="local", num_cpus=math.ceil(actors * num_cpus) + 1, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})
         started = True
     try:

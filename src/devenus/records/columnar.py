@@ -1,0 +1,490 @@
+"""Column-wise counterparts of the row checker and of the change list, for Arrow tables of records.
+
+The version writer takes a table of a million rows without one Python step per row: the contract is
+checked with Arrow compute over whole columns (:func:`find_table_issues`), the schema is derived from
+the column types (:func:`table_schema`) and the manifest's change entries are built as whole columns
+of JSON lines (:func:`table_changes`). Each one is defined by its row-at-a-time original and gives the
+same result on ``table.to_pylist()``:
+
+- :func:`find_table_issues` == :func:`~devenus.records.validate.find_issues`: the columns only find
+  the rows that break a rule; those rows (few, or none) then go through the row checker itself, so
+  every message, field and row number is the checker's own. A layout the column rules do not cover
+  (a missing column, an unexpected type) goes to the row checker whole.
+- :func:`table_schema` == the schema :func:`~devenus.records.io.normalize_rows` infers.
+- :func:`table_changes` == :func:`~devenus.records.versions.row_changes` row by row, encoded as
+  ``VersionWriter`` writes them (same JSON text, same order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .schema import (
+    EXTRA_INFO,
+    EXTRA_INFO_OPTIONAL,
+    EXTRA_INFO_REQUIRED,
+    EXTRA_INFO_STANDARD,
+    LABEL_SOURCES,
+    METHOD_COLUMNS,
+    NOISE_KINDS,
+    REWARD_STYLE,
+    ROLES,
+    SIMULATION,
+    SIMULATION_FIELDS,
+    UNLABELED_SOURCE,
+    records_schema,
+)
+from .validate import Issue, _Checker, find_issues
+
+#: every character ``str.strip()`` removes (``str.isspace``), so that an Arrow trim agrees with Python's
+PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+# ---------------------------------------------------------------------------------------------------
+# types
+# ---------------------------------------------------------------------------------------------------
+def _is_str(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_int(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(t)
+
+
+def _is_plain(t) -> bool:
+    """A type whose Python values are all of one category the row checker accepts for free-form
+    metadata (bool, int, float, str, list, dict) or None."""
+    import pyarrow as pa
+
+    return (pa.types.is_null(t) or pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+            or _is_str(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t))
+
+
+def _fields(t) -> dict[str, Any]:
+    return {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
+
+
+def covered(schema) -> bool:
+    """Whether the column rules cover this layout (else :func:`find_table_issues` uses the row checker)."""
+    import pyarrow as pa
+
+    names = schema.names
+    if len(set(names)) != len(names) or any(c not in names for c in METHOD_COLUMNS):
+        return False
+    t = {n: schema.field(n).type for n in names}
+    if not (_is_str(t["data_source"]) and _is_str(t["ability"])):
+        return False
+    p = t["prompt"]
+    if not (pa.types.is_list(p) or pa.types.is_large_list(p)) or not pa.types.is_struct(p.value_type):
+        return False
+    msg = _fields(p.value_type)
+    if set(msg) != {"role", "content"} or p.value_type.num_fields != 2 or not all(_is_str(x) for x in msg.values()):
+        return False
+    rm = t["reward_model"]
+    if not pa.types.is_struct(rm) or rm.num_fields != 2 or set(_fields(rm)) != {"style", "ground_truth"} \
+            or not all(_is_str(x) for x in _fields(rm).values()):
+        return False
+    ei = t[EXTRA_INFO]
+    if not pa.types.is_struct(ei) or len(_fields(ei)) != ei.num_fields:
+        return False
+    ef = _fields(ei)
+    for name, py in EXTRA_INFO_REQUIRED.items():
+        if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
+            return False
+    for name, py in EXTRA_INFO_OPTIONAL.items():
+        if name in ef and not pa.types.is_null(ef[name]) and not (_is_int(ef[name]) if py is int else _is_str(ef[name])):
+            return False
+    if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
+        return False
+    if SIMULATION in t and not pa.types.is_null(t[SIMULATION]):
+        sim = t[SIMULATION]
+        if not pa.types.is_struct(sim) or len(_fields(sim)) != sim.num_fields:
+            return False
+        sf = _fields(sim)
+        for name in SIMULATION_FIELDS:
+            if name in sf and not (pa.types.is_null(sf[name]) or _is_str(sf[name])):
+                return False
+        if not all(_is_plain(x) for k, x in sf.items() if k not in SIMULATION_FIELDS):
+            return False
+    return all(_is_plain(x) for k, x in t.items() if k not in METHOD_COLUMNS and k != SIMULATION)
+
+
+# ---------------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------------
+def _np(mask) -> np.ndarray:
+    """A boolean Arrow array (nulls -> False) as numpy."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = pc.fill_null(mask, False)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask.to_numpy(zero_copy_only=False)
+
+
+def _blank(col):
+    """True where a string is null or empty after ``str.strip()``."""
+    import pyarrow.compute as pc
+
+    return pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0))
+
+
+def find_table_issues(table) -> list[Issue]:
+    """Every contract violation in the rows of ``table`` (a pyarrow Table), as
+    ``find_issues(table.to_pylist())`` reports them, with columnar checks instead of a loop per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not covered(table.schema):
+        return find_issues(table.to_pylist())
+    n = table.num_rows
+    if n == 0:
+        return []
+    table = table.combine_chunks()
+    col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
+           for name in table.column_names}
+    bad = np.zeros(n, dtype=bool)
+
+    def flag(mask) -> None:
+        nonlocal bad
+        bad |= _np(mask)
+
+    flag(_blank(col["data_source"]))
+    flag(_blank(col["ability"]))
+
+    prompt = col["prompt"]
+    flag(pc.or_kleene(pc.is_null(prompt), pc.equal(pc.list_value_length(prompt), 0)))
+    msgs = pc.list_flatten(prompt)
+    parent = pc.list_parent_indices(prompt).to_numpy(zero_copy_only=False)
+    if len(msgs):
+        role = pc.struct_field(msgs, "role")
+        msg_bad = pc.or_kleene(pc.or_kleene(pc.is_null(msgs), pc.invert(pc.fill_null(pc.is_in(role, value_set=pa.array(ROLES)), False))),
+                               _blank(pc.struct_field(msgs, "content")))
+        bad[parent[_np(msg_bad)]] = True
+        users = np.bincount(parent[_np(pc.equal(role, "user"))], minlength=n)
+    else:
+        users = np.zeros(n, dtype=np.int64)
+    bad |= users == 0
+
+    rm = col["reward_model"]
+    gt = pc.struct_field(rm, "ground_truth")
+    flag(pc.is_null(rm))
+    flag(pc.invert(pc.fill_null(pc.equal(pc.struct_field(rm, "style"), REWARD_STYLE), False)))
+    flag(pc.is_null(gt))
+
+    ei = col[EXTRA_INFO]
+    flag(pc.is_null(ei))
+    index = pc.struct_field(ei, "index")
+    index_blank = _np(_blank(index))
+    bad |= index_blank
+    flag(_blank(pc.struct_field(ei, "source")))
+    flag(_blank(pc.struct_field(ei, "split")))
+    labeled = pc.struct_field(ei, "labeled")
+    src = pc.struct_field(ei, "label_source")
+    flag(pc.is_null(labeled))
+    flag(pc.invert(pc.fill_null(pc.is_in(src, value_set=pa.array(LABEL_SOURCES)), False)))
+    unlabeled_src = pc.equal(src, UNLABELED_SOURCE)
+    flag(pc.and_(labeled, unlabeled_src))
+    flag(pc.and_(pc.invert(labeled), pc.invert(unlabeled_src)))
+    flag(pc.and_(labeled, _blank(gt)))
+    flag(pc.and_(pc.invert(labeled), pc.not_equal(gt, "")))
+
+    if SIMULATION in col and pa.types.is_struct(col[SIMULATION].type) and "noise" in _fields(col[SIMULATION].type):
+        noise = pc.struct_field(col[SIMULATION], "noise")
+        if pa.types.is_string(noise.type) or pa.types.is_large_string(noise.type):
+            flag(pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False))))
+
+    # duplicate keys among the rows whose key is valid: every later occurrence is a violation
+    seen: dict[str, int] = {}
+    ok = np.flatnonzero(~index_blank)
+    if ok.size:
+        codes = pc.dictionary_encode(index.take(pa.array(ok))).indices.to_numpy(zero_copy_only=False)
+        uniq, at = np.unique(codes, return_index=True)
+        first = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+        first[uniq] = ok[at]  # each key's first valid occurrence
+        later = ok[first[codes] != ok]
+        if later.size:
+            bad[later] = True
+            firsts = np.unique(first[codes[np.isin(ok, later)]])
+            # a first occurrence the checker does not see must still count as seen
+            for pos, key in zip(firsts.tolist(), index.take(pa.array(firsts)).to_pylist()):
+                if not bad[pos]:
+                    seen[key] = pos
+
+    rows = np.flatnonzero(bad)
+    if not rows.size:
+        return []
+    checker = _Checker()
+    checker.seen_index.update(seen)
+    for i, row in zip(rows.tolist(), table.take(pa.array(rows)).to_pylist()):
+        checker.check(i, row)
+    return checker.issues
+
+
+# ---------------------------------------------------------------------------------------------------
+# the schema normalize_rows would infer
+# ---------------------------------------------------------------------------------------------------
+def _infer(path: str, arr):
+    """The type :func:`devenus.records.io._infer_type` gives the non-null values of ``arr``."""
+    import pyarrow as pa
+
+    from .io import _infer_type
+
+    t = arr.type
+    if arr.null_count == len(arr):
+        return pa.string()
+    if pa.types.is_boolean(t):
+        return pa.bool_()
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_floating(t):
+        return pa.float64()
+    if _is_str(t):
+        return pa.string()
+    return _infer_type(path, arr.drop_null().to_pylist())  # lists and structs: rare, inferred from the values
+
+
+def table_schema(table):
+    """The records schema :func:`~devenus.records.io.normalize_rows` infers for ``table.to_pylist()``
+    (for a table whose layout :func:`covered` accepts)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def extras(name: str, standard) -> dict:
+        if name not in table.column_names or not pa.types.is_struct(table.schema.field(name).type):
+            return {}
+        c = table.column(name)
+        if c.null_count == len(c):
+            return {}  # no row has the struct, so none of its keys is seen
+        return {f.name: _infer(f"{name}.{f.name}", pc.struct_field(c, f.name)) for f in table.schema.field(name).type
+                if f.name not in standard}
+
+    cols = {n: _infer(n, table.column(n)) for n in table.column_names if n not in METHOD_COLUMNS and n != SIMULATION}
+    return records_schema(extras(EXTRA_INFO, EXTRA_INFO_STANDARD), extras(SIMULATION, SIMULATION_FIELDS), cols)
+
+
+def _conform_array(c, t):
+    """One column as type ``t`` with the values it has, or None where that is not a plain re-typing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if c.type == t:
+        return c
+    if c.null_count == len(c):
+        return pa.nulls(len(c), t)
+    if pa.types.is_struct(t) and pa.types.is_struct(c.type):
+        have = _fields(c.type)
+        if set(have) - {f.name for f in t}:
+            return None
+        children = []
+        for f in t:
+            # struct_field: a null parent reads as null children, as from_pylist builds them
+            ch = _conform_array(pc.struct_field(c, f.name), f.type) if f.name in have else pa.nulls(len(c), f.type)
+            if ch is None:
+                return None
+            children.append(ch)
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=c.is_null() if c.null_count else None)
+    if (_is_int(c.type) and t == pa.int64()) or (_is_str(c.type) and _is_str(t)) \
+            or (pa.types.is_floating(c.type) and t == pa.float64()):
+        return c.cast(t)
+    return None
+
+
+def conform(table, schema):
+    """``table`` with the columns, struct fields and types of ``schema`` (missing fields null), or None
+    where that would be more than a re-typing (the writer then takes its row path)."""
+    import pyarrow as pa
+
+    if set(table.column_names) - set(schema.names):
+        return None
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            c = table.column(f.name).combine_chunks()
+            c = _conform_array(c, f.type)
+            if c is None:
+                return None
+        else:
+            c = pa.nulls(table.num_rows, f.type)
+        cols.append(c)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+# ---------------------------------------------------------------------------------------------------
+# change entries as JSON lines
+# ---------------------------------------------------------------------------------------------------
+def _canonical(obj: Any) -> Any:
+    """JSON-safe, deterministic form of a config value (tuples -> lists, paths -> str, keys sorted)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _canonical(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return repr(obj)
+
+
+def _dumps(obj: Any) -> str:
+    try:  # the common case (str, numbers, bools, lists): no canonicalising walk needed
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def _dumps_one(v: Any) -> str:
+    return _dumps(v)
+
+
+def json_values(arr):
+    """Each value of ``arr`` as ``json.dumps(value, ensure_ascii=False)`` writes it (a string array):
+    strings, bools and integers column-wise; other types value by value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_null(t):
+        return pa.array(["null"] * len(arr), pa.string())
+    if pa.types.is_boolean(t):
+        s = pc.if_else(arr, "true", "false")
+    elif pa.types.is_integer(t):
+        s = pc.cast(arr, pa.string())
+    elif _is_str(t):
+        s = pc.cast(arr, pa.string())
+        s = pc.replace_substring(s, "\\", "\\\\")
+        s = pc.replace_substring(s, '"', '\\"')
+        for ch, esc in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"), ("\f", "\\f")):
+            s = pc.replace_substring(s, ch, esc)
+        s = pc.binary_join_element_wise('"', s, '"', "")
+        other = _np(pc.match_substring_regex(s, "[\\x00-\\x1f]"))
+        if other.any():  # the remaining control characters (\\u00XX): rare, exactly as json writes them
+            idx = np.flatnonzero(other)
+            fixed = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
+            s = _put(s, idx, fixed)
+    else:
+        return pa.array([_dumps_one(v) for v in arr.to_pylist()], pa.string())
+    return pc.fill_null(s, "null")
+
+
+def _put(arr, idx: np.ndarray, values: list[str]):
+    import pyarrow as pa
+
+    out = np.asarray(arr.to_pylist(), dtype=object)
+    out[idx] = values
+    return pa.array(out.tolist(), pa.string())
+
+
+def change_lines(key, field: str, before, after, why):
+    """The manifest lines of changes (one per element): ``{"after": ..., "before": ..., "field": ...,
+    "key": ..., "why": ...}`` as ``VersionWriter.add_changes`` writes them. ``why`` is a string or a
+    string array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    w = pa.scalar(json.dumps(why, ensure_ascii=False)) if isinstance(why, str) else json_values(why)
+    return pc.binary_join_element_wise('{"after": ', json_values(after), ', "before": ', json_values(before),
+                                       ', "field": ', pa.scalar(json.dumps(field, ensure_ascii=False)),
+                                       ', "key": ', json_values(key), ', "why": ', w, "}", "")
+
+
+def _leaf_columns(table) -> dict[str, Any]:
+    """``row_changes``' leaves as columns: top-level columns, and the fields of the structs it opens
+    (a null struct's fields read as null, as a missing dict's do)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for name in table.column_names:
+        c = table.column(name)
+        if name in (EXTRA_INFO, SIMULATION, "reward_model") and pa.types.is_struct(c.type):
+            for f in c.type:
+                out[f"{name}.{f.name}"] = pc.struct_field(c, f.name)
+        elif name == SIMULATION and pa.types.is_null(c.type):
+            continue  # a null simulation compares as empty
+        else:
+            out[name] = c
+    return out
+
+
+def _differs(a, b) -> np.ndarray:
+    """``a[i] != b[i]`` as Python compares the values (None == None; NaN != NaN)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(a)
+    if a is b:
+        return np.zeros(n, dtype=bool)
+    if a.type == b.type and a.equals(b):
+        floaty = pa.types.is_floating(a.type)
+        if not floaty:
+            return np.zeros(n, dtype=bool)
+    simple = (a.type == b.type and (pa.types.is_boolean(a.type) or pa.types.is_integer(a.type)
+                                    or _is_str(a.type) or pa.types.is_floating(a.type)))
+    if simple:
+        eq = pc.equal(a, b)  # null where either is null
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        same = pc.or_kleene(pc.fill_null(eq, False), both_null)
+        return ~_np(same)
+    return np.asarray([x != y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+
+
+def table_changes(before, after, why, keys=None):
+    """The change entries ``row_changes(before[i], after[i], why[i])`` for every row of two aligned
+    tables, row by row and by sorted field path within a row, as a table ``row`` (position),
+    ``key``, ``field``, ``line`` (the manifest JSON line).
+
+    ``keys``: the key column (default: ``after``'s ``extra_info.index``); ``why``: a string or a
+    string array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if before.num_rows != after.num_rows:
+        raise ValueError(f"before has {before.num_rows} rows, after {after.num_rows}")
+    a, b = _leaf_columns(before), _leaf_columns(after)
+    if keys is None:
+        keys = pc.struct_field(after.column(EXTRA_INFO), "index")
+    keys = pc.cast(keys, pa.string())
+    nulls = None
+    parts = []
+    for rank, path in enumerate(sorted(set(a) | set(b))):
+        if nulls is None:
+            nulls = pa.nulls(before.num_rows, pa.string())
+        va = a.get(path, nulls)
+        vb = b.get(path, nulls)
+        va = va.combine_chunks() if isinstance(va, pa.ChunkedArray) else va
+        vb = vb.combine_chunks() if isinstance(vb, pa.ChunkedArray) else vb
+        if va.type != vb.type and (pa.types.is_null(va.type) or va.null_count == len(va)):
+            va = pa.nulls(len(va), vb.type)
+        elif va.type != vb.type and (pa.types.is_null(vb.type) or vb.null_count == len(vb)):
+            vb = pa.nulls(len(vb), va.type)
+        diff = np.flatnonzero(_differs(va, vb))
+        if not diff.size:
+            continue
+        idx = pa.array(diff)
+        w = why if isinstance(why, str) else why.take(idx)
+        parts.append(pa.table({"row": pa.array(diff, pa.int64()), "rank": pa.array(np.full(diff.size, rank, np.int64)),
+                               "key": keys.take(idx), "field": pa.array(np.full(diff.size, path, dtype=object), pa.string()),
+                               "line": change_lines(keys.take(idx), path, va.take(idx), vb.take(idx), w)}))
+    if not parts:
+        return pa.table({"row": pa.array([], pa.int64()), "key": pa.array([], pa.string()),
+                         "field": pa.array([], pa.string()), "line": pa.array([], pa.string())})
+    t = pa.concat_tables(parts)
+    order = np.lexsort((t.column("rank").to_numpy(), t.column("row").to_numpy()))
+    return t.take(pa.array(order)).drop_columns(["rank"])

@@ -1,0 +1,174 @@
+"""The version writer's column-wise path: a pyarrow Table is checked, typed, written and its changes
+encoded exactly as the same rows as dicts are (same issues, same bytes), without a step per row."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import sys
+
+import pyarrow as pa
+import pytest
+
+from devenus.records import RecordError, make_row
+from devenus.records.columnar import PY_WHITESPACE, covered, find_table_issues, table_changes, table_schema
+from devenus.records.io import normalize_rows
+from devenus.records.validate import find_issues
+from devenus.records.versions import Change, VersionWriter, _dumps, removal_lines, row_changes, write_version
+
+
+def rows(n=6, start=0):
+    out = []
+    for i in range(start, start + n):
+        labeled = i % 2 == 0
+        out.append(make_row(data_source="t", index=f"t/{i}", source="t", question=f"What is {i}+{i}?",
+                            ground_truth=str(2 * i) if labeled else "", labeled=labeled, extra={"difficulty": i % 3},
+                            simulation=None if labeled else {"hidden_answer": str(2 * i), "noise": "none"}))
+    return out
+
+
+def table_of(rs):
+    norm, schema = normalize_rows(rs)
+    return pa.Table.from_pylist(norm, schema=schema)
+
+
+def sha(p):
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_python_whitespace_is_what_strip_removes():
+    assert set(PY_WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+def test_table_and_dict_rows_write_byte_identical_versions(tmp_path):
+    rs = rows(9)
+    changes = row_changes(rs[1], {**rs[1], "reward_model": {"style": "rule", "ground_truth": "x"}}, "why")
+    for name, batches in (("dicts", [rs[:4], rs[4:]]), ("table", [table_of(rs[:4]), table_of(rs[4:])]),
+                          ("batch", [table_of(rs[:4]).to_batches()[0], table_of(rs[4:])])):
+        write_version(iter(batches), tmp_path / f"{name}.parquet", rule="r", config={"k": 1}, changes=changes)
+    for name in ("table", "batch"):
+        assert sha(tmp_path / f"{name}.parquet") == sha(tmp_path / "dicts.parquet")
+        assert (tmp_path / f"{name}.manifest.json").read_text().replace(name, "dicts") == \
+            (tmp_path / "dicts.manifest.json").read_text()
+
+
+def test_schema_is_the_one_rows_get():
+    rs = rows(4)
+    for r in rs:
+        r["extra_info"]["note"] = None  # all null: a string column for the rows
+        r["score"] = 1.5
+    rs[2]["extra_info"]["tags"] = ["a"]
+    t = table_of(rs)
+    assert table_schema(t).equals(normalize_rows(t.to_pylist())[1])
+
+
+def _bad_rows():
+    rs = rows(14)
+    rs[0]["data_source"] = " \x1c"  # blank by str.strip (\x1c is whitespace to Python)
+    rs[1]["prompt"] = [{"role": "system", "content": "only a system message"}]
+    rs[2]["prompt"] = [{"role": "robot", "content": ""}]
+    rs[3]["reward_model"]["style"] = "model"
+    rs[4]["extra_info"]["labeled"] = True  # labeled, label_source none, empty target
+    rs[5]["extra_info"]["label_source"] = "oracle"
+    rs[6]["reward_model"]["ground_truth"] = "  "  # labeled row with a blank target
+    rs[7]["reward_model"]["ground_truth"] = "leak"  # unlabeled row with a target
+    rs[8]["extra_info"]["index"] = "t/3"  # duplicate of a valid earlier row
+    rs[9]["simulation"]["noise"] = "loud"
+    rs[10]["extra_info"]["index"] = "t/3"  # a second duplicate
+    rs[11]["extra_info"]["split"] = "\u3000"
+    rs[12]["prompt"] = []
+    rs[13]["ability"] = ""
+    return rs
+
+
+def test_column_checks_find_what_the_row_checker_finds():
+    t = table_of(_bad_rows())
+    want = find_issues(t.to_pylist())
+    assert len(want) >= 14
+    assert find_table_issues(t) == want
+    assert find_table_issues(table_of(rows(20))) == []
+    # a duplicate whose first occurrence breaks a rule too: the checker still names that row
+    rs = rows(5)
+    rs[1]["ability"] = " "
+    rs[4]["extra_info"]["index"] = "t/1"
+    t = table_of(rs)
+    assert find_table_issues(t) == find_issues(t.to_pylist())
+    assert any("duplicate of row 1" in i.message for i in find_table_issues(t))
+
+
+def test_layouts_the_columns_do_not_cover_take_the_row_checker():
+    t = table_of(rows(3)).drop_columns(["ability"])
+    assert not covered(t.schema)
+    assert find_table_issues(t) == find_issues(t.to_pylist()) and find_table_issues(t)
+    t = table_of(rows(3))
+    t = t.set_column(t.schema.get_field_index("data_source"), "data_source", pa.array([1, 2, 3]))
+    assert not covered(t.schema) and find_table_issues(t) == find_issues(t.to_pylist())
+
+
+def test_writer_errors_are_the_same_for_a_table(tmp_path):
+    messages = []
+    for k, batch in enumerate((_bad_rows(), table_of(_bad_rows()))):
+        with pytest.raises(RecordError) as e:
+            with VersionWriter(tmp_path / f"bad{k}.parquet", rule="r") as w:
+                w.write(rows(2, start=100))
+                w.write(batch)
+        messages.append(str(e.value).replace(f"bad{k}", "bad"))
+    assert messages[0] == messages[1] and "row 2 " in messages[0]
+    with pytest.raises(RecordError, match="row 4 .*duplicate of an earlier row"):
+        with VersionWriter(tmp_path / "dup.parquet", rule="r") as w:
+            w.write(table_of(rows(3)))
+            w.write(table_of(rows(2, start=1)))
+    assert not list(tmp_path.iterdir())  # nothing written, no temp files left
+
+
+STRINGS = ["plain", 'quote " and \\ backslash', "new\nline\ttab\r\b\f", "ctrl \x01\x1f", "ünïcode ✓ \u2028", ""]
+
+
+def test_table_changes_match_row_changes_line_for_line():
+    before = rows(len(STRINGS))
+    after = copy.deepcopy(before)
+    for i, s in enumerate(STRINGS):
+        after[i]["reward_model"]["ground_truth"] = s
+        after[i]["extra_info"]["difficulty"] = None if i % 2 else 7
+        if i % 3 == 0:
+            after[i]["simulation"] = {"hidden_answer": s or None, "noise": "none"}
+        if i == 4:
+            after[i] = copy.deepcopy(before[i])  # no change at all
+    whys = [f"why {i} \"q\"" for i in range(len(before))]
+    t = table_changes(table_of(before), table_of(after), pa.array(whys))
+    want = [(i, c) for i in range(len(before)) for c in row_changes(before[i], after[i], whys[i])]
+    assert t.column("row").to_pylist() == [i for i, _ in want]
+    assert t.column("line").to_pylist() == [_dumps(c.to_json()) for _, c in want]
+    assert [json.loads(x) for x in t.column("line").to_pylist()] == [c.to_json() for _, c in want]
+
+
+def test_column_changes_go_to_the_manifest_as_row_changes_do(tmp_path):
+    rs = rows(4)
+    new = copy.deepcopy(rs)
+    new[1]["reward_model"]["ground_truth"] = 'a "b"\n'
+    new[1]["extra_info"]["labeled"], new[1]["extra_info"]["label_source"] = True, "annotated"
+    why = "annotated"
+    keys = pa.array(["t/0", "t/3"])
+    with VersionWriter(tmp_path / "a.parquet", rule="r") as w:
+        w.write(table_of(new))
+        w.add_change_lines(table_changes(table_of(rs), table_of(new), why))
+        w.add_change_lines(removal_lines(keys, "gone"))
+    with VersionWriter(tmp_path / "b.parquet", rule="r") as w2:
+        w2.write(new)
+        for r0, r1 in zip(rs, new):
+            w2.add_changes(row_changes(r0, r1, why))
+        w2.remove("t/0", "gone")
+        w2.remove("t/3", "gone")
+    assert (tmp_path / "a.manifest.json").read_text().replace("a.parquet", "b.parquet") == \
+        (tmp_path / "b.manifest.json").read_text()
+    assert w.manifest.counts == w2.manifest.counts
+    assert w.manifest.changes[0] == Change("t/1", "extra_info.label_source", "none", "annotated", why)
+
+
+def test_a_key_of_the_wrong_type_is_a_contract_error_not_a_crash(tmp_path):
+    rs = rows(2)
+    rs[1]["extra_info"]["index"] = ["t/1"]  # unhashable
+    with pytest.raises(RecordError, match=r"row 1: extra_info.index: expected a non-empty str"):
+        with VersionWriter(tmp_path / "k.parquet", rule="r") as w:
+            w.write(rs)
