@@ -362,6 +362,7 @@ class VersionWriter:
         self._labeled += labeled
 
     def _write_table(self, table: Any) -> None:
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         from .columnar import conform, covered, find_table_issues, table_schema
@@ -380,7 +381,10 @@ class VersionWriter:
         if self.schema is not None and not schema.equals(self.schema, check_metadata=False):
             self._append_rows(table.to_pylist())  # a batch unlike the first: fill it exactly as rows are filled
             return
-        typed = conform(table, schema)
+        try:
+            typed = conform(table, schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            typed = None  # a value the re-typing refuses (an overflow): the row path names it
         if typed is None:
             self._append_rows(table.to_pylist())
             return

@@ -11,6 +11,7 @@ Decisions: ``discard`` (left out of the next version), ``weak`` (kept unlabeled:
 from __future__ import annotations
 
 import hashlib
+from operator import methodcaller
 
 import numpy as np
 
@@ -19,10 +20,15 @@ DECISIONS = ("discard", "weak", "annotate", "keep")
 
 
 def tiebreak(keys, seed: int) -> np.ndarray:
-    """A seeded, order-independent tie-breaker per key (uint64 from sha1(seed, key))."""
+    """A seeded, order-independent tie-breaker per key (uint64 from sha1(seed, key): the first 8 bytes
+    of the digest, little-endian)."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    # map() over built-in callables: the hashing runs without a Python-level step per key
     s = f"{seed}\0".encode()
-    return np.fromiter((int.from_bytes(hashlib.sha1(s + k.encode()).digest()[:8], "little") for k in keys),
-                       dtype=np.uint64, count=len(keys))
+    digests = b"".join(map(methodcaller("digest"), map(hashlib.sha1, map(s.__add__, map(str.encode, keys)))))
+    return np.frombuffer(digests, dtype=np.uint8).reshape(n, 20)[:, :8].copy().view("<u8").ravel().astype(np.uint64)
 
 
 def uncertainty_order(u: np.ndarray, ties: np.ndarray) -> np.ndarray:
