@@ -46,6 +46,8 @@ SEAMS: tuple[Seam, ...] = (
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),
     Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", "_gather_and_unpad_packed", "member",
          "token_stats.TokenStatsFSDPEngine (unpads self-certainty like verl's log-probs)"),
+    Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngine", "use_ulysses_sp", "instance",
+         "token_stats.TokenStatsFSDPEngine (hidden_pooled refuses Ulysses sequence parallelism)"),
     # the CPU backend
     Seam("verl.workers.rollout.base", "_ROLLOUT_REGISTRY", "member",
          "cpu.register_rollout (the worker-side hf rollout adapter)"),
