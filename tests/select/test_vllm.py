@@ -60,6 +60,18 @@ def test_missing_vllm_is_one_line_with_the_install_hint(monkeypatch, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "pip install 'devenus[vllm]'" in lines[0]
 
 
+def test_vllm_is_an_optional_extra_only():
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python >= 3.11")
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert [r for r in project["optional-dependencies"]["vllm"] if r.startswith("vllm")]  # the hint's extra exists
+    assert not [r for r in project["dependencies"] if r.lower().startswith("vllm")]
+    lock = (root / "requirements" / "lock.txt").read_text().lower().splitlines()
+    assert not [x for x in lock if x.startswith("vllm")]
+
+
 def test_unknown_generator_is_a_config_error():
     from devenus.select.config import load_config
 
