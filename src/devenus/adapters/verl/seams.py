@@ -41,6 +41,13 @@ SEAMS: tuple[Seam, ...] = (
          "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (method state, teacher shards)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
          "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (resume)"),
+    # probe passes (trainer.DeVenusTrainer.probe_pass): verl's own generation path outside fit()'s rollout
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_get_gen_batch", "member",
+         "trainer.DeVenusTrainer.probe_pass (the generation batch of the probe set, as fit() builds it)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "checkpoint_manager", "instance",
+         "trainer.DeVenusTrainer.probe_pass (syncs the updated weights to the rollout, then sleeps it again)"),
+    Seam("verl.utils.dataset.rl_dataset:RLHFDataset", "dataframe", "instance",
+         "trainer.DeVenusTrainer.probe_set (label states of the rows __getitem__ indexes, after verl's filtering)"),
     # the engine extension (token statistics from the actor's forward)
     Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),

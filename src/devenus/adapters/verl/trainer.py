@@ -15,6 +15,9 @@ offers, and writes the decisions back into verl's native contracts (see docs/tra
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
 - checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's.
+- probe passes (``devenus.probe``, :mod:`.probe`): after the actor update of every k-th step,
+  ``_update_actor`` generates rollouts for the probe set through the same rollout manager (no update
+  follows) and hands them to the method as visits; their evidence is written in the same step.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
 from devenus.online import diagnostics
@@ -59,6 +63,10 @@ class DeVenusTrainer(RayPPOTrainer):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         self.rules = StepRules(method)
         super().__init__(*args, **kwargs)
+        # validated here too (devenus.train checks it before Ray starts): a bad key fails before any worker
+        self.probe_config = probes.probe_config(self._devenus_config().get("probe"))
+        self._probe_rows: np.ndarray | None = None  # dataset indices of the probe set, drawn on first use
+        self._generate_raw = None  # verl's own generate_sequences, before DE-Venus wraps it
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
 
     @classmethod
@@ -91,6 +99,7 @@ class DeVenusTrainer(RayPPOTrainer):
         super().init_workers()
         manager = self.async_rollout_manager
         generate = manager.generate_sequences
+        self._generate_raw = generate  # probe passes generate through verl's own path, without S_y
 
         def generate_with_supervision(prompts: DataProto) -> DataProto:
             if prompts.meta_info.get("validate", False):
@@ -196,9 +205,14 @@ class DeVenusTrainer(RayPPOTrainer):
         with self._timed():
             train, metrics, skip = self._prepare_update(batch)
         if skip:
-            return DataProto.from_single_dict(data={}, meta_info={"metrics": metrics})
-        out = super()._update_actor(train)
-        out.meta_info["metrics"].update(metrics)
+            out = DataProto.from_single_dict(data={}, meta_info={"metrics": metrics})
+        else:
+            out = super()._update_actor(train)
+            out.meta_info["metrics"].update(metrics)
+        if self.probe_config.due(self.global_steps):
+            # here, not after fit()'s weight sync: the probe's evidence and the method state it changes
+            # are then saved by this step's checkpoint, so a resume continues with the same state
+            out.meta_info["metrics"].update(self.probe_pass())
         return out
 
     def _prepare_update(self, batch: DataProto):
@@ -217,7 +231,87 @@ class DeVenusTrainer(RayPPOTrainer):
         self._hook_s = 0.0
         return train, metrics, skip
 
+    # ------------------------------------------------------------------------------ probe passes
+    def _devenus_config(self) -> dict:
+        return self.config.get("devenus", {}) or {}
+
+    def probe_set(self) -> np.ndarray:
+        """Dataset indices of the probe set (:func:`.probe.probe_set` over the training rows' label states)."""
+        if self._probe_rows is None:
+            frame = self.train_dataset.dataframe  # verl's rows after its own filtering: what __getitem__ indexes
+            labeled, _, _ = surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
+                                                 np.asarray(list(frame["reward_model"]), dtype=object))
+            self._probe_rows = probes.probe_set(labeled, self.probe_config)
+        return self._probe_rows
+
+    def probe_pass(self) -> dict:
+        """One probe pass after this step's update: generation only, evidence tagged ``probe``; returns
+        ``probe/*`` metrics (its cost in seconds, of which the weight sync, questions, rollouts)."""
+        from verl.protocol import pad_dataproto_to_divisor, unpad_dataproto
+        from verl.utils.dataset.rl_dataset import collate_fn
+
+        t0 = time.perf_counter()
+        idx = self.probe_set()
+        m = {"probe/questions": len(idx), "probe/rollouts": 0}
+        if len(idx) == 0:
+            print(f"[devenus] probe after step {self.global_steps}: the {self.probe_config.pool} pool is empty")
+            m["probe/seconds"] = time.perf_counter() - t0
+            return m
+        n = self.probe_config.rollouts(self.config.actor_rollout_ref.rollout.n)
+        # the rollout replicas sleep after a step's generation and get this update's weights only after
+        # the update: sync them now, and put them back to sleep after, as fit() expects to find them
+        self.checkpoint_manager.update_weights(self.global_steps)
+        sync_s = time.perf_counter() - t0
+        rows, hidden = [], {}
+        workers = int(self.config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
+        for chunk in probes.chunks(idx, int(self.config.data.train_batch_size)):
+            batch = DataProto.from_single_dict(collate_fn([self.train_dataset[int(i)] for i in chunk]))
+            batch.non_tensor_batch["uid"] = np.array([f"probe-{self.global_steps}-{int(i)}" for i in chunk], dtype=object)
+            gen = self._get_gen_batch(batch).repeat(repeat_times=n, interleave=True)
+            gen.meta_info.update({"global_steps": self.global_steps,
+                                  "temperature": self.config.actor_rollout_ref.rollout.temperature})
+            padded, pad = pad_dataproto_to_divisor(gen, workers)
+            out = unpad_dataproto(self._generate_raw(padded), pad_size=pad)
+            view = surfaces.rollout_view(gen, out, self.tokenizer, self.global_steps,
+                                         decode=self.rules.decode_responses)
+            truth = diagnostics.hidden_answers(gen.non_tensor_batch.get("simulation"))
+            if truth is not None:
+                hidden.update(zip(map(str, view.key), truth))
+            rows += probes.probe_evidence(self.method, view)
+            m["probe/rollouts"] += len(out)
+        t1 = time.perf_counter()
+        self.checkpoint_manager.sleep_replicas()
+        sync_s += time.perf_counter() - t1
+        m.update({f"probe/{self.method.name}/{k}": v for k, v in self.method.pop_metrics().items()})
+        acc = probes.majority_accuracy(rows, hidden)
+        if acc is not None:
+            m["probe/majority_accuracy"] = acc  # majority answer == hidden answer (simulation truth)
+        self._append_evidence(rows)
+        m["probe/evidence_rows"] = len(rows)
+        m["probe/seconds_sync"] = sync_s
+        m["probe/seconds"] = time.perf_counter() - t0
+        return m
+
     # ------------------------------------------------------------------------------ evidence
+    def _evidence_writer(self):
+        if getattr(self, "_evidence", None) is None:
+            from devenus.records.evidence import EvidenceWriter
+            from devenus.transitions.evidence import record_dataset
+
+            dv = self._devenus_config()
+            folder = dv.get("evidence_dir") or os.path.join(self.config.trainer.default_local_dir, "evidence")
+            record_dataset(folder, list(self.config.data.train_files) if not isinstance(self.config.data.train_files, str)
+                           else [self.config.data.train_files], int(dv.get("round", 0) or 0))
+            self._evidence = EvidenceWriter(folder, method=self.method.name, round=int(dv.get("round", 0) or 0))
+        return self._evidence
+
+    def _append_evidence(self, rows: list) -> None:
+        """Append rows and flush them as one part file now (a kill loses nothing already decided)."""
+        if rows:
+            w = self._evidence_writer()
+            w.extend(rows)
+            w.flush()
+
     def _write_evidence(self, metrics: dict) -> None:
         """The method's evidence rows of this step, appended to the run's evidence table and flushed now
         (one part file per step): a kill loses nothing already decided, and a resumed run's re-run steps
@@ -228,18 +322,9 @@ class DeVenusTrainer(RayPPOTrainer):
         rows = self.method.pop_evidence()
         if not rows:
             return
-        if getattr(self, "_evidence", None) is None:
-            from devenus.records.evidence import EvidenceWriter
-            from devenus.transitions.evidence import record_dataset
-
-            dv = self.config.get("devenus", {}) or {}
-            folder = dv.get("evidence_dir") or os.path.join(self.config.trainer.default_local_dir, "evidence")
-            record_dataset(folder, list(self.config.data.train_files) if not isinstance(self.config.data.train_files, str)
-                           else [self.config.data.train_files], int(dv.get("round", 0) or 0))
-            self._evidence = EvidenceWriter(folder, method=self.method.name, round=int(dv.get("round", 0) or 0))
+        self._evidence_writer()
         t0 = time.perf_counter()
-        self._evidence.extend(rows)
-        self._evidence.flush()
+        self._append_evidence(rows)
         metrics["devenus/evidence/rows"] = len(rows)
         metrics["devenus/timing_s/evidence"] = time.perf_counter() - t0
 

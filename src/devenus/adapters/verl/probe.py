@@ -1,0 +1,152 @@
+"""Probe passes: generation-only passes over the unlabeled pool (or a seeded sample of it) every k steps.
+
+What a probe is (docs/trainer.md, "Probe passes"): after the actor update of every ``every_k_steps``-th
+step, the trainer generates ``n`` rollouts per probed question through verl's own rollout (the same
+``async_rollout_manager.generate_sequences`` and agent-loop reward as training rollouts) and no actor
+update follows. Each probed question is one visit: it goes to the method exactly like a training visit
+(its ``construct_targets`` sees it, when the method keeps evidence), and its evidence rows are tagged
+``kind = probe`` (proposals keep ``kind = proposal``, with ``values.source = "probe"``). Methods that
+keep no evidence get one generic row per question (majority answer, its pass rate, the target's).
+
+This module holds the verl-free parts (config, the probe set, the evidence rows), unit-tested without
+verl; :class:`devenus.adapters.verl.trainer.DeVenusTrainer` runs the pass itself.
+
+Config (``+devenus.probe.<key>=<value>``; off unless ``every_k_steps`` > 0):
+
+- ``every_k_steps``: probe after steps k, 2k, ... (0: never);
+- ``pool``: ``unlabeled`` (default), ``labeled`` or ``all`` training rows;
+- ``sample_size``: questions per probe, a seeded sample of the pool drawn once, so the same questions
+  are probed every time and build a trajectory (0: the whole pool);
+- ``seed``: the sample's seed;
+- ``n``: rollouts per probed question (0: ``actor_rollout_ref.rollout.n``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+POOLS = ("unlabeled", "labeled", "all")
+PROBE_KIND = "probe"
+
+
+class ProbeConfigError(ValueError):
+    """A ``devenus.probe`` setting that cannot run."""
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    every_k_steps: int = 0
+    pool: str = "unlabeled"
+    sample_size: int = 0
+    seed: int = 0
+    n: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.every_k_steps > 0
+
+    def due(self, step: int) -> bool:
+        """Whether a probe runs after trainer step ``step`` (steps count from 1)."""
+        return self.enabled and step >= 1 and step % self.every_k_steps == 0
+
+    def rollouts(self, rollout_n: int) -> int:
+        return self.n or int(rollout_n)
+
+
+def probe_config(values: Mapping[str, Any] | None) -> ProbeConfig:
+    """The typed ``devenus.probe`` config, or :class:`ProbeConfigError` naming the bad key."""
+    if values is None:
+        return ProbeConfig()
+    if not isinstance(values, Mapping):
+        raise ProbeConfigError(f"devenus.probe: expected a mapping of settings, found {type(values).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(ProbeConfig)}
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if k not in fields:
+            raise ProbeConfigError(f"devenus.probe.{k}: unknown setting; known: {sorted(fields)}")
+        if k == "pool":
+            if v not in POOLS:
+                raise ProbeConfigError(f"devenus.probe.pool: expected one of {list(POOLS)}, found {v!r}")
+            out[k] = v
+            continue
+        # ints only: a bool or a float here is a typo, not a count
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ProbeConfigError(f"devenus.probe.{k}: expected an integer, found {type(v).__name__} {v!r}")
+        if v < 0:
+            raise ProbeConfigError(f"devenus.probe.{k}: expected >= 0, found {v}")
+        out[k] = int(v)
+    return ProbeConfig(**out)
+
+
+def probe_set(labeled: Sequence[bool], config: ProbeConfig) -> np.ndarray:
+    """Dataset indices to probe, ascending: the pool's rows, or ``sample_size`` of them drawn with
+    ``seed`` (the same draw on every probe and after a resume: no state to save)."""
+    lab = np.asarray(labeled, dtype=bool)
+    if config.pool == "unlabeled":
+        pool = np.flatnonzero(~lab)
+    elif config.pool == "labeled":
+        pool = np.flatnonzero(lab)
+    else:
+        pool = np.arange(len(lab))
+    if config.sample_size and config.sample_size < len(pool):
+        rng = np.random.default_rng(config.seed)
+        pool = np.sort(rng.choice(pool, size=config.sample_size, replace=False))
+    return pool.astype(np.int64)
+
+
+def chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
+    """``indices`` in consecutive pieces of at most ``size`` (one generate call each)."""
+    size = max(1, int(size))
+    return [indices[i:i + size] for i in range(0, len(indices), size)]
+
+
+def probe_evidence(method, view) -> list[dict[str, Any]]:
+    """The evidence rows of one probe's rollouts (``view``: a :class:`devenus.online.rollouts.RolloutBatch`
+    whose ``step`` is the step the probe ran after).
+
+    A method that keeps evidence sees the probe as a visit (its ``construct_targets``; the targets it
+    returns are dropped: nothing trains on a probe) and its rows are re-tagged: ``visit`` -> ``probe``,
+    other kinds (proposals) keep their kind and carry ``values.source = "probe"``. Rows the method held
+    from before the probe are returned untouched first (the trainer writes them at the update, so
+    normally there are none). Any other method gets one generic row per probed question.
+    """
+    from devenus.online.step import StepRules
+
+    view = StepRules.without_truncated_answers(view)  # a truncated response abstains, as in training
+    if method.implements("pop_evidence") and method.implements("construct_targets"):
+        before = method.pop_evidence()
+        method.construct_targets(view)
+        rows = []
+        for r in method.pop_evidence():
+            r = dict(r)
+            if r.get("kind") == "visit":
+                r["kind"] = PROBE_KIND
+            else:
+                r["values"] = {**(r.get("values") or {}), "source": PROBE_KIND}
+            rows.append(r)
+        return list(before) + rows
+    from devenus.online.refine.common import observe_groups
+
+    out = []
+    for rows_, visit in observe_groups(view):
+        out.append({"key": str(view.key[rows_[0]]), "step": visit.step, "kind": PROBE_KIND,
+                    "majority_answer": visit.majority, "majority_pass_rate": visit.majority_pass_rate,
+                    "target_pass_rate": visit.target_pass_rate,
+                    "values": {"labeled": visit.labeled, "rollouts": int(len(rows_))}})
+    return out
+
+
+def majority_accuracy(rows: list[dict[str, Any]], hidden: Mapping[str, str | None]) -> float | None:
+    """Share of probed questions (``kind = probe`` rows) whose majority answer is the hidden answer
+    (simulation truth); None without truth."""
+    from devenus.online.refine.common import equivalent
+
+    judged = [(r["majority_answer"], hidden[r["key"]]) for r in rows
+              if r.get("kind") == PROBE_KIND and hidden.get(r["key"]) is not None]
+    if not judged:
+        return None
+    return float(np.mean([equivalent(m, h) for m, h in judged]))
