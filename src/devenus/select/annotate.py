@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 from devenus.records.rows import method_view
 
 
-def _read_answer_file(path: Path) -> dict[str, str]:
+def _answer_table(path: Path):
+    """An answer file (Parquet, JSONL or CSV) as an Arrow table with ``index`` and ``answer`` columns."""
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq
@@ -39,6 +40,11 @@ def _read_answer_file(path: Path) -> dict[str, str]:
     for col in ("index", "answer"):
         if col not in table.column_names:
             raise ValueError(f"annotation file {path}: expected columns 'index' and 'answer', found {table.column_names}")
+    return table
+
+
+def _read_answer_file(path: Path) -> dict[str, str]:
+    table = _answer_table(path)
     out: dict[str, str] = {}
     for i, (k, a) in enumerate(zip(table.column("index").to_pylist(), table.column("answer").to_pylist())):
         if k is None or a is None:
@@ -150,25 +156,8 @@ def _answer_columns(path: Path):
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-    import pyarrow.json as pajson
-    import pyarrow.parquet as pq
 
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        table = pq.read_table(str(path))
-    elif suffix in (".jsonl", ".ndjson", ".json"):
-        table = pajson.read_json(str(path))
-    elif suffix == ".csv":
-        table = pacsv.read_csv(str(path), convert_options=pacsv.ConvertOptions(
-            column_types={"index": "string", "answer": "string"}))
-    else:
-        raise ValueError(f"annotation file {path}: expected .jsonl, .csv or .parquet, got {suffix or 'no suffix'}")
-    for col in ("index", "answer"):
-        if col not in table.column_names:
-            raise ValueError(f"annotation file {path}: expected columns 'index' and 'answer', found {table.column_names}")
+    table = _answer_table(path)
     raw_index = table.column("index").combine_chunks()
     index, answer = _as_str(raw_index), _as_str(table.column("answer").combine_chunks())
     empty = np.flatnonzero(pc.or_(pc.is_null(index), pc.is_null(answer)).to_numpy(zero_copy_only=False))
