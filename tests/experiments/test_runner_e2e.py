@@ -1,7 +1,8 @@
-"""The runner end to end through verl's real trainer on the CPU testbed: 2 arms x 1 seed x 2 steps
-(plus the base's validation), one shared Ray head, metrics from verl's file tracker, per-question
-validation that matches verl's own numbers, paired seeds that make two identical arms identical (seeded
-rollouts: the same step metrics and the same validation samples), and a resumed sweep with nothing to do."""
+"""The runner end to end through verl's real trainer on the CPU testbed: 1 arm x 1 seed x 2 steps (plus
+the base's validation), one shared Ray head, metrics from verl's file tracker, per-question validation
+that matches verl's own numbers, the paired comparison with the base, and a resumed sweep with nothing to
+do. (That two runs of one config agree exactly, which paired seeds rest on, is
+tests/adapters/verl/test_seeded_runs.py's subject; a second identical arm here cost ~150 s.)"""
 
 import json
 from pathlib import Path
@@ -30,36 +31,34 @@ def small_validation(tmp_path_factory):
     return files
 
 
-def test_two_arms_one_seed_two_steps(tmp_path, small_validation):
-    # the second arm is the first under another name: with paired seeds the two runs must agree exactly
-    arms = [Arm("grpo_full"), Arm("grpo_again", baseline="grpo_full")]
+def test_one_arm_one_seed_two_steps(tmp_path, small_validation):
+    arms = [Arm("grpo_full")]
     budget = {"steps": 2, "prompts_per_step": 8, "rollouts_per_prompt": 4, "val_n": 2, "lr": 5e-5, "kl_coef": 0.01}
     default_address = Path("/tmp/ray/ray_current_cluster")
     before = default_address.read_text() if default_address.exists() else None
     exp = Experiment("e2e", arms, budget, results=tmp_path / "results" / "e2e", work=tmp_path / "work",
                      validation=small_validation, run_timeout_s=900)
     results = exp.run([0], jobs=1, shared_ray=True)
-    assert [(r["name"], r["returncode"]) for r in results] == [(BASE, 0), ("grpo_full", 0), ("grpo_again", 0)]
+    assert [(r["name"], r["returncode"]) for r in results] == [(BASE, 0), ("grpo_full", 0)]
     for r in results:
         assert r["shared_ray"] and r["val_samples"] == 2
         assert {g: len(v) for g, v in r["per_question"].items() if "/" not in g} == {"ID": 64, "near-OOD": 32, "far-OOD": 32}
         # the per-question table reproduces verl's own validation metric, logged by the file tracker
         assert r["accuracy"]["ID"] == pytest.approx(r["val_metrics"]["val-core/testbed/add/acc/mean@2"])
         assert r["accuracy"]["far-OOD/count"] == pytest.approx(r["val_metrics"]["val-core/testbed/count/acc/mean@2"])
-    for r in results[1:]:
-        steps = read_jsonl_metrics(exp.work / "e2e" / f"{r['name']}_s0" / "metrics.jsonl")
-        assert [m["step"] for m in steps if "timing_s/step" in m] == [1, 2]
-        assert [c["step"] for c in r["curves"]] == [1, 2] and r["final_step"] == 2
-        assert r["startup_s"] is not None and 0 < r["startup_s"] < r["wall_s"]
-    a, b = (read_jsonl_metrics(exp.work / "e2e" / f"{n}_s0" / "metrics.jsonl") for n in ("grpo_full", "grpo_again"))
-    clock = ("timing", "perf", "time", "throughput", "mfu", "memory")  # wall-clock and memory readings
-    untimed = lambda m: {k: v for k, v in m.items() if not any(c in k for c in clock)}  # noqa: E731
-    assert [untimed(m) for m in a] == [untimed(m) for m in b]  # losses, grad norms, scores, validation: all equal
-    assert results[1]["per_question"] == results[2]["per_question"]
-    comp = exp.comparisons()
-    vs = comp["grpo_again"]["vs_baseline"]
-    assert vs["ref"] == "grpo_full" and vs["by"].startswith("questions") and vs["ID"]["mean"] == 0.0
-    assert "| grpo_again | 1 |" in exp.report()
+    r = results[1]
+    steps = read_jsonl_metrics(exp.work / "e2e" / "grpo_full_s0" / "metrics.jsonl")
+    assert [m["step"] for m in steps if "timing_s/step" in m] == [1, 2]
+    assert all(m["actor/grad_norm"] >= 0 for m in steps if "actor/grad_norm" in m)
+    assert [c["step"] for c in r["curves"]] == [1, 2] and r["final_step"] == 2
+    assert r["startup_s"] is not None and 0 < r["startup_s"] < r["wall_s"]
+    # the comparison with the same seed's base is paired over questions (one seed) and is the per-question mean
+    vs = exp.comparisons()["grpo_full"]["vs_base"]
+    assert vs["by"].startswith("questions")
+    base_q, arm_q = results[0]["per_question"]["ID"], r["per_question"]["ID"]
+    assert set(arm_q) == set(base_q)
+    assert vs["ID"]["mean"] == pytest.approx(sum(arm_q[q] - base_q[q] for q in base_q) / len(base_q))
+    assert "| grpo_full | 1 |" in exp.report()
     assert json.loads((tmp_path / "results" / "e2e.json").read_text())["grpo_full"]["seeds"] == [0]
     assert exp.plan([0]) == []  # a rerun has nothing left to do
     # the shared head never advertised itself to other ray.init() callers on this machine
