@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "devenus.evaluate.cli",  # eval
     "devenus.select.cli",  # select generate|score|route|materialize|run
     "devenus.transitions.cli",  # transition
+    "devenus.lifecycle.cli",  # lifecycle
 )
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback
