@@ -19,6 +19,7 @@ from e2e import PLUGINS, kill_tree, run_train, train_cmd
         (["devenus.method=ttrl"], "every training row is labeled"),
         # without the full contract check the label states are still counted: TTRL never runs on nothing
         (["devenus.method=ttrl", "devenus.validate_data=false"], "every training row is labeled"),
+        (["+devenus.probe.every_k_step=2"], "devenus.probe.every_k_step: unknown setting"),
     ],
 )
 def test_clear_errors_before_ray(base_testbed, tmp_path, extra, message):

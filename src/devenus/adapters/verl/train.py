@@ -66,6 +66,12 @@ def check_setup(config) -> None:
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
+    from devenus.adapters.verl.probe import ProbeConfigError, probe_config
+
+    try:
+        probe_config(config.devenus.get("probe"))
+    except ProbeConfigError as e:  # a typo in a probe key fails here, not inside Ray after start-up
+        raise SetupError(str(e)) from None
     validate = bool(config.devenus.get("validate_data", True))
     labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):

@@ -11,8 +11,9 @@ at this probe,
   (0.02, strict), and
 - the majority answer is equivalent to the unique mode of its history, over >= ``min_probes`` (3) probes.
 
-Dedicated probe passes over the whole unlabeled pool every k steps are not built yet: the pool is
-observed as the sampler visits it (docs/methods/trapo2.md).
+Besides the sampler's visits, probe passes (``+devenus.probe.every_k_steps=K``: generation-only passes
+over the unlabeled pool or a seeded sample of it) reach the method as visits; their evidence rows are
+``kind=probe`` (docs/lifecycle.md).
 """
 
 from __future__ import annotations
