@@ -25,6 +25,9 @@ CASES = {
                           "+devenus.method_config.min_candidate_pass_rate=0.0",
                           "+devenus.method_config.max_label_pass_rate=1.0"]),
     "trapo": ("semi", ["+devenus.method_config.warmup=2", "+devenus.method_config.min_score=0.0"]),
+    # loosened so that GeoMin can fit on 16 rollouts a step (it still waits when a class has < 2 rollouts)
+    "geomin": ("semi", ["+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
+                        "+devenus.method_config.top_layers=2"]),
     "trapo2": ("semi", ["+devenus.method_config.min_pass_rate=0.0", "+devenus.method_config.min_slope=-1.0",
                         "+devenus.method_config.slope_probes=2", "+devenus.method_config.min_probes=1"]),
 }
@@ -82,6 +85,13 @@ def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(meth
                    if m["devenus/target/corrections"] > 0)
     if method in ("trapo", "trapo2"):
         assert all("devenus/groups/admitted" in m for m in metrics.values())
+    if method == "geomin":  # hidden states pooled in the Ray actor's log-prob pass reached the method
+        assert all(m["devenus/geomin/layers_total"] == 5 for m in metrics.values())  # embeddings + 3 layers + norm
+        assert all("devenus/geomin/admitted_share/unlabeled" in m for m in metrics.values())
+        for m in metrics.values():
+            if "devenus/geomin/auroc/chosen" in m:  # a step with >= 2 rollouts of each labeled class: fits and choice
+                assert 0 <= m["devenus/geomin/layer/chosen"] < 5
+                assert 0.0 <= m["devenus/geomin/auroc/worst"] <= m["devenus/geomin/auroc/best"] <= 1.0
     if method in ("trapo2", "nl_olr2"):
         props = [e for e in ev if e["kind"] == "proposal"]
         assert props, "the loosened thresholds must let the rule propose"
