@@ -223,6 +223,13 @@ def test_buffer_carries_affinities_and_state_round_trips():
     b = GeoMin(cfg)
     b.load_state_dict(a.state_dict())
     assert b.state_dict() == a.state_dict()
+    # a layer without a held-out AUROC (NaN) survives a save through pickle (the checkpoint) and still compares equal
+    import pickle
+
+    a.aurocs = [*a.aurocs[:-1], float("nan")]
+    c = GeoMin(cfg)
+    c.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
+    assert c.state_dict() == a.state_dict() and math.isnan(c.aurocs[-1])
     out_a, _, _ = run_step(a, semi_batch(step=2))
     out_b, _, _ = run_step(b, semi_batch(step=2))
     assert np.array_equal(out_a.admit, out_b.admit) and np.array_equal(out_a.weight, out_b.weight)

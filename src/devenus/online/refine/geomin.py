@@ -426,14 +426,17 @@ class GeoMin(RefineMethod):
     # ------------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         # plain lists: a state compares with == (the resume tests compare states that way)
+        # a layer without a held-out AUROC is NaN, stored as None: NaN != NaN would make a restored state
+        # unequal to the saved one
         return {"mean": None if self.mean is None else self.mean.tolist(), "mean_count": self.mean_count,
-                "layers": list(self.layers), "aurocs": list(self.aurocs), "refreshed_at": self.refreshed_at,
+                "layers": list(self.layers), "aurocs": [None if math.isnan(x) else x for x in self.aurocs],
+                "refreshed_at": self.refreshed_at,
                 "buffer": list(self.buffer)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.mean = None if state["mean"] is None else np.asarray(state["mean"], dtype=np.float64)
         self.mean_count = int(state["mean_count"])
         self.layers = [int(x) for x in state["layers"]]
-        self.aurocs = [float(x) for x in state["aurocs"]]
+        self.aurocs = [math.nan if x is None else float(x) for x in state["aurocs"]]
         self.refreshed_at = int(state["refreshed_at"])
         self.buffer = deque((float(x) for x in state["buffer"]), maxlen=self.config.buffer_size)
