@@ -40,9 +40,13 @@ PROBE = textwrap.dedent(
         from verl.workers.engine.base import EngineRegistry
         import verl.workers.engine.fsdp.transformer_impl  # registers the FSDP engines
         out["engine"] = EngineRegistry.get_engine_cls("language_model", "fsdp2").__name__
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("PROBE_PORT", "29611"))
+        # MASTER_PORT names a port another socket holds: one rank must not need it (EADDRINUSE in CI)
+        import socket
+        held = socket.socket(); held.bind(("127.0.0.1", 0)); held.listen(1)
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(held.getsockname()[1]), WORLD_SIZE="1", RANK="0")
         from verl.utils.distributed import initialize_global_process_group_ray
         initialize_global_process_group_ray()  # asks torch for "cpu:gloo,cpu:gloo"
+        held.close()
         out["pg_backend"] = str(torch.distributed.get_backend())
         torch.distributed.destroy_process_group()
     print("PROBE" + json.dumps(out))
@@ -60,6 +64,23 @@ def _probe(env_extra: dict, pythonpath: str | None = None) -> dict:
     assert res.returncode == 0, res.stderr[-4000:]
     line = [l for l in res.stdout.splitlines() if l.startswith("PROBE")][-1]
     return json.loads(line[len("PROBE"):])
+
+
+def test_single_rank_rendezvous_needs_no_port(monkeypatch):
+    from devenus.adapters.verl.cpu.shims import single_rank_rendezvous
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    assert single_rank_rendezvous({"world_size": 1, "rank": 0})
+    assert single_rank_rendezvous({"world_size": 1, "rank": 0, "init_method": "env://"})
+    assert not single_rank_rendezvous({"world_size": 2, "rank": 0})
+    assert not single_rank_rendezvous({"world_size": 1, "rank": 0, "init_method": "tcp://h:1"})
+    assert not single_rank_rendezvous({"world_size": 1, "rank": 0, "store": object()})
+    assert not single_rank_rendezvous({})  # no world size anywhere: leave it to torch
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert single_rank_rendezvous({})
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert not single_rank_rendezvous({"rank": 1})
 
 
 def test_collapse_backend():

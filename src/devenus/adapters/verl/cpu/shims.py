@@ -7,6 +7,14 @@ Both are installed in-process by :func:`install_torch_shims` (idempotent) and on
    is ``"cpu:gloo,cpu:gloo"``, which torch rejects ("Duplicate device type cpu"). The shim wraps
    ``torch.distributed.init_process_group`` and collapses a device-qualified backend string whose
    entries all name one backend into that backend (``"gloo"``).
+
+   The same wrapper rendezvouses a **single-rank** group through an in-memory store instead of
+   ``MASTER_PORT``. verl picks that port by binding port 0 and closing the socket
+   (``get_master_addr_port``); the TCP store binds it again seconds later, after the worker has
+   imported torch. The port is in the ephemeral range, so any other process's outgoing connection
+   (a second training run, Ray's own RPCs) can take it in between: a run then dies with
+   ``EADDRINUSE``. One rank has no one to meet, so it needs no port. Multi-rank groups keep
+   verl's TCP rendezvous unchanged.
 2. **Pinned memory.** verl's FSDP2 engine builds the reference model (``forward_only``) with
    ``CPUOffloadPolicy(pin_memory=True)``. Pinning needs an accelerator ("Cannot access accelerator
    device when none is available"). The shim makes ``CPUOffloadPolicy`` construct with
@@ -53,6 +61,28 @@ def collapse_backend(backend: Any) -> Any:
     return backend
 
 
+def single_rank_rendezvous(kwargs: dict[str, Any]) -> bool:
+    """Whether an ``init_process_group`` call may meet through an in-memory store.
+
+    True only for an env:// (or default) rendezvous of a one-rank group with no store of its own:
+    ``world_size`` from the call or ``WORLD_SIZE``, rank 0.
+    """
+    if kwargs.get("store") is not None:
+        return False
+    if kwargs.get("init_method") not in (None, "env://"):
+        return False
+    try:
+        world_size = int(kwargs.get("world_size", -1))
+        if world_size == -1:
+            world_size = int(os.environ.get("WORLD_SIZE", "-1"))
+        rank = int(kwargs.get("rank", -1))
+        if rank == -1:
+            rank = int(os.environ.get("RANK", "0"))
+    except (TypeError, ValueError):
+        return False
+    return world_size == 1 and rank == 0
+
+
 def _patch_init_process_group() -> None:
     import torch.distributed as dist
 
@@ -66,6 +96,9 @@ def _patch_init_process_group() -> None:
             kwargs["backend"] = collapse_backend(kwargs["backend"])
         elif args:
             args = (collapse_backend(args[0]), *args[1:])
+        if len(args) <= 1 and single_rank_rendezvous(kwargs):
+            kwargs.pop("init_method", None)
+            kwargs.update(store=dist.HashStore(), rank=0, world_size=1)
         return original(*args, **kwargs)
 
     setattr(init_process_group, _SHIM_ATTR, True)
