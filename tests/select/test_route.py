@@ -67,6 +67,39 @@ def test_route_scores_calibrates_the_sign_on_labeled_rows():
     assert np.all(wrong[dec == ANNOTATE])  # after the flip, the annotated questions are the wrong ones
 
 
+def test_random_routing_is_a_seeded_uniform_order_at_the_same_budgets():
+    n = 1000
+    keys = [f"q{i}" for i in range(n)]
+    u = np.linspace(0.0, 1.0, n)  # a real signal present in the table: random routing must ignore it
+    by_signal = route_scores({"u_entropy": u}, keys, load_config(None, {"route.signal": "entropy"}))[0]
+    picks = []
+    for seed in (0, 0, 1):
+        cfg = load_config(None, {"route.signal": "random", "route.seed": seed, "score.signals": ["entropy"]})
+        dec, info = route_scores({"u_entropy": u}, keys, cfg)
+        assert info["signal"] == "random"
+        # the same counts as any ratio routing of these n questions
+        for code in (ANNOTATE, WEAK, DISCARD):
+            assert (dec == code).sum() == (by_signal == code).sum()
+        picks.append(dec)
+    assert np.array_equal(picks[0], picks[1]) and not np.array_equal(picks[0], picks[2])
+    # uniform: the annotated questions are spread over the signal's range, not its top
+    annotated = u[picks[0] == ANNOTATE]
+    assert 0.35 < annotated.mean() < 0.65 and annotated.min() < 0.1 and annotated.max() > 0.9
+    # an order from the seeded tie-breaker alone, not a function of the row's position
+    order = np.argsort(tiebreak(keys, 0))
+    assert np.all(picks[0][order[: (picks[0] == ANNOTATE).sum()]] == ANNOTATE)
+
+
+def test_random_routing_config_errors():
+    load_config(None, {"route.signal": "random", "score.signals": ["consistency"]})  # needs no score
+    with pytest.raises(ValueError, match="random has no scores to calibrate"):
+        load_config(None, {"route.signal": "random", "route.selector": "triage"})
+    with pytest.raises(ValueError, match="random has no scores to calibrate"):
+        load_config(None, {"route.signal": "random", "route.calibrate_sign": True})
+    with pytest.raises(ValueError, match="seeded random order"):
+        load_config(None, {"route.signal": "entropi"})
+
+
 def test_missing_scores_are_an_error_naming_a_question():
     cfg = load_config(None, {"route.signal": "accuracy"})
     with pytest.raises(ValueError, match="'q1'"):

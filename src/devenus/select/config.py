@@ -20,6 +20,9 @@ DEFAULT_SIGNALS = SIGNALS[:-1]  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 SELECTORS = ("interval", "ratio", "triage")
+#: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random
+#: order, drawn by ``route.seed``), the baseline every signal is measured against
+RANDOM = "random"
 GENERATORS = ("hf", "vllm")
 
 
@@ -63,7 +66,7 @@ class ScoreConfig:
 @dataclass
 class RouteConfig:
     selector: str = "ratio"  # interval | ratio
-    signal: str = "consistency"  # the uncertainty that ranks questions
+    signal: str = "consistency"  # the uncertainty that ranks questions; "random": a seeded random order
     # interval: keep questions whose pass rate lies in the interval (preset or bounds), then the
     # `budget` most uncertain of them (None: all)
     interval: str = "dapo"  # dapo | balanced | polaris | custom
@@ -125,8 +128,13 @@ class SelectConfig:
             raise ValueError(f"score.aggregation must be one of {list(AGGREGATIONS)}, got {s.aggregation!r}")
         if r.selector not in SELECTORS:
             raise ValueError(f"route.selector must be one of {list(SELECTORS)}, got {r.selector!r}")
-        if r.signal not in s.signals:
-            raise ValueError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)}")
+        if r.signal == RANDOM:
+            if r.selector == "triage" or r.calibrate_sign:
+                raise ValueError("route.signal=random has no scores to calibrate: use it with the ratio or interval selector "
+                                 "and calibrate_sign false")
+        elif r.signal not in s.signals:
+            raise ValueError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)} "
+                             f"(or {RANDOM!r}, a seeded random order)")
         if r.interval not in (*INTERVALS, "custom"):
             raise ValueError(f"route.interval must be one of {[*INTERVALS, 'custom']}, got {r.interval!r}")
         if r.interval == "custom" and (r.low is None or r.high is None):

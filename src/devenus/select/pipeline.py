@@ -308,7 +308,10 @@ def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
     from devenus.signals import auroc
 
     r = cfg.route
-    u = np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
+    from devenus.select.config import RANDOM
+
+    # random: every question equally uncertain, so the seeded tie-breaker alone orders them
+    u = np.zeros(len(keys)) if r.signal == RANDOM else np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
     info: dict[str, Any] = {"signal": r.signal, "aggregation": cfg.score.aggregation, "selector": r.selector,
                             "seed": r.seed, "sign": 1}
 
@@ -496,7 +499,8 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     if pc.any(hide).as_py():
         table = _with_hidden_answers(table, hide, gt)
 
-    why_ann = f"annotated (most uncertain by {cfg.route.signal})"
+    why_ann = (f"annotated (chosen at random, seed {cfg.route.seed})" if cfg.route.signal == "random"
+               else f"annotated (most uncertain by {cfg.route.signal})")
     changed = np.flatnonzero(pc.or_(relabel, is_weak).to_numpy(zero_copy_only=False))
     idx = pa.array(changed)
     why = pc.if_else(pc.take(relabel, idx), pa.scalar(why_ann), pa.scalar("weak supervision (label withheld)"))
