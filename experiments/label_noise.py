@@ -1,0 +1,172 @@
+"""Label noise on the CPU testbed: does online label refinement (OLR, NL-OLR v2) beat GRPO on noisy
+labels, for inactive and active noise? Through verl's real trainer and the experiment runner (paired
+seeds, paired intervals).
+
+    python experiments/label_noise.py --quick     # rho 0.5, both regimes, seed 0     (budget: 30 min)
+    python experiments/label_noise.py --full      # rho 0.1/0.3/0.5, both regimes, seeds 0-2
+    python experiments/label_noise.py --report    # the table from the results on disk
+
+Plan (written before any run of this experiment; the claim is the report's, tested in direction):
+- Arms per (regime, rho): ``grpo`` on the noisy labels, ``olr`` and ``nl_olr2`` on the same noisy
+  labels; plus ``grpo_clean`` (no noise) as the ceiling. Claim: ``olr`` and ``nl_olr2`` beat ``grpo``
+  of the same (regime, rho) and seed (claimed side +). Also reported: every arm against ``base``; the
+  corrections' precision and recall against the hidden truth (from the methods' evidence files).
+- Noise: ``inactive`` (a negative number of the right size: the policy never writes a minus sign) and
+  ``active`` (the most common wrong answer among 16 base-model samples at T=1, drawn among questions
+  that have one), at ratio rho of the pool's labels (``devenus.testbed.noise``).
+- Pool: 64 training questions drawn per seed (the same pool, and the same noisy rows, for every arm of
+  a seed and noise setting). Both methods decide on revisits (OLR: the slope of a sample's majority
+  pass rate over visits, from visit ``start_epoch + 1`` = 5); 32 steps x 16 prompts over 64 questions
+  = 8 visits per question. Method settings: the defaults, unchanged.
+- Held-out: 512 ID, 256 near-OOD, 256 far-OOD questions, T=1, 4 samples each; never trained or tuned on.
+- Cost: 19 arms + base per seed. Quick mode runs rho 0.5 only (7 runs); the full grid at 3 seeds is
+  ~60 runs, over this machine's 3-hour budget for one sweep: run it as three ``--seed`` sweeps.
+
+Results: one JSON per (arm, seed) under experiments/results/label_noise/, the table in label_noise.md
+(and .json) beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from devenus.experiments.runner import Arm, Experiment
+
+NAME = "label_noise"
+RESULTS = Path(__file__).parent / "results" / NAME
+SEEDS = (0, 1, 2)
+RHOS = (0.1, 0.3, 0.5)
+REGIMES = ("inactive", "active")
+QUICK_RHOS = (0.5,)
+POOL = 64
+WRONG_SAMPLES = 16
+METHODS = ("olr", "nl_olr2")
+
+#: arm name -> (regime, rho); arms not listed train on clean labels
+NOISE: dict[str, tuple[str, float]] = {}
+
+
+def arm_name(method: str, regime: str, rho: float) -> str:
+    return f"{method}@{regime}{rho:g}"
+
+
+def arms() -> list[Arm]:
+    out = [Arm("grpo_clean", "grpo")]
+    for regime in REGIMES:
+        for rho in RHOS:
+            grpo = arm_name("grpo", regime, rho)
+            NOISE[grpo] = (regime, rho)
+            out.append(Arm(grpo, "grpo"))
+            for method in METHODS:
+                name = arm_name(method, regime, rho)
+                NOISE[name] = (regime, rho)
+                out.append(Arm(name, method, baseline=grpo, claimed_side=1))
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
+    steps: int = 32
+    prompts_per_step: int = 16
+    rollouts_per_prompt: int = 8
+    val_n: int = 4
+    kl_coef: float = 0.01
+    lr: float = 5e-5
+
+
+BUDGET = Budget()
+
+
+def pool(rows: list[dict], seed: int, size: int = POOL) -> list[dict]:
+    """``size`` training questions drawn by ``seed``: every arm of one seed trains on the same pool."""
+    return random.Random(f"{NAME}:pool:{seed}").sample(rows, size)
+
+
+def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list[str]]:
+    """Wrong answers the base model samples for the pool (active noise), cached per seed."""
+    path = work / f"wrong_pool{POOL}_s{seed}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    import torch
+
+    from devenus.testbed.noise import sample_wrong_answers
+
+    torch.set_num_threads(1)
+    model, tok = tb.load_model()
+    wrong = sample_wrong_answers(model, tok, rows, WRONG_SAMPLES, seed=seed)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(wrong, sort_keys=True))
+    os.replace(tmp, path)
+    return wrong
+
+
+def train_file(arm: Arm, seed: int, work: Path) -> Path:
+    """The arm's pool, clean or with its noise, written once as a dataset version (every injected label
+    listed in its manifest) before any run starts."""
+    from devenus.records import read_records
+    from devenus.records.versions import row_changes, write_version
+    from devenus.testbed import build_testbed
+    from devenus.testbed.noise import inject_noise
+
+    tb = build_testbed()
+    regime, rho = NOISE.get(arm.name, ("none", 0.0))
+    data = Path(work) / "data"
+    path = data / f"pool{POOL}_{regime}{rho:g}_s{seed}.parquet"
+    if path.exists():
+        return path
+    data.mkdir(parents=True, exist_ok=True)
+    rows = pool(read_records(tb.split("train")), seed)
+    config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
+    changes = []
+    if regime != "none":
+        wrong = wrong_answers(tb, rows, seed, data) if regime == "active" else None
+        noisy = inject_noise(rows, rho, regime, seed, wrong)
+        changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
+        rows = noisy
+    write_version(rows, path, rule=NAME, parent=tb.split("train"), config=config, changes=changes)
+    return path
+
+
+def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), budget: Budget = BUDGET,
+               run_timeout_s: float | None = 3600) -> Experiment:
+    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
+                      run_timeout_s=run_timeout_s)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help=f"rho {QUICK_RHOS}, both regimes, seed 0")
+    mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
+    mode.add_argument("--report", action="store_true", help="the table from the results on disk")
+    ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
+    ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
+    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
+    ap.add_argument("--work", default=f"outputs/{NAME}")
+    ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
+    args = ap.parse_args()
+    exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
+    if args.report:
+        print(exp.report())
+        return
+    if not (args.quick or args.full or args.arm):
+        ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
+    names = args.arm.split(",") if args.arm else None
+    if args.quick:
+        names = [a.name for a in exp.arms if a.name in NOISE and NOISE[a.name][1] in QUICK_RHOS]
+    seeds = list(SEEDS) if args.full else [args.seed]
+    exp.run(seeds, names, jobs=args.jobs, force=args.force)
+    print(exp.report())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
