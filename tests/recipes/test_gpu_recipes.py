@@ -11,7 +11,7 @@ pytest.importorskip("verl")
 from devenus.recipes.gpu.launch import load_recipe, main, recipe_names, recipe_overrides  # noqa: E402
 
 METHOD_RECIPES = {"grpo", "semi_supervised", "ttrl", "ttrl_semi", "corewarding", "corewarding2", "intuitor", "emrl",
-                  "unsupervised"}
+                  "unsupervised", "trapo", "trapo2", "geomin", "olr", "nl_olr2"}
 
 
 @pytest.fixture(scope="module")
