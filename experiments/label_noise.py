@@ -1,26 +1,29 @@
-"""Label noise on the CPU testbed: does online label refinement (OLR, NL-OLR v2) beat GRPO on noisy
-labels, for inactive and active noise? Through verl's real trainer and the experiment runner (paired
-seeds, paired intervals).
+"""Label noise on the CPU testbed: does online label refinement (OLR) beat GRPO on noisy labels, for
+inactive and active noise? Through verl's real trainer and the experiment runner (paired seeds, paired
+intervals).
 
     python experiments/label_noise.py --quick     # rho 0.5, both regimes, seed 0     (budget: 30 min)
     python experiments/label_noise.py --full      # rho 0.1/0.3/0.5, both regimes, seeds 0-2
     python experiments/label_noise.py --report    # the table from the results on disk
 
 Plan (written before any run of this experiment; the claim is the report's, tested in direction):
-- Arms per (regime, rho): ``grpo`` on the noisy labels, ``olr`` and ``nl_olr2`` on the same noisy
-  labels; plus ``grpo_clean`` (no noise) as the ceiling. Claim: ``olr`` and ``nl_olr2`` beat ``grpo``
-  of the same (regime, rho) and seed (claimed side +). Also reported: every arm against ``base``; the
-  corrections' precision and recall against the hidden truth (from the methods' evidence files).
+- Arms per (regime, rho): ``grpo`` on the noisy labels and ``olr`` on the same noisy labels; plus
+  ``grpo_clean`` (no noise) as the ceiling. Claim: ``olr`` beats ``grpo`` of the same (regime, rho) and
+  seed (claimed side +). Also reported: every arm against ``base``; per step, the share of OLR's
+  corrections whose new target is the hidden truth (``devenus/target/correction_precision``).
+- NL-OLR v2 is not an arm of this script: it never edits a label during training (it trains exactly as
+  GRPO and writes correction proposals as evidence), so its effect needs a second round trained on the
+  corrected version (``devenus lifecycle``, docs/lifecycle.md). Comparing it here would compare GRPO
+  with itself.
 - Noise: ``inactive`` (a negative number of the right size: the policy never writes a minus sign) and
   ``active`` (the most common wrong answer among 16 base-model samples at T=1, drawn among questions
   that have one), at ratio rho of the pool's labels (``devenus.testbed.noise``).
 - Pool: 64 training questions drawn per seed (the same pool, and the same noisy rows, for every arm of
-  a seed and noise setting). Both methods decide on revisits (OLR: the slope of a sample's majority
-  pass rate over visits, from visit ``start_epoch + 1`` = 5); 32 steps x 16 prompts over 64 questions
-  = 8 visits per question. Method settings: the defaults, unchanged.
+  a seed and noise setting). OLR decides on revisits (the slope of a sample's majority pass rate over
+  visits, from visit ``start_epoch + 1`` = 5); 32 steps x 16 prompts over 64 questions = 8 visits per
+  question. Method settings: the defaults, unchanged.
 - Held-out: 512 ID, 256 near-OOD, 256 far-OOD questions, T=1, 4 samples each; never trained or tuned on.
-- Cost: 19 arms + base per seed. Quick mode runs rho 0.5 only (7 runs); the full grid at 3 seeds is
-  ~60 runs, over this machine's 3-hour budget for one sweep: run it as three ``--seed`` sweeps.
+- Cost: 13 arms + base per seed. Quick mode runs rho 0.5 only (5 runs).
 
 Results: one JSON per (arm, seed) under experiments/results/label_noise/, the table in label_noise.md
 (and .json) beside it.
@@ -46,7 +49,7 @@ REGIMES = ("inactive", "active")
 QUICK_RHOS = (0.5,)
 POOL = 64
 WRONG_SAMPLES = 16
-METHODS = ("olr", "nl_olr2")
+METHODS = ("olr",)
 
 #: arm name -> (regime, rho); arms not listed train on clean labels
 NOISE: dict[str, tuple[str, float]] = {}
