@@ -67,6 +67,12 @@ def test_devenus_methods_lists_methods_and_keys(capsys):
         assert k.path in out and k.help in out
     assert "S_y" in list_methods() and "EMATeacherTrainer" in list_methods()
     assert "+devenus.method_config.min_agreement=0.0" in describe_method("ttrl")
+    args = p.parse_args(["methods"])  # the bare command lists every method's keys too
+    assert args.fn(args) == 0
+    out = capsys.readouterr().out
+    for name in WeakTrainerInterface.names():
+        for k in describe(WeakTrainerInterface.get(name).method_cls.config_class):
+            assert k.path in out and k.help in out, (name, k.key)
     args = p.parse_args(["methods", "nope"])
     with pytest.raises(ValueError, match="unknown method 'nope'; registered: corewarding"):
         args.fn(args)

@@ -61,10 +61,10 @@ def list_methods() -> str:
         rows.append([name, surf, ",".join(sorted(m.data_needs)) or "-", ",".join(sorted(m.step_needs)) or "-",
                      "" if spec.trainer == DEFAULT_TRAINER else spec.trainer.rpartition(":")[2]])
     return _table(rows, ["method", "surfaces", "data needs", "step needs (at most)", "trainer"]) + \
-        "\n\n`devenus methods NAME` lists a method's config keys; docs/methods/NAME.md explains it."
+        "\n\n`devenus methods NAME` lists one method's config keys; docs/methods/NAME.md explains it."
 
 
-def describe_method(name: str) -> str:
+def describe_method(name: str, example: bool = True) -> str:
     from devenus.online.config import describe, override
     from devenus.online.registry import WeakTrainerInterface
 
@@ -76,9 +76,10 @@ def describe_method(name: str) -> str:
         return "\n".join(head + ["no config keys"])
     short = lambda v: v if len(v) <= 32 else v[:29] + "..."  # noqa: E731  (the config file has it whole)
     rows = [[k.path, k.type, short(_yaml_value(k.default)), k.allowed, k.help] for k in keys]
-    example = override(keys[0].key, _yaml_value(keys[0].default))
-    return "\n".join(head) + "\n\n" + _table(rows, ["key", "type", "default", "allowed", "help"]) + \
-        f"\n\nset a key on the training command line, e.g. {example}"
+    text = "\n".join(head) + "\n\n" + _table(rows, ["key", "type", "default", "allowed", "help"])
+    if example:
+        text += f"\n\nset a key on the training command line, e.g. {override(keys[0].key, _yaml_value(keys[0].default))}"
+    return text
 
 
 def cmd_methods(args) -> int:
@@ -88,6 +89,8 @@ def cmd_methods(args) -> int:
         if args.yaml:
             raise ValueError("--yaml needs a method name: devenus methods NAME --yaml")
         print(list_methods())
+        for name in WeakTrainerInterface.names():  # then every method's keys, as `devenus methods NAME` prints them
+            print("\n" + describe_method(name, example=False))
         return 0
     if args.name not in WeakTrainerInterface.names():  # a user error: the CLI prints it as one line
         raise ValueError(f"unknown method {args.name!r}; registered: {', '.join(WeakTrainerInterface.names())}")

@@ -4,7 +4,7 @@ here, never from one another.
 
 - :mod:`.tokens`    per-token statistics from logits (self-certainty, entropy), chunked
 - :mod:`.sequence`  per-response scores from per-token values (mean self-certainty, -mean entropy, log-probs)
-- :mod:`.group`     per-group normalisation, AUROC, correlation, neutral filling
+- :mod:`.group`     per-group normalisation, AUROC (by rank sums, O(n log n)), correlation, neutral filling
 - :mod:`.votes`     vote statistics and majority agreement (the vote itself: ``devenus.verify.majority_vote``)
 - :mod:`.verdict`   a model's P(yes) verdict on a candidate answer
 - :mod:`.ema`       EMA weight updates and their schedule
@@ -12,7 +12,6 @@ here, never from one another.
 - :mod:`.head`      entropy / self-certainty from hidden states and the head, chunked over tokens and vocabulary
 - :mod:`.hidden`    layer pooling over response tokens, CoE, CoT-Kinetics (layer by layer, never [L, T, d])
 - :mod:`.attention` far-back attention mass from Q/K in query chunks, PivotTrace pivots
-- :mod:`.ranking`   AUROC by rank sums (O(n log n))
 """
 
 from devenus.signals.collapse import CollapseMonitor
