@@ -98,6 +98,18 @@ def test_truncated_response_has_no_answer():
     assert extract_answer(text, truncated=True) is None
 
 
+def test_extraction_has_no_last_number_fallback():
+    """ttrl.md point 5: the reference's extract_answer (qwen_math_parser.py) falls back to the last number in
+    the text; a number in the middle of a derivation is no answer here."""
+    import re
+
+    text = "First 12 + 30 = 42, then we carry the 1 and get"
+    reference = re.findall(r"-?\d+(?:\.\d+)?", text)[-1]  # the reference's last-number fallback
+    assert reference == "1"
+    assert extract_answer(text) is None
+    assert extract_answer(text + " the answer is 43") == "43"  # an explicit phrase still counts, on both sides
+
+
 def test_ttrl_equivalent_answers_vote_together():
     answers = ["3", "3", "3", "0.5", "0.5", "\\frac{1}{2}", "\\frac{1}{2}"]
     assert reference_first_seen_vote(answers) == "3"  # exact strings: 3 beats two split halves

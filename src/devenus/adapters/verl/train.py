@@ -66,6 +66,7 @@ def check_setup(config) -> None:
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
+    _check_engine(config, spec.name, method)
     from devenus.adapters.verl.probe import ProbeConfigError, probe_config
 
     try:
@@ -114,6 +115,17 @@ def check_setup(config) -> None:
             raise SetupError(f"method {spec.name!r} trains on paired views of each question (extra_info.pair_key), "
                              f"but the training data is not paired (build it with `devenus data pair-views`):\n  "
                              + "\n  ".join(problems))
+
+
+def _check_engine(config, name: str, method) -> None:
+    """Statistics taken from the full logits cannot come from a fused-kernel forward (it never
+    materialises them); the engine would refuse it inside Ray, after start-up."""
+    from devenus.adapters.verl.token_stats import SELF_CERTAINTY, requested_stats
+
+    if SELF_CERTAINTY in requested_stats(method.step_needs) and \
+            bool(config.actor_rollout_ref.model.get("use_fused_kernels", False)):
+        raise SetupError(f"method {name!r} takes self-certainty from the full logits, which fused kernels never "
+                         f"materialise: set actor_rollout_ref.model.use_fused_kernels=False")
 
 
 def _check_rollouts(config, name: str, method) -> None:
