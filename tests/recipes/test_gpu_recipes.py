@@ -83,3 +83,41 @@ def test_overrides_put_the_command_line_last():
     ov = recipe_overrides(load_recipe("ttrl"), model="/m", data_dir="/d/", out_dir="/o", extra=("trainer.nnodes=2",))
     assert "actor_rollout_ref.model.path=/m" in ov and "data.train_files=/d/dapo_math17k_unlabeled.parquet" in ov
     assert ov[-1] == "trainer.nnodes=2" and ov.index("devenus.method=ttrl") < ov.index("+devenus.method_config.votes=64")
+
+
+def test_a_dry_run_shows_the_evaluation_that_follows_training(data_dir, tmp_path, capsys):
+    bench = tmp_path / "benchmarks"
+    bench.mkdir()
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "--eval-data-dir", str(bench)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    then = next(line for line in out.splitlines() if line.strip().startswith("then:"))
+    assert "-m devenus eval" in then and f"{tmp_path}/grpo/checkpoints" in then
+    assert "--protocol paper" in then and "--max-new-tokens 3072" in then and "--backend vllm" in then
+    # the evaluation command parses as `devenus eval` takes it
+    import argparse
+    import shlex
+
+    from devenus.evaluate.cli import add_parser
+
+    p = argparse.ArgumentParser()
+    add_parser(p.add_subparsers())
+    args = p.parse_args(shlex.split(then.split("-m devenus ", 1)[1]))
+    assert args.max_new_tokens == 3072 and args.backend == "vllm" and args.data_dir == str(bench)
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "--eval-data-dir", str(tmp_path / "nowhere")]) == 1
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_the_selection_recipe_loads_and_validates():
+    """The GPU selection config (vLLM generator, the report's ratios, PivotTrace) is a valid select config."""
+    from importlib.resources import files
+
+    from devenus.select.config import load_config
+
+    path = files("devenus.recipes.gpu") / "select" / "dapo_unlabeled.yaml"
+    cfg = load_config(str(path))
+    assert cfg.generate.generator == "vllm" and cfg.generate.max_new_tokens == 3072 and cfg.generate.samples == 8
+    assert (cfg.route.selector, cfg.route.signal, cfg.route.rho_annotate, cfg.route.rho_discard) == \
+        ("ratio", "pivot_trace", 0.293, 0.421)
+    assert "pivot_trace" in cfg.score.signals

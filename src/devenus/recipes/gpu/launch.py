@@ -58,6 +58,15 @@ def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str,
             f"trainer.experiment_name={recipe.name}", *recipe.overrides, *extra]
 
 
+def eval_command(config, data_dir: str, gpus: int) -> list[str]:
+    """``devenus eval`` of a run's last checkpoint: the paper's protocol on vLLM, at the training max length
+    (the protocol's rule: evaluate at the length the model was trained with)."""
+    return [sys.executable, "-m", "devenus", "eval", str(config.trainer.default_local_dir), "--protocol", "paper",
+            "--data-dir", str(data_dir), "--max-new-tokens", str(int(config.data.max_response_length)),
+            "--backend", "vllm", "--tensor-parallel-size", str(min(gpus, 8)),
+            "--out", os.path.join(os.path.dirname(str(config.trainer.default_local_dir)), "eval")]
+
+
 # ---------------------------------------------------------------------------------------------- data
 def _devenus(*args: str) -> None:
     cmd = [sys.executable, "-m", "devenus", *args]
@@ -115,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--nodes", type=int, default=1, help="trainer.nnodes")
     r.add_argument("--gpus", type=int, default=8, help="trainer.n_gpus_per_node")
     r.add_argument("--dry-run", action="store_true", help="compose the config and run every pre-flight check; no Ray")
+    r.add_argument("--eval-data-dir", default=None,
+                   help="after training, evaluate the last checkpoint with `devenus eval` (the paper's protocol, "
+                        "vLLM, the training max length) on the benchmark files in this folder")
     r.add_argument("overrides", nargs="*", help="more verl/DE-Venus overrides (they win)")
     args, rest = p.parse_known_args(argv)  # overrides may follow the options: argparse keeps them in `rest`
     if rest and (args.cmd != "run" or any(r.startswith("-") for r in rest)):
@@ -146,11 +158,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
                   f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
                   f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
-                  f"  reference: {rec.reference}\n  pre-flight checks passed; launch without --dry-run")
+                  f"  reference: {rec.reference}")
+            if args.eval_data_dir:
+                if not os.path.isdir(args.eval_data_dir):
+                    print(f"error: --eval-data-dir {args.eval_data_dir} is not a folder", file=sys.stderr)
+                    return 1
+                print("  then: " + shlex.join(eval_command(config, args.eval_data_dir, args.gpus)))
+            print("  pre-flight checks passed; launch without --dry-run")
             return 0
         cmd = [sys.executable, "-m", "devenus.train", *ov]
         print("$", shlex.join(cmd), flush=True)
-        return subprocess.call(cmd)
+        rc = subprocess.call(cmd)
+        if rc == 0 and args.eval_data_dir:
+            from devenus.adapters.verl.train import preflight
+
+            ev = eval_command(preflight(ov), args.eval_data_dir, args.gpus)
+            print("$", shlex.join(ev), flush=True)
+            rc = subprocess.call(ev)
+        return rc
     except (ValueError, OSError, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
