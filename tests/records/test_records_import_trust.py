@@ -238,3 +238,47 @@ def test_verl_parquet_streams_with_one_schema_across_batches(tmp_path):
     assert len(rows) == n and rows[8999]["extra_info"]["late"] == 8999 and rows[0]["extra_info"]["late"] is None
     assert rows[0]["extra_info"]["verl_difficulty"] == 2.5 and rows[0]["extra_info"]["difficulty"] is None
     assert "verl_reward_style" not in rows[0]["extra_info"]
+
+
+# --- item 7: bounded memory (batches) and progress on long offline steps ------------------------------
+def _batch_sizes(monkeypatch):
+    """Every batch the dataset-version writer receives, by size (the writer is the only sink)."""
+    from devenus.records import versions
+
+    sizes = []
+    real = versions.VersionWriter.write
+
+    def spy(self, rows):
+        rows = list(rows)
+        sizes.append(len(rows))
+        return real(self, rows)
+
+    monkeypatch.setattr(versions.VersionWriter, "write", spy)
+    return sizes
+
+
+def test_import_and_hide_labels_stream_in_batches_of_at_most_batch_rows(tmp_path, monkeypatch):
+    from devenus.records.labels import hide_labels_file
+
+    n, batch = 1000, 64
+    src = jsonl(tmp_path / "big.jsonl", [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(n)])
+    sizes = _batch_sizes(monkeypatch)
+    import_file(src, tmp_path / "d.parquet", batch_rows=batch, progress=False, source="t")
+    assert sum(sizes) == n and max(sizes) <= batch and len(sizes) >= n // batch  # never the whole file at once
+    sizes.clear()
+    hide_labels_file(tmp_path / "d.parquet", tmp_path / "h.parquet", 0.1, batch_rows=batch, progress=False)
+    assert sum(sizes) == n and max(sizes) <= batch
+
+
+def test_import_and_hide_labels_show_a_progress_bar(tmp_path, capsys):
+    from devenus.records.labels import hide_labels_file
+
+    src = jsonl(tmp_path / "p.jsonl", [{"question": f"What is {i} + 2?", "answer": str(i + 2)} for i in range(300)])
+    import_file(src, tmp_path / "d.parquet", batch_rows=50, progress=True, source="t")
+    err = capsys.readouterr().err
+    assert "rows" in err and "p.jsonl" in err, err[-500:]
+    hide_labels_file(tmp_path / "d.parquet", tmp_path / "h.parquet", 0.5, batch_rows=50, progress=True)
+    err = capsys.readouterr().err
+    assert "rows" in err and "hide" in err, err[-500:]
+    import_file(src, tmp_path / "q.parquet", progress=False, source="t")
+    assert "rows" not in capsys.readouterr().err  # --no-progress means none
