@@ -101,7 +101,7 @@ def test_state_round_trip_and_teacher_votes():
     m.teacher_updated(0.01, 0.5)
     m2 = cw2()
     m2.load_state_dict(m.state_dict())
-    assert m2.teacher_updates == 1 and m2.teacher_alpha(10) == m.teacher_alpha(10)
+    assert m2.teacher_update_count() == 1 and m2.teacher_alpha(10) == m.teacher_alpha(10)
     assert m.teacher_rollouts(4) == 6 and cw2().teacher_rollouts(4) == 4
 
 

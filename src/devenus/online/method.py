@@ -110,6 +110,10 @@ class OnlineMethod:
     def teacher_updated(self, alpha: float, distance: float) -> None:
         """Called after each teacher update with its alpha and the teacher-student L2 distance."""
 
+    def teacher_update_count(self) -> int:
+        """How many EMA updates the teacher has had (method state; logged when a checkpoint restores it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no EMA teacher")
+
     def verification_prompt(self) -> tuple[str, tuple[str, str]]:
         """(template with ``{question}`` and ``{answer}``, (correct verdict, incorrect verdict)) for the
         self-verification pass (``self_verification`` in ``step_needs``)."""

@@ -154,5 +154,5 @@ class EMATeacherTrainer(DeVenusTrainer):
             res = self._teacher("load", folder=self._step_folder())
             print(f"[devenus] restored the EMA teacher from {self._step_folder()} "
                   f"(checksum {sum(r['teacher_checksum'] for r in res):.6e}, "
-                  f"method state {self.method.state_dict()})")  # the declared hook, not a method's own field
+                  f"{self.method.teacher_update_count()} updates)")
         return result

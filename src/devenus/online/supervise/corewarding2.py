@@ -68,6 +68,9 @@ class CoRewardingII(OnlineMethod):
         self.teacher_updates += 1
         self.log(teacher_alpha=alpha, teacher_distance=distance, teacher_updates=self.teacher_updates)
 
+    def teacher_update_count(self) -> int:
+        return self.teacher_updates
+
     # ---- S_y -------------------------------------------------------------------------------------
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
         """The teacher's rows (``vote_only``) vote; the student's unlabeled rows take the majority."""
