@@ -17,14 +17,20 @@ from devenus.experiments.runner import BASE, Arm, Experiment
 ARMS = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
 
 
-def make(tmp_path, budget=None) -> Experiment:
-    return Experiment("t", ARMS, budget or {"steps": 2}, results=tmp_path / "results" / "t", work=tmp_path / "work",
-                      log=lambda s: None)
+MODEL = "weights-a"  # stands in for the hash of the base model's weights (no testbed needed here)
 
 
-def record(exp: Experiment, name: str, seed: int, per_q: dict, rc: int = 0) -> dict:
+def make(tmp_path, budget=None, model=MODEL) -> Experiment:
+    exp = Experiment("t", ARMS, budget or {"steps": 2}, results=tmp_path / "results" / "t", work=tmp_path / "work",
+                     log=lambda s: None)
+    exp._base_model_id = model
+    return exp
+
+
+def record(exp: Experiment, name: str, seed: int, per_q: dict, rc: int = 0, model=MODEL) -> dict:
     acc = {g: sum(v.values()) / len(v) for g, v in per_q.items()}
     return {"experiment": exp.name, "name": name, "seed": seed, "fingerprint": exp.fingerprint(exp.arm(name)),
+            "base_model": model,
             "returncode": rc, "wall_s": 10.0, "startup_s": 5.0, "per_question": per_q if rc == 0 else {},
             "accuracy": acc, "curves": [{"step": s, "devenus/target/accuracy": 0.5} for s in (1, 2)], "val_samples": 4}
 
@@ -44,6 +50,12 @@ def test_plan_skips_finished_runs_and_reruns_failed_changed_or_corrupt_ones(tmp_
     exp.result_path("grpo_full", 0).write_text("{not json")
     assert exp.plan([0]) == [("grpo_full", 0), ("ttrl@10", 0)]
     assert make(tmp_path, {"steps": 3}).plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]  # another budget
+    # other weights under the same testbed key (SFT on another CPU): nothing of theirs is reused
+    assert make(tmp_path, model="weights-b").plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]
+    legacy = record(exp, BASE, 0, q)
+    del legacy["base_model"]  # a result from before the field: its weights are unknown, so it is rerun
+    exp._save(BASE, 0, legacy)
+    assert (BASE, 0) in exp.plan([0])
     with pytest.raises(ValueError):
         exp.plan([0], ["nope"])
 
@@ -60,12 +72,14 @@ STAND_IN = textwrap.dedent("""
             time.sleep(1.5)
             per_q = {"ID": {"a": 0.5, "b": 0.25}}
             return self._save(name, seed, {"experiment": self.name, "name": name, "seed": seed,
-                "fingerprint": self.fingerprint(self.arm(name)), "returncode": 0, "wall_s": 1.5, "startup_s": None,
+                "fingerprint": self.fingerprint(self.arm(name)), "base_model": self.base_model_id(),
+                "returncode": 0, "wall_s": 1.5, "startup_s": None,
                 "per_question": per_q, "accuracy": {"ID": 0.375}, "curves": []})
 
     arms = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
     root = Path(sys.argv[1])
     exp = StandIn("t", arms, {"steps": 2}, results=root / "results" / "t", work=root / "work")
+    exp._base_model_id = "weights-a"
     (root / "work").mkdir(parents=True, exist_ok=True)
     exp.run([0, 1], jobs=1, shared_ray=False)
 """)
@@ -185,6 +199,7 @@ SLOW_RUNS = textwrap.dedent("""
 
     root = Path(sys.argv[1])
     exp = Sleepy("t", [Arm("grpo_full")], {"steps": 2}, results=root / "results" / "t", work=root / "work")
+    exp._base_model_id = "weights-a"
     exp.run([0], jobs=2, shared_ray=False)
 """)
 
@@ -205,3 +220,17 @@ def test_sigterm_stops_the_runs_in_flight(tmp_path):
     assert out.stdout.strip() == ""  # both runs were killed, not left behind
     recs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "t").glob("*.json")]
     assert recs and all(r["returncode"] != 0 for r in recs)  # recorded as failed: a rerun redoes them
+
+
+def test_differences_pair_only_runs_of_the_same_weights(tmp_path):
+    """Seed 1's baseline ran on other weights (same testbed key, another CPU): that seed is left out of
+    the paired difference and named, never paired across models."""
+    exp = make(tmp_path)
+    qs = [f"q{i}" for i in range(8)]
+    for seed, (b, g) in enumerate([(0.2, 0.5), (0.3, 0.9), (0.25, 0.6)]):
+        for name, v in ((BASE, b), ("grpo_full", g)):
+            model = "weights-b" if (seed, name) == (1, BASE) else MODEL
+            exp._save(name, seed, record(exp, name, seed, {"ID": {q: v for q in qs}}, model=model))
+    vs = exp.comparisons()["grpo_full"]["vs_base"]
+    assert vs["seeds"] == [0, 2] and vs["other_base_model"] == [1]
+    assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.35) / 2)

@@ -20,7 +20,8 @@ What every run shares, by construction:
   ``VERL_FILE_LOGGER_PATH``), never from console output; per-question scores from
   ``trainer.validation_data_dir``.
 - **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
-  fingerprint matches and reruns the rest from scratch.
+  fingerprint and base-model weights (:meth:`Experiment.base_model_id`) match and reruns the rest from
+  scratch. Differences pair only runs of the same weights.
 - **Start-up.** With ``shared_ray`` the runner starts one Ray head for the whole sweep and every run
   attaches to it (``ray_kwargs.ray_init.address``), so no run starts its own GCS/raylet; verl still
   builds its worker processes per trainer. Each record keeps ``startup_s`` (launch to the end of the
@@ -249,6 +250,21 @@ class Experiment:
                 "validation": val}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def base_model_id(self) -> str:
+        """A hash of the base model's weights. The testbed's build key names its recipe, not its weights:
+        SFT on another CPU gives other weights under the same key (docs/testbed.md), so a result is reused
+        or paired only with results of the same weights."""
+        if getattr(self, "_base_model_id", None) is None:
+            h = hashlib.sha256()
+            model_dir = Path(self._testbed().model_dir)
+            for f in sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin")):
+                h.update(f.name.encode())
+                with open(f, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+            self._base_model_id = h.hexdigest()[:16]
+        return self._base_model_id
+
     def result_path(self, name: str, seed: int) -> Path:
         return self.results / f"{name}_s{seed}.json"
 
@@ -260,7 +276,8 @@ class Experiment:
             r = json.loads(p.read_text())
         except json.JSONDecodeError:
             return False
-        return r.get("returncode") == 0 and bool(r.get("per_question")) and r.get("fingerprint") == self.fingerprint(self.arm(name))
+        return (r.get("returncode") == 0 and bool(r.get("per_question")) and r.get("fingerprint") == self.fingerprint(self.arm(name))
+                and r.get("base_model") == self.base_model_id())  # a result of other weights is rerun, never reused
 
     def _save(self, name: str, seed: int, record: dict) -> dict:
         self.results.mkdir(parents=True, exist_ok=True)
@@ -353,7 +370,7 @@ class Experiment:
             for m in metrics if m["step"] > 0]
         record = {
             "experiment": self.name, "name": name, "seed": seed, "arm": asdict(arm), "budget": dict(self.budget),
-            "fingerprint": self.fingerprint(arm), "returncode": rc, "wall_s": round(wall, 1),
+            "fingerprint": self.fingerprint(arm), "base_model": self.base_model_id(), "returncode": rc, "wall_s": round(wall, 1),
             "startup_s": None if startup is None else round(startup, 1), "shared_ray": ray is not None,
             "final_step": int(dumps[-1].stem) if dumps else None, "val_samples": k,
             "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
@@ -480,10 +497,14 @@ class Experiment:
 
     @staticmethod
     def _paired(runs: Mapping[int, dict], refs: Mapping[int, dict]) -> dict:
-        seeds = sorted(set(runs) & set(refs))
+        common = sorted(set(runs) & set(refs))
+        # a seed pairs only where both runs trained the same weights (results older than the field pair
+        # with each other: both None)
+        seeds = [s for s in common if runs[s].get("base_model") == refs[s].get("base_model")]
+        other = [s for s in common if s not in seeds]
         if not seeds:
-            return {"seeds": [], "by": None}
-        res: dict = {"seeds": seeds}
+            return {"seeds": [], "by": None, **({"other_base_model": other} if other else {})}
+        res: dict = {"seeds": seeds, **({"other_base_model": other} if other else {})}
         if len(seeds) >= 2:
             res["by"] = "seeds"
             for g in AGGREGATES:
