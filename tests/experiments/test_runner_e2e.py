@@ -42,6 +42,7 @@ def test_one_arm_one_seed_two_steps(tmp_path, small_validation):
     assert [(r["name"], r["returncode"]) for r in results] == [(BASE, 0), ("grpo_full", 0)]
     for r in results:
         assert r["shared_ray"] and r["val_samples"] == 2
+        assert r["base_model"] == exp.base_model_id() and len(r["base_model"]) == 16  # the weights it trained
         assert {g: len(v) for g, v in r["per_question"].items() if "/" not in g} == {"ID": 64, "near-OOD": 32, "far-OOD": 32}
         # the per-question table reproduces verl's own validation metric, logged by the file tracker
         assert r["accuracy"]["ID"] == pytest.approx(r["val_metrics"]["val-core/testbed/add/acc/mean@2"])
