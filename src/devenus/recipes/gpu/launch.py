@@ -58,13 +58,14 @@ def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str,
             f"trainer.experiment_name={recipe.name}", *recipe.overrides, *extra]
 
 
-def eval_command(config, data_dir: str, gpus: int) -> list[str]:
+def eval_command(config, data_dir: str) -> list[str]:
     """``devenus eval`` of a run's last checkpoint: the paper's protocol on vLLM, at the training max length
     (the protocol's rule: evaluate at the length the model was trained with)."""
+    if not os.path.isdir(data_dir):
+        raise ValueError(f"--eval-data-dir {data_dir} is not a folder")
     return [sys.executable, "-m", "devenus", "eval", str(config.trainer.default_local_dir), "--protocol", "paper",
             "--data-dir", str(data_dir), "--max-new-tokens", str(int(config.data.max_response_length)),
-            "--backend", "vllm", "--tensor-parallel-size", str(min(gpus, 8)),
-            "--out", os.path.join(os.path.dirname(str(config.trainer.default_local_dir)), "eval")]
+            "--backend", "vllm", "--out", os.path.join(os.path.dirname(str(config.trainer.default_local_dir)), "eval")]
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         rec = load_recipe(args.name)
         ov = recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=os.path.join(args.out, rec.name),
                               nodes=args.nodes, gpus=args.gpus, extra=tuple(args.overrides))
-        if args.dry_run:
+        ev = None
+        if args.dry_run or args.eval_data_dir:  # (the evaluation is checked before hours of training)
             from devenus.adapters.verl.train import SetupError, preflight
 
             try:
@@ -154,25 +156,21 @@ def main(argv: list[str] | None = None) -> int:
             except SetupError as e:
                 print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
                 return 1
+            ev = eval_command(config, args.eval_data_dir) if args.eval_data_dir else None
+        if args.dry_run:
             a = config.actor_rollout_ref
             print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
                   f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
                   f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
                   f"  reference: {rec.reference}")
-            if args.eval_data_dir:
-                if not os.path.isdir(args.eval_data_dir):
-                    print(f"error: --eval-data-dir {args.eval_data_dir} is not a folder", file=sys.stderr)
-                    return 1
-                print("  then: " + shlex.join(eval_command(config, args.eval_data_dir, args.gpus)))
+            if ev:
+                print("  then: " + shlex.join(ev))
             print("  pre-flight checks passed; launch without --dry-run")
             return 0
         cmd = [sys.executable, "-m", "devenus.train", *ov]
         print("$", shlex.join(cmd), flush=True)
         rc = subprocess.call(cmd)
-        if rc == 0 and args.eval_data_dir:
-            from devenus.adapters.verl.train import preflight
-
-            ev = eval_command(preflight(ov), args.eval_data_dir, args.gpus)
+        if rc == 0 and ev:
             print("$", shlex.join(ev), flush=True)
             rc = subprocess.call(ev)
         return rc
