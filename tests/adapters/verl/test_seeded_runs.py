@@ -1,7 +1,9 @@
-"""Two runs of one config on the CPU backend give the same numbers; another rollout seed does not.
+"""Two runs of one config on the CPU backend give the same numbers; another rollout seed does not; and
+the first run's GRPO steps are real (gradients, DE-Venus metrics, parsed validation).
 
 The second run uses verl's own agent-loop manager instead of the CPU backend's (which builds each agent
-loop once per worker): the same numbers also show that the faster manager changes nothing but the time.
+loop once per worker), and attaches to the test process's shared Ray head where the first starts its own
+Ray: the same numbers also show that neither changes anything but the time.
 """
 
 import json
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, accuracy_from_dump, parse_console_metrics
+from devenus.recipes.testbed_train import RunConfig, accuracy_from_dump, parse_console_metrics, run
 from e2e import run_train, train_cmd
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]
@@ -19,15 +21,47 @@ STEP_KEYS = ("critic/score/mean", "critic/rewards/mean", "response_length/mean",
              "actor/entropy", "actor/pg_loss", "actor/grad_norm")
 
 
+def _cfg(val_file: Path, seed_overrides: tuple[str, ...] = ()) -> RunConfig:
+    return RunConfig(steps=2, prompts_per_step=4, rollouts_per_prompt=4, val_n=2,
+                     extra_overrides=(f"data.val_files=[{val_file}]", *seed_overrides))
+
+
+def _dumps(out: Path) -> dict:
+    return {p.stem: [json.loads(line) for line in p.read_text().splitlines()]
+            for p in sorted((out / "validation").glob("*.jsonl"))}
+
+
 def _run(tb, out: Path, val_file: Path, seed_overrides: tuple[str, ...] = ()):
-    cfg = RunConfig(steps=2, prompts_per_step=4, rollouts_per_prompt=4, val_n=2,
-                    extra_overrides=(f"data.val_files=[{val_file}]", *seed_overrides))
-    r = run_train(train_cmd(tb, out, cfg), timeout=1200)
+    r = run_train(train_cmd(tb, out, _cfg(val_file, seed_overrides)), timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     metrics = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines()) if m["step"] > 0}
-    dumps = {p.stem: [json.loads(line) for line in p.read_text().splitlines()]
-             for p in sorted((out / "validation").glob("*.jsonl"))}
-    return r, metrics, dumps, accuracy_from_dump(tb, out / "validation")
+    return r.stdout, metrics, _dumps(out), accuracy_from_dump(tb, out / "validation")
+
+
+def _run_recipe(tb, out: Path, val_file: Path):
+    """The first run goes through the recipe API the demo uses (``testbed_train.run``), whose parsing is
+    checked here too: every run costs a minute of verl start-up, so one run serves both purposes."""
+    res = run(tb, out, _cfg(val_file), timeout_s=1200)
+    log = res.log.read_text()
+    assert res.returncode == 0, log[-4000:]
+    metrics = {m["step"]: m for m in res.metrics if m["step"] > 0}
+    return log, metrics, _dumps(out), res
+
+
+def _check_grpo_steps(res, rows_per_step: int, val_questions: int) -> None:
+    """Real GRPO steps: gradient flows where a group has reward variance, DE-Venus metrics are logged,
+    validation before training and after the last step is parsed."""
+    train = [m for m in res.metrics if "actor/grad_norm" in m]
+    assert [m["step"] for m in train] == [1, 2]
+    assert max(m["actor/grad_norm"] for m in train) > 0
+    # a step whose groups are all-right or all-wrong has zero advantages and a zero gradient
+    for m in train:
+        assert (m["actor/grad_norm"] > 0) == (m["critic/advantages/max"] > 0)
+        assert m["devenus/reward/labeled/rows"] == rows_per_step
+        assert 0.0 <= m["devenus/reward/labeled/mean"] <= 1.0
+        assert m["devenus/timing_s/hooks"] >= 0
+    assert sorted(res.validation) == [0, 2]
+    assert res.validation[0]["ID"]["n"] + res.validation[0].get("OOD", {"n": 0})["n"] == val_questions
 
 
 def test_same_config_same_numbers(base_testbed, tmp_path):
@@ -36,10 +70,12 @@ def test_same_config_same_numbers(base_testbed, tmp_path):
     val_file = tmp_path / "val.parquet"  # 24 held-out questions: validation stays cheap
     write_records(read_records(base_testbed.split("test_id"))[:24], val_file)
 
-    r1, m1, d1, acc1 = _run(base_testbed, tmp_path / "a", val_file)
-    r2, m2, d2, acc2 = _run(base_testbed, tmp_path / "b", val_file,
-                            ("++actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",))
-    assert "backend cpu (auto: no accelerator visible to torch" in r1.stdout
+    log1, m1, d1, res1 = _run_recipe(base_testbed, tmp_path / "a", val_file)
+    acc1 = res1.validation
+    log2, m2, d2, acc2 = _run(base_testbed, tmp_path / "b", val_file,
+                              ("++actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",))
+    assert "backend cpu (auto: no accelerator visible to torch" in log1
+    _check_grpo_steps(res1, rows_per_step=16, val_questions=24)
     assert set(m1) == set(m2) == {1, 2}
     for step in (1, 2):
         for key in STEP_KEYS:
