@@ -247,3 +247,22 @@ def test_the_shared_head_gets_the_cpu_environment_and_the_extra_variables():
     assert env["PYTHONPATH"] == "/plugins:/a" and env["VERL_PLATFORM"] == "cpu" and env["OMP_NUM_THREADS"] == "1"
     assert env["RAY_AUTH_MODE"] == "disabled"
     assert SharedRay(num_gpus=1).head_env(base)["PYTHONPATH"] == "/a"
+
+
+def test_the_report_picture_draws_each_paired_difference(tmp_path):
+    """The forest plot: one row per arm with a paired difference, per-seed dots equal to arm - baseline."""
+    pytest.importorskip("matplotlib")
+    from devenus.experiments.plot import per_seed_differences, plot_differences
+
+    recs = {(arm, s): {"accuracy": {"ID": acc + 0.01 * s, "far-OOD": 0.3}}
+            for arm, acc in (("base", 0.2), ("grpo", 0.5), ("ttrl", 0.45)) for s in (0, 1)}
+    recs[("ttrl", 1)]["accuracy"]["ID"] = 0.40
+    assert per_seed_differences(recs, "ttrl", "grpo", "ID", [0, 1]) == pytest.approx([-0.05, -0.11])
+    iv = {"mean": -0.08, "half_width": 0.3, "n": 2, "level": 0.95}
+    comp = {"base": {"seeds": [0, 1]},
+            "grpo": {"vs_base": {"ref": "base", "by": "seeds", "seeds": [0, 1], "ID": iv, "far-OOD": iv}},
+            "ttrl": {"vs_baseline": {"ref": "grpo", "by": "seeds", "seeds": [0, 1], "ID": iv, "verdict_ID": "inconclusive"}}}
+    out = plot_differences("x", comp, recs, tmp_path / "x.png")
+    assert out == tmp_path / "x.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.png"]  # no temporary file left behind
+    assert plot_differences("x", {"base": {"seeds": [0]}}, recs, tmp_path / "y.png") is None

@@ -576,6 +576,12 @@ class Experiment:
             tmp = self.results.parent / f".{self.name}.json.tmp"
             tmp.write_text(json.dumps(comp, indent=1))
             os.replace(tmp, self.results.parent / f"{self.name}.json")
+            try:
+                from devenus.experiments.plot import plot_differences
+
+                plot_differences(self.name, comp, recs, self.results.parent / f"{self.name}.png")
+            except ImportError:  # matplotlib (the plot extra) not installed: the table is the report
+                pass
         return table
 
 
