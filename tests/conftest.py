@@ -26,11 +26,3 @@ def base_testbed():
     from devenus.testbed import build_testbed
 
     return build_testbed()
-
-
-@pytest.fixture(autouse=True)
-def _say_whether_slow(request, monkeypatch):
-    """Tells the end-to-end helpers (tests/adapters/verl/e2e.py) that the running test is an end-to-end
-    one (marker slow): only those attach their verl runs to a shared Ray head."""
-    monkeypatch.setenv("DEVENUS_TEST_IS_SLOW", "1" if request.node.get_closest_marker("slow") else "0")
-

@@ -236,19 +236,6 @@ def test_differences_pair_only_runs_of_the_same_weights(tmp_path):
     assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.35) / 2)
 
 
-def test_the_shared_head_gets_the_cpu_environment_and_the_extra_variables():
-    """What the head's workers inherit: the CPU launch environment, the caller's extra variables over it
-    (the e2e tests put their plugins on PYTHONPATH this way), and no token authentication."""
-    from devenus.adapters.verl.cpu.launch import cpu_env
-    from devenus.experiments.runner import SharedRay
-
-    base = cpu_env({"PYTHONPATH": "/a", "OMP_NUM_THREADS": "1"})
-    env = SharedRay(num_gpus=1, env={"PYTHONPATH": "/plugins:/a"}).head_env(base)
-    assert env["PYTHONPATH"] == "/plugins:/a" and env["VERL_PLATFORM"] == "cpu" and env["OMP_NUM_THREADS"] == "1"
-    assert env["RAY_AUTH_MODE"] == "disabled"
-    assert SharedRay(num_gpus=1).head_env(base)["PYTHONPATH"] == "/a"
-
-
 def test_the_report_picture_draws_each_paired_difference(tmp_path):
     """The forest plot: one row per arm with a paired difference, per-seed dots equal to arm - baseline."""
     pytest.importorskip("matplotlib")

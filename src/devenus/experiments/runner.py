@@ -139,12 +139,8 @@ class SharedRay:
     instead of starting its own, and fails when that head is gone. A private temp dir keeps this head
     invisible to everyone who does not pass its address."""
 
-    def __init__(self, num_gpus: int, num_cpus: int = 16, log: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
-        """``env``: variables set for the head over this process's environment; its workers (every
-        attached run's TaskRunner, FSDP worker, rollout server...) inherit them."""
+    def __init__(self, num_gpus: int, num_cpus: int = 16, log: Path | None = None) -> None:
         self.num_gpus, self.num_cpus, self.log = num_gpus, num_cpus, log
-        self.extra_env = dict(env or {})
         self.proc: subprocess.Popen | None = None
         self.temp_dir = ""
         self.address = ""
@@ -164,7 +160,7 @@ class SharedRay:
                "--include-dashboard=false", "--disable-usage-stats"]
         out = open(self.log, "w") if self.log else subprocess.DEVNULL
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.head_env(cpu_launch_env()),
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env(cpu_launch_env()),
                                      start_new_session=True)
         guard_group(self.proc.pid)
         self.address = f"127.0.0.1:{port}"
@@ -183,10 +179,6 @@ class SharedRay:
                 return
             time.sleep(2)
         raise TimeoutError(f"the Ray head at {self.address} did not come up in {timeout:.0f} s")
-
-    def head_env(self, base: dict) -> dict:
-        """The head's environment: ``base`` (the CPU launch environment), then the extra ``env``."""
-        return self.env({**base, **self.extra_env})
 
     @staticmethod
     def env(base: dict) -> dict:

@@ -13,54 +13,16 @@ from devenus.recipes.testbed_train import RunConfig, overrides
 
 PLUGINS = Path(__file__).parent / "plugins"
 TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
-SLOW_TEST_ENV = "DEVENUS_TEST_IS_SLOW"  # set by tests/conftest.py while a test marked slow runs
 
 
 def train_cmd(tb, out, cfg: RunConfig, *extra: str) -> list[str]:
     return [sys.executable, "-m", "devenus.train", *overrides(tb, Path(out), cfg), *extra]
 
 
-def _plugins_pythonpath() -> str:
-    return f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}"
-
-
-# One Ray head per test process, started on first use and shared by the runs that attach to it, as the
-# experiment runner's sweeps do (devenus.experiments.runner.SharedRay): each attached run skips starting
-# its own GCS, raylet and Ray's helper processes (~10-20 s here). Only the tests marked slow use it
-# (tests/conftest.py says which test is running; an error raised before Ray needs no head);
-# DEVENUS_E2E_SHARED_RAY=0 turns it off.
-_HEAD = None
-
-
-def shared_head():
-    global _HEAD
-    if _HEAD is None:
-        import atexit
-        import shutil
-        import tempfile
-
-        from devenus.experiments.runner import SharedRay
-
-        log_dir = tempfile.mkdtemp(prefix="devenus-e2e-ray-")
-        head = SharedRay(num_gpus=1, log=Path(log_dir) / "head.log", env={"PYTHONPATH": _plugins_pythonpath()})
-        head.__enter__()  # a watchdog kills the head if this process dies without running atexit
-        atexit.register(shutil.rmtree, log_dir, True)  # atexit runs last-in first-out: after the head stops
-        atexit.register(head.__exit__, None, None, None)
-        _HEAD = head
-    return _HEAD
-
-
-def run_train(cmd: list[str], timeout: float = TIMEOUT_S, env_extra: dict | None = None,
-              own_ray: bool = False) -> subprocess.CompletedProcess:
-    """Run in its own process group (test plugins on PYTHONPATH); on timeout the whole group is killed.
-
-    The run attaches to this process's shared Ray head unless ``own_ray`` (a run that starts its own Ray,
-    as a user's does) or ``env_extra`` is given: the head's workers inherit the head's environment, not
-    the run's."""
-    if (not own_ray and not env_extra and os.environ.get(SLOW_TEST_ENV) == "1"
-            and os.environ.get("DEVENUS_E2E_SHARED_RAY", "1") != "0"):
-        cmd = [*cmd, *shared_head().overrides()]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _plugins_pythonpath(), **(env_extra or {})}
+def run_train(cmd: list[str], timeout: float = TIMEOUT_S, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """Run in its own process group (test plugins on PYTHONPATH); on timeout the whole group, Ray included, is killed."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}",
+           **(env_extra or {})}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     try:

@@ -2,8 +2,7 @@
 the first run's GRPO steps are real (gradients, DE-Venus metrics, parsed validation).
 
 The second run uses verl's own agent-loop manager instead of the CPU backend's (which builds each agent
-loop once per worker), and attaches to the test process's shared Ray head where the first starts its own
-Ray: the same numbers also show that neither changes anything but the time.
+loop once per worker): the same numbers also show that the faster manager changes nothing but the time.
 """
 
 import json

@@ -75,8 +75,7 @@ def _small(cfg_kwargs=None):
 def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     """Uninterrupted run vs. a run killed after its step-2 checkpoint and resumed: same decisions at steps 3-4."""
     plugin = ["devenus.plugins=[visit_counter]"]
-    # its own Ray, like a user's run: the kill takes the driver and every Ray process with it
-    full = run_train(train_cmd(base_testbed, tmp_path / "full", _small(), *plugin), timeout=900, own_ray=True)
+    full = run_train(train_cmd(base_testbed, tmp_path / "full", _small(), *plugin), timeout=900)
     assert full.returncode == 0, full.stdout[-4000:] + full.stderr[-4000:]
     want = {m["step"]: m for m in parse_console_metrics(full.stdout.splitlines())}
     assert set(want) == {1, 2, 3, 4}
@@ -94,7 +93,7 @@ def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     assert state.exists(), "no step-2 checkpoint appeared"
     kill_tree(proc.pid)  # the driver and every Ray process it started, as a crash would leave them
 
-    resumed = run_train(cmd, timeout=900, own_ray=True)
+    resumed = run_train(cmd, timeout=900)
     assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
     assert "restored test_visit_counter state" in resumed.stdout + resumed.stderr
     got = {m["step"]: m for m in parse_console_metrics(resumed.stdout.splitlines())}
