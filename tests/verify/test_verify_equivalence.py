@@ -17,6 +17,9 @@ import pytest
 
 from devenus.verify import Verifier, VerifierConfig, get_default_verifier
 
+# wall-clock bounds: scripts/test.sh runs these on their own, after the parallel unit tests
+pytestmark = pytest.mark.timing
+
 TIMEOUT = 1.0
 # Generous slack for a slow shared CI box: the bound is TIMEOUT, kill + reap must be quick.
 SLACK = 2.0
