@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -568,12 +569,10 @@ class Experiment:
             tmp = self.results.parent / f".{self.name}.json.tmp"
             tmp.write_text(json.dumps(comp, indent=1))
             os.replace(tmp, self.results.parent / f"{self.name}.json")
-            try:
+            if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the table is the report
                 from devenus.experiments.plot import plot_differences
 
                 plot_differences(self.name, comp, recs, self.results.parent / f"{self.name}.png")
-            except ImportError:  # matplotlib (the plot extra) not installed: the table is the report
-                pass
         return table
 
 

@@ -71,8 +71,8 @@ def test_same_config_same_numbers(base_testbed, tmp_path):
 
     log1, m1, d1, res1 = _run_recipe(base_testbed, tmp_path / "a", val_file)
     acc1 = res1.validation
-    log2, m2, d2, acc2 = _run(base_testbed, tmp_path / "b", val_file,
-                              ("++actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",))
+    _, m2, d2, acc2 = _run(base_testbed, tmp_path / "b", val_file,
+                           ("++actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",))
     assert "backend cpu (auto: no accelerator visible to torch" in log1
     _check_grpo_steps(res1, rows_per_step=16, val_questions=24)
     assert set(m1) == set(m2) == {1, 2}
