@@ -74,10 +74,14 @@ SEAMS: tuple[Seam, ...] = (
          "cpu.agent_loop.ReusingAgentLoopWorker (which loop an agent name builds)"),
     Seam("verl.experimental.agent_loop.agent_loop:AgentLoopManager", "agent_loop_workers_class", "instance",
          "cpu.agent_loop.ReusingAgentLoopManager (sets its worker class before verl's constructor)"),
-    # a body DE-Venus mirrors: task_runner.DeVenusTaskRunner.run follows it line for line
+    # a body DE-Venus mirrors: task_runner.DeVenusTaskRunnerImpl.run follows it line for line
     Seam("verl.trainer.main_ppo_v0:TaskRunner", "run", "source",
-         "task_runner.DeVenusTaskRunner.run (review it against verl's when this fingerprint changes)",
+         "task_runner.DeVenusTaskRunnerImpl.run (review it against verl's when this fingerprint changes)",
          fingerprint="95ebfb4a9286d46a"),
+    # the calls run_ppo makes on its task_runner_class (.options(...).remote(), .remote(), run.remote(config))
+    Seam("verl.trainer.main_ppo", "run_ppo", "source",
+         "task_runner.InDriverTaskRunner (answers those calls in the driver; review it when this changes)",
+         fingerprint="a65eddb189e56ae1"),
 )
 
 

@@ -39,8 +39,7 @@ def build_method(config):
     return spec, spec.build(method_cfg)
 
 
-@ray.remote
-class DeVenusTaskRunner(BaseTaskRunner):
+class DeVenusTaskRunnerImpl(BaseTaskRunner):
     """verl's ``TaskRunner.run`` with three differences, marked ``# DE-Venus`` below: the method is built
     from the overlay, the actor role may run a worker subclass (chosen by the trainer class), and the
     trainer class comes from the registry and receives the method.
@@ -101,3 +100,59 @@ class DeVenusTaskRunner(BaseTaskRunner):
         print(f"[devenus] method {spec.name} ({type(method).__name__}) with {trainer_cls.__name__}")
         trainer.init_workers()
         trainer.fit()
+
+
+
+#: the Ray actor verl's ``run_ppo`` starts (``devenus.task_runner=ray``: verl's own topology)
+DeVenusTaskRunner = ray.remote(DeVenusTaskRunnerImpl)
+
+
+def runtime_env_vars(config) -> dict[str, str]:
+    """The environment variables a task-runner actor would get from ``run_ppo``'s ``ray.init``: verl's
+    defaults (those not already set) and ``ray_kwargs.ray_init.runtime_env.env_vars``."""
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+
+    env = dict(get_ppo_ray_runtime_env(config).get("env_vars", {}))
+    ray_init = config.ray_kwargs.get("ray_init", None) or {}
+    extra = (ray_init.get("runtime_env", None) or {}).get("env_vars", None)
+    if extra:
+        env.update(OmegaConf.to_container(extra, resolve=True) if not isinstance(extra, dict) else extra)
+    return {str(k): str(v) for k, v in env.items()}
+
+
+class InDriverTaskRunner:
+    """A ``task_runner_class`` for verl's ``run_ppo`` that runs the task runner in the calling process
+    (``devenus.task_runner=driver``) instead of in a Ray actor of its own.
+
+    Why: on the CPU backend that actor is one more process importing torch, transformers and verl
+    (~9 s of wall time on one core, measured) before any worker starts, while the driver, which has
+    imported all of it already, only waits. ``run_ppo`` still makes its own ``ray.init`` with verl's
+    runtime environment; the workers, resource pools and training loop are the same. The variables the
+    actor would have received through that runtime environment are set in the driver's environment.
+    verl calls ``task_runner_class.remote()`` and then ``ray.get(runner.run.remote(config))``.
+    """
+
+    def __init__(self, impl: type = DeVenusTaskRunnerImpl):
+        self._impl = impl
+
+    def options(self, **_ignored) -> InDriverTaskRunner:
+        return self
+
+    def remote(self) -> _InDriverHandle:
+        return _InDriverHandle(self._impl())
+
+
+class _InDriverHandle:
+    def __init__(self, runner) -> None:
+        self.run = _InDriverCall(runner.run)
+
+
+class _InDriverCall:
+    def __init__(self, fn) -> None:
+        self._fn = fn
+
+    def remote(self, config):
+        import os
+
+        os.environ.update(runtime_env_vars(config))
+        return ray.put(self._fn(config))

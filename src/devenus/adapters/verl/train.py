@@ -12,6 +12,10 @@ import os
 import sys
 
 
+#: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
+TASK_RUNNERS = ("ray", "driver")
+
+
 class SetupError(RuntimeError):
     """A configuration or data problem found before training starts."""
 
@@ -61,6 +65,9 @@ def check_setup(config) -> None:
     from devenus.adapters.verl.task_runner import build_method
     from devenus.online.rollouts import RowKeyError, row_identity
 
+    where = config.devenus.get("task_runner", "ray")
+    if where not in TASK_RUNNERS:
+        raise SetupError(f"devenus.task_runner must be one of {', '.join(TASK_RUNNERS)}; got {where!r}")
     try:
         spec, method = build_method(config)
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         from verl.utils.config import validate_config
         from verl.utils.device import auto_set_device
 
-        from devenus.adapters.verl.task_runner import DeVenusTaskRunner
+        from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
 
         try:
             check_setup(config)
@@ -196,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             return
         auto_set_device(config)
         validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-        run_ppo(config, task_runner_class=DeVenusTaskRunner)
+        in_driver = config.devenus.get("task_runner", "ray") == "driver"
+        run_ppo(config, task_runner_class=InDriverTaskRunner() if in_driver else DeVenusTaskRunner)
         result["rc"] = 0
 
     sys.argv = [sys.argv[0]] + argv

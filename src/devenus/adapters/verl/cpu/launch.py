@@ -223,6 +223,8 @@ def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
     choice = choose_backend(argv)
     if choice.backend == "cpu":
         os.environ.update(cpu_env(os.environ))
-        return cpu_overrides() + list(argv), choice
+        # the training loop in this process rather than in a Ray actor of its own (one process fewer to
+        # start; devenus.train's key, so not among cpu_overrides, which verl's own main_ppo also takes)
+        return cpu_overrides() + ["devenus.task_runner=driver"] + list(argv), choice
     os.environ.setdefault("DEVENUS_VERL_CPU", "0")
     return list(argv), choice
