@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # The test suite. Sets everything up on first run.
-#   bash scripts/test.sh             the whole suite, in two phases (below)
+#   bash scripts/test.sh             the default suite (what CI runs): phases 1 and 2 below
+#   bash scripts/test.sh --all       the same plus every extended end-to-end run (marker `extended`)
 #   bash scripts/test.sh ARGS...     pytest ARGS, in one process (e.g. one file, or -m "not slow")
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
+e2e="slow and not extended"
+if [ "${1:-}" = "--all" ]; then
+  [ "$#" -eq 1 ] || { echo "scripts/test.sh: --all takes no further arguments (pytest's go without it)" >&2; exit 2; }
+  e2e="slow"
+  shift
+fi
 if [ "$#" -gt 0 ]; then
   exec python -m pytest "$@"
 fi
 # Phase 1: unit and integration tests, two at a time (one per core), then the few that bound
-# wall-clock latencies (marker `timing`) one at a time: a neighbour would distort them. Phase 2: the
-# end-to-end runs (marker `slow`), two at a time: a verl run spends most of its start-up on one
+# wall-clock latencies (marker `timing`) one at a time: a neighbour would distort them.
+# Phase 2: end-to-end runs (marker `slow`), two at a time: a verl run spends most of its start-up on one
 # process at a time (each imports torch and verl in turn), so two runs share two cores with little loss.
+# The default suite runs at least one end-to-end run through verl per capability; `--all` adds the
+# `extended` ones (every other method, the second seed, the kill-and-resume variants: README, "Tests").
 # DEVENUS_UNIT_WORKERS / DEVENUS_E2E_WORKERS=1 run a phase one test at a time.
 status=0
 python -m pytest -m "not slow and not timing" -n "${DEVENUS_UNIT_WORKERS:-2}" --dist worksteal || status=$?
-python -m pytest -m "timing and not slow" || status=$((status ? status : $?))
-python -m pytest -m slow -n "${DEVENUS_E2E_WORKERS:-2}" --dist worksteal || status=$((status ? status : $?))
+# (only tests/verify has timing tests, tests/test_layering.py checks it: collecting just that folder saves ~13 s)
+python -m pytest -m "timing and not slow" tests/verify || status=$((status ? status : $?))
+python -m pytest -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist worksteal || status=$((status ? status : $?))
 exit "$status"

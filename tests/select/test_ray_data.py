@@ -8,7 +8,7 @@ pytest.importorskip("ray")
 from devenus.select.config import load_config  # noqa: E402
 from devenus.select.pipeline import run_generate, run_score  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # the default suite selects in one process (test_pipeline.py)
 
 
 def test_ray_data_matches_single_process(base_testbed, tmp_path):

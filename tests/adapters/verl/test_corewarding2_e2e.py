@@ -42,6 +42,7 @@ def syncs(log: str) -> dict[int, list[float]]:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp_path):
     cfg = RunConfig(method="corewarding2", steps=2, prompts_per_step=4, rollouts_per_prompt=4, save_freq=1,
                     train_file=str(hidden_train),

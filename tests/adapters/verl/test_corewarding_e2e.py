@@ -36,6 +36,7 @@ def test_pairing_errors_before_ray(data, train, batch, message):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_corewarding_end_to_end(base_testbed, data, tmp_path):
     cfg = RunConfig(method="corewarding", steps=2, prompts_per_step=4, rollouts_per_prompt=4,
                     train_file=str(data / "paired_hidden10.parquet"),

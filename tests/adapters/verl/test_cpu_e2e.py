@@ -17,7 +17,8 @@ import verl_cpu_fixtures as fxmod  # noqa: E402
 
 from devenus.adapters.verl.cpu.launch import cpu_launch_env  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.verl]
+# extended: every devenus.train end-to-end run goes through the same CPU backend and verl trainer
+pytestmark = [pytest.mark.slow, pytest.mark.extended, pytest.mark.verl]
 
 RUN_TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
 

@@ -29,6 +29,7 @@ def data(base_testbed, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the default suite probes in tests/lifecycle/test_lifecycle_e2e.py
 def test_probe_pass_writes_probe_evidence_and_leaves_training_metrics_alone(base_testbed, data, tmp_path):
     from devenus.records.evidence import read_evidence
     from devenus.records.io import read_records

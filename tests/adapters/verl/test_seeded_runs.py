@@ -13,7 +13,7 @@ import pytest
 from devenus.recipes.testbed_train import RunConfig, accuracy_from_dump, parse_console_metrics, run
 from e2e import run_train, train_cmd
 
-pytestmark = [pytest.mark.verl, pytest.mark.slow]
+pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.extended]
 
 # what a step's numbers depend on: the sampled responses, their rewards, the update they drive
 STEP_KEYS = ("critic/score/mean", "critic/rewards/mean", "response_length/mean", "response_length/max",

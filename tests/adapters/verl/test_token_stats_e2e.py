@@ -21,6 +21,7 @@ def semi_supervised_file(base_testbed, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize(
     "method, extra, score",
     [

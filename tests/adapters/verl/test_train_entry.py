@@ -72,6 +72,7 @@ def _small(cfg_kwargs=None):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the default suite resumes a method's state in test_refine_e2e.py[trapo]
 def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     """Uninterrupted run vs. a run killed after its step-2 checkpoint and resumed: same decisions at steps 3-4."""
     plugin = ["devenus.plugins=[visit_counter]"]

@@ -74,6 +74,7 @@ SIGNALS = ("self_certainty", "neg_entropy", "seq_logprob", "agreement", "self_ve
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp_path):
     cfg = RunConfig(method="unsupervised", steps=2, prompts_per_step=4, rollouts_per_prompt=4,
                     train_file=semi_supervised_file,
