@@ -1,6 +1,6 @@
-"""Label noise on the CPU testbed: does online label refinement (OLR) beat GRPO on noisy labels, for
-inactive and active noise? Through verl's real trainer and the experiment runner (paired seeds, paired
-intervals).
+"""Label noise on the CPU testbed: does online label refinement (OLR), or NL-OLR v2's offline
+correction, beat GRPO on noisy labels, for inactive and active noise? Through verl's real trainer and the
+experiment runner (paired seeds, paired intervals).
 
     python experiments/label_noise.py --quick     # rho 0.5, both regimes, seed 0     (budget: 30 min)
     python experiments/label_noise.py --full      # rho 0.1/0.3/0.5, both regimes, seeds 0-2
@@ -11,10 +11,15 @@ Plan (written before any run of this experiment; the claim is the report's, test
   ``grpo_clean`` (no noise) as the ceiling. Claim: ``olr`` beats ``grpo`` of the same (regime, rho) and
   seed (claimed side +). Also reported: every arm against ``base``; per step, the share of OLR's
   corrections whose new target is the hidden truth (``devenus/target/correction_precision``).
-- NL-OLR v2 is not an arm of this script: it never edits a label during training (it trains exactly as
-  GRPO and writes correction proposals as evidence), so its effect needs a second round trained on the
-  corrected version (``devenus lifecycle``, docs/lifecycle.md). Comparing it here would compare GRPO
-  with itself.
+- NL-OLR v2 (added 2026-12-02, before any run of its arms) never edits a label during training: it
+  trains exactly as GRPO and writes correction proposals as evidence, so it takes two rounds, as in
+  ``devenus lifecycle`` (docs/lifecycle.md). Per (regime, rho): ``nl_olr2`` trains on the noisy pool
+  (round 1: the evidence; same training as ``grpo``, so its difference to ``grpo`` is a control, not a
+  claim, expected to be 0), then ``nl_olr2_d1`` trains GRPO from the base model, for the same steps, on
+  D(1) = the noisy pool with round 1's proposals applied by ``devenus transition --rule correct``
+  (default thresholds). Claim: ``nl_olr2_d1`` beats ``grpo`` of the same (regime, rho) and seed
+  (claimed side +); reported with the transition's accepted corrections and their precision and recall
+  against the hidden truth. It costs two training runs where the other arms cost one.
 - Noise: ``inactive`` (a negative number of the right size: the policy never writes a minus sign) and
   ``active`` (the most common wrong answer among 16 base-model samples at T=1, drawn among questions
   that have one), at ratio rho of the pool's labels (``devenus.testbed.noise``).
@@ -23,7 +28,8 @@ Plan (written before any run of this experiment; the claim is the report's, test
   visits, from visit ``start_epoch + 1`` = 5); 32 steps x 16 prompts over 64 questions = 8 visits per
   question. Method settings: the defaults, unchanged.
 - Held-out: 512 ID, 256 near-OOD, 256 far-OOD questions, T=1, 4 samples each; never trained or tuned on.
-- Cost: 13 arms + base per seed. Quick mode runs rho 0.5 only (5 runs).
+- Cost: 25 arms + base per seed. Quick mode runs rho 0.5 only (9 runs: the first 5 ran before the
+  NL-OLR v2 arms existed; their results are unchanged by the addition).
 
 Results: one JSON per (arm, seed) under experiments/results/label_noise/, the table in label_noise.md
 (and .json) beside it.
@@ -39,7 +45,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.runner import Arm, Experiment, Transition
 
 NAME = "label_noise"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -70,6 +76,10 @@ def arms() -> list[Arm]:
                 name = arm_name(method, regime, rho)
                 NOISE[name] = (regime, rho)
                 out.append(Arm(name, method, baseline=grpo, claimed_side=1))
+            evidence, d1 = arm_name("nl_olr2", regime, rho), arm_name("nl_olr2_d1", regime, rho)
+            NOISE[evidence] = NOISE[d1] = (regime, rho)
+            out.append(Arm(evidence, "nl_olr2", baseline=grpo))  # a control: it trains as grpo does
+            out.append(Arm(d1, "grpo", baseline=grpo, claimed_side=1, transition=Transition(evidence, "correct")))
     return out
 
 

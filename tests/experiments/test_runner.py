@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -253,3 +254,89 @@ def test_the_report_picture_draws_each_paired_difference(tmp_path):
     assert out == tmp_path / "x.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.png"]  # no temporary file left behind
     assert plot_differences("x", {"base": {"seeds": [0]}}, recs, tmp_path / "y.png") is None
+
+
+# ---- two-round arms (a Transition: train on D(1) built from another arm's evidence)
+def _two_round(tmp_path, train_file):
+    from devenus.experiments.runner import Transition
+
+    arms = [Arm("grpo_noisy"), Arm("nl_olr2", "nl_olr2", baseline="grpo_noisy"),
+            Arm("nl_olr2_d1", "grpo", baseline="grpo_noisy", transition=Transition("nl_olr2", "correct"))]
+    exp = Experiment("t2", arms, {"steps": 2}, results=tmp_path / "results" / "t2", work=tmp_path / "work",
+                     train_file=train_file, log=lambda s: None)
+    exp._base_model_id = MODEL
+    return exp
+
+
+def test_a_two_round_arm_is_checked_when_the_experiment_is_built(tmp_path):
+    from devenus.experiments.runner import Transition
+
+    def build(*arms):
+        return Experiment("t2", [Arm("a", "nl_olr2"), Arm("p", "trapo2"), *arms], {"steps": 2},
+                          results=tmp_path / "r", work=tmp_path / "w")
+
+    with pytest.raises(ValueError, match="transition source 'nope' is not another arm"):
+        build(Arm("d1", transition=Transition("nope", "correct")))
+    with pytest.raises(ValueError, match="rule 'promote' applies trapo2's proposals, but the source arm 'a' trains nl_olr2"):
+        build(Arm("d1", transition=Transition("a", "promote")))
+    with pytest.raises(ValueError, match="has no threshold 'min_slope'"):
+        build(Arm("d1", transition=Transition("a", "correct", {"min_slope": 0.1})))
+    with pytest.raises(ValueError, match="is itself a two-round arm"):
+        build(Arm("d1", transition=Transition("a", "correct")), Arm("d2", transition=Transition("d1", "correct")))
+    build(Arm("d1", transition=Transition("a", "correct")), Arm("d2", transition=Transition("p", "promote")))
+
+
+def test_two_round_plan_runs_the_source_first_and_again_when_its_evidence_is_gone(tmp_path):
+    exp = _two_round(tmp_path, train_file=lambda arm, seed, work: tmp_path / "d0.parquet")
+    q = {"ID": {"a": 0.5}}
+    # asked for alone, the two-round arm brings its source run and the baselines of both (same seed)
+    assert exp.plan([0], ["nl_olr2_d1"]) == [(BASE, 0), ("grpo_noisy", 0), ("nl_olr2", 0), ("nl_olr2_d1", 0)]
+    for n in (BASE, "grpo_noisy", "nl_olr2"):
+        exp._save(n, 0, record(exp, n, 0, q))
+    # the source's result is on disk but its evidence is not (another machine): the source runs again
+    assert exp.plan([0]) == [("nl_olr2", 0), ("nl_olr2_d1", 0)]
+    exp.evidence_dir("nl_olr2", 0).mkdir(parents=True)
+    assert exp.plan([0]) == [("nl_olr2_d1", 0)]
+    exp._save("nl_olr2_d1", 0, record(exp, "nl_olr2_d1", 0, q))
+    assert exp.plan([0]) == []  # finished: its D(1) is kept with the results, the evidence is not needed
+
+
+def test_a_two_round_arm_trains_on_d1_from_its_sources_evidence(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parents[1] / "transitions"))
+    from fixtures import make_dataset, make_evidence
+
+    from devenus.records.io import read_records
+    from devenus.records.versions import verify_manifest
+
+    d0 = make_dataset(tmp_path / "d0.parquet")
+    seen = []
+
+    class StandIn(Experiment):
+        def run_one(self, name, seed, ray=None):
+            arm = self.arm(name)
+            cfg = self.run_config(arm, seed, self.run_dir(name, seed))
+            seen.append((name, cfg.train_file))
+            if name == "nl_olr2":  # the source's run writes its evidence (proposals of the correct rule)
+                make_evidence(self.evidence_dir(name, seed), d0)
+            rec = record(self, name, seed, {"ID": {"a": 0.5}})
+            if arm.transition is not None:
+                rec["transition"] = self._transitions[(name, seed)]
+            return self._save(name, seed, rec)
+
+    exp = _two_round(tmp_path, train_file=lambda arm, seed, work: d0)
+    exp.__class__ = StandIn
+    exp.run([0], jobs=2, shared_ray=False)
+    order = [n for n, _ in seen]
+    assert order.index("nl_olr2") < order.index("nl_olr2_d1")  # the second wave starts after the first
+    d1 = exp.transition_path("nl_olr2_d1", 0)
+    assert dict(seen)["nl_olr2_d1"] == str(d1) and dict(seen)["grpo_noisy"] == str(d0)
+    verify_manifest(str(d1), [str(d0)])  # D(1) is a dataset version whose parent is D(0)
+    t = json.loads(exp.result_path("nl_olr2_d1", 0).read_text())["transition"]
+    # the fixture proposes a correction for each of the 10 noisy rows; 4 of the candidates are wrong
+    assert (t["source"], t["rule"], t["proposals"], t["accepted"]) == ("nl_olr2", "correct", 10, 10)
+    assert t["precision"] == pytest.approx(0.6) and t["recall"] == pytest.approx(0.6)
+    rows = {r["extra_info"]["index"]: r for r in read_records(d1)}
+    assert rows["k4"]["reward_model"]["ground_truth"] == "4" and rows["k4"]["extra_info"]["label_source"] == "corrected"
+    before = d1.read_bytes()
+    exp.build_transition("nl_olr2_d1", 0)  # rebuilt from the same evidence: byte-identical
+    assert d1.read_bytes() == before

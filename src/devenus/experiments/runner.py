@@ -22,6 +22,11 @@ What every run shares, by construction:
 - **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
   fingerprint and base-model weights (:meth:`Experiment.base_model_id`) match and reruns the rest from
   scratch. Differences pair only runs of the same weights.
+- **Two rounds.** An arm with a :class:`Transition` trains on D(1): its seed's training data after
+  ``devenus transition`` has applied the proposals in the evidence of another arm's run (same seed),
+  as ``devenus lifecycle`` does between rounds. The runner runs the source arm first, writes D(1) and its
+  manifest under ``<results>/transitions/`` (kept with the results: what changed, and why, stays
+  auditable), and records the transition's counts and, on the testbed, its precision and recall.
 - **Start-up.** With ``shared_ray`` the runner starts one Ray head for the whole sweep and every run
   attaches to it (``ray_kwargs.ray_init.address``), so no run starts its own GCS/raylet; verl still
   builds its worker processes per trainer. Each record keeps ``startup_s`` (launch to the end of the
@@ -58,6 +63,16 @@ SIDE_GROUPS = {"test_id": "ID", "test_id_extra": "ID", "near_ood": "near-OOD", "
 
 
 @dataclass(frozen=True)
+class Transition:
+    """Train on D(1): the seed's training data with the proposals of arm ``source``'s run (its evidence
+    table) applied by ``devenus transition --rule RULE`` (``correct``: NL-OLR v2, ``promote``: TraPO v2)."""
+
+    source: str
+    rule: str
+    thresholds: Mapping = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Arm:
     """One configuration of an experiment. ``baseline`` names the arm it is compared with (same seed)."""
 
@@ -68,6 +83,7 @@ class Arm:
     overrides: tuple[str, ...] = ()
     baseline: str = BASE
     claimed_side: int = 1  # the sign the claim expects for arm - baseline (for the verdict)
+    transition: Transition | None = None  # train on D(1) derived from another arm's evidence (same seed)
 
 
 # ------------------------------------------------------------------------------ validation data
@@ -234,6 +250,9 @@ class Experiment:
         for a in self.arms:
             if a.baseline != BASE and a.baseline not in names:
                 raise ValueError(f"arm {a.name!r}: baseline {a.baseline!r} is not an arm")
+            if a.transition is not None:
+                _check_transition(a, {b.name: b for b in self.arms})
+        self._transitions: dict[tuple[str, int], dict] = {}
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -247,7 +266,10 @@ class Experiment:
         from devenus.testbed.near_ood import VERSION
 
         val = sorted(str(p) for p in self.validation.values()) if self.validation else None
-        blob = {"arm": asdict(arm) if arm.name != BASE else BASE, "budget": dict(self.budget), "heldout": VERSION,
+        a = asdict(arm) if arm.name != BASE else BASE
+        if a != BASE and a["transition"] is None:
+            del a["transition"]  # a one-round arm hashes as it did before two-round arms existed (results kept)
+        blob = {"arm": a, "budget": dict(self.budget), "heldout": VERSION,
                 "validation": val}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -299,10 +321,46 @@ class Experiment:
 
         return build_testbed(self.testbed_config)
 
+    # ---- two-round arms
+    def run_dir(self, name: str, seed: int) -> Path:
+        return self.work / self.name / f"{name}_s{seed}"
+
+    def evidence_dir(self, name: str, seed: int) -> Path:
+        return self.run_dir(name, seed) / "checkpoints" / "evidence"
+
+    def transition_path(self, name: str, seed: int) -> Path:
+        return self.results / "transitions" / f"{name}_s{seed}.parquet"
+
+    def source_data(self, arm: Arm, seed: int) -> Path:
+        """D(0) of a two-round arm: what its source arm trained on."""
+        src = self.arm(arm.transition.source)
+        if self.train_file is not None:
+            return Path(self.train_file(src, seed, self.work))
+        return Path(self._testbed().split("train"))
+
+    def build_transition(self, name: str, seed: int) -> dict:
+        """D(1) of a two-round arm from its source run's evidence (deterministic: a rebuild is byte-identical)."""
+        from devenus.transitions.build import build_transition
+
+        arm = self.arm(name)
+        t = arm.transition
+        out = self.transition_path(name, seed)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        r = build_transition(self.source_data(arm, seed), self.evidence_dir(t.source, seed), out, t.rule,
+                             round=0, thresholds=dict(t.thresholds), force=out.exists())
+        summary = {"source": t.source, "rule": t.rule, "proposals": r.proposals, "accepted": r.accepted,
+                   "rejected": r.rejected, "precision": r.precision, "recall": r.recall,
+                   "data": os.path.relpath(out, self.results), "sha256": r.manifest.output["sha256"]}
+        self._transitions[(name, seed)] = summary
+        return summary
+
     def run_config(self, arm: Arm, seed: int, out: Path, extra: Sequence[str] = ()):
         from devenus.recipes.testbed_train import RunConfig
 
-        data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
+        if arm.transition is not None:
+            data = self.transition_path(arm.name, seed)
+        else:
+            data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
         files = self.validation_files()
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [
@@ -324,7 +382,7 @@ class Experiment:
     def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
         """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
         arm = self.arm(name)
-        out = self.work / self.name / f"{name}_s{seed}"
+        out = self.run_dir(name, seed)
         if out.exists():
             shutil.rmtree(out)  # a killed run restarts from scratch: nothing of it is trusted
         out.mkdir(parents=True)
@@ -379,6 +437,7 @@ class Experiment:
             "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
             "curves": curves, "log": str(out / "train.log"),
+            **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
         }
         return self._save(name, seed, record)
 
@@ -401,8 +460,17 @@ class Experiment:
             for n in list(need):
                 if n != BASE:
                     need.add(self.arm(n).baseline)
+            for n in list(need):  # a two-round arm needs its source's run, and that run's baseline
+                t = self.arm(n).transition if n != BASE else None
+                if t is not None:
+                    need |= {t.source, self.arm(t.source).baseline}
+            rerun = set()  # a source whose evidence is gone (another machine, a cleaned work dir) runs again
+            for n in need:
+                t = self.arm(n).transition if n != BASE else None
+                if t is not None and (force or not self.done(n, seed)) and not self.evidence_dir(t.source, seed).exists():
+                    rerun.add(t.source)
             for n in [BASE] + [a.name for a in self.arms]:
-                if n in need and (force or not self.done(n, seed)):
+                if n in need and (force or n in rerun or not self.done(n, seed)):
                     todo.append((n, seed))
         return todo
 
@@ -415,9 +483,13 @@ class Experiment:
         if not todo:
             return []
         for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
+            arm = self.arm(name)
             if name != BASE and self.train_file is not None:
-                self.train_file(self.arm(name), seed, self.work)
+                self.train_file(self.arm(arm.transition.source) if arm.transition else arm, seed, self.work)
         self.validation_files()  # built before any run starts
+        # two waves: a two-round arm's data (D(1)) exists only once its source's run has written evidence
+        waves = [[j for j in todo if self.arm(j[0]).transition is None],
+                 [j for j in todo if self.arm(j[0]).transition is not None]]
         t0 = time.perf_counter()
 
         def one(job, ray):
@@ -429,14 +501,21 @@ class Experiment:
             return r
 
         def sweep(ray):
-            pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-            try:
-                return list(pool.map(lambda j: one(j, ray), todo))
-            except BaseException:
-                self.stop()  # before waiting for the threads: they wait for their runs
-                raise
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            results = []
+            for wave in waves:
+                for name, seed in (j for j in wave if self.arm(j[0]).transition is not None):  # before its runs
+                    s = self.build_transition(name, seed)
+                    self.log(f"[{self.name}] {name} s{seed}: D(1) from {s['source']}'s evidence, rule {s['rule']}: "
+                             f"{s['accepted']} of {s['proposals']} proposed rows changed")
+                pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+                try:
+                    results += list(pool.map(lambda j: one(j, ray), wave))
+                except BaseException:
+                    self.stop()  # before waiting for the threads: they wait for their runs
+                    raise
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
+            return results
 
         previous = None
         if threading.current_thread() is threading.main_thread():  # SIGTERM unwinds like Ctrl-C: runs are stopped
@@ -574,6 +653,25 @@ class Experiment:
 
                 plot_differences(self.name, comp, recs, self.results.parent / f"{self.name}.png")
         return table
+
+
+def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
+    from devenus.transitions.build import RULE_METHODS, TransitionError, rule_config
+
+    t = arm.transition
+    src = arms.get(t.source)
+    if src is None or t.source == arm.name:
+        raise ValueError(f"arm {arm.name!r}: transition source {t.source!r} is not another arm")
+    if src.transition is not None:
+        raise ValueError(f"arm {arm.name!r}: its source {t.source!r} is itself a two-round arm (one round of "
+                         f"transition per arm)")
+    try:
+        rule_config(t.rule, dict(t.thresholds))
+    except TransitionError as e:
+        raise ValueError(f"arm {arm.name!r}: {e}") from None
+    if src.method != RULE_METHODS[t.rule]:
+        raise ValueError(f"arm {arm.name!r}: rule {t.rule!r} applies {RULE_METHODS[t.rule]}'s proposals, but the "
+                         f"source arm {t.source!r} trains {src.method}")
 
 
 def _fmt(d: dict | None, signed: bool = True) -> str:
