@@ -20,11 +20,11 @@ fi
 # Phase 2: end-to-end runs (marker `slow`), two at a time: a verl run spends most of its start-up on one
 # process at a time (each imports torch and verl in turn), so two runs share two cores with little loss.
 # The default suite runs at least one end-to-end run through verl per capability; `--all` adds the
-# `extended` ones (every other method, the second seed, the kill-and-resume variants: README, "Tests").
+# `extended` ones (every other method, the seeded-runs and kill-and-resume tests: README, "Quick start").
 # DEVENUS_UNIT_WORKERS / DEVENUS_E2E_WORKERS=1 run a phase one test at a time.
 status=0
 python -m pytest -m "not slow and not timing" -n "${DEVENUS_UNIT_WORKERS:-2}" --dist worksteal || status=$?
-# (only tests/verify has timing tests, tests/test_layering.py checks it: collecting just that folder saves ~13 s)
+# (only tests/verify has timing tests, tests/test_suite_tiers.py checks it: collecting just that folder saves ~13 s)
 python -m pytest -m "timing and not slow" tests/verify || status=$((status ? status : $?))
 python -m pytest -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist worksteal || status=$((status ? status : $?))
 exit "$status"
