@@ -326,7 +326,9 @@ class Experiment:
         return self.work / self.name / f"{name}_s{seed}"
 
     def evidence_dir(self, name: str, seed: int) -> Path:
-        return self.run_dir(name, seed) / "checkpoints" / "evidence"
+        from devenus.recipes.testbed_train import evidence_dir
+
+        return evidence_dir(self.run_dir(name, seed))
 
     def transition_path(self, name: str, seed: int) -> Path:
         return self.results / "transitions" / f"{name}_s{seed}.parquet"
@@ -461,12 +463,12 @@ class Experiment:
                 if n != BASE:
                     need.add(self.arm(n).baseline)
             for n in list(need):  # a two-round arm needs its source's run, and that run's baseline
-                t = self.arm(n).transition if n != BASE else None
+                t = self.arm(n).transition
                 if t is not None:
                     need |= {t.source, self.arm(t.source).baseline}
             rerun = set()  # a source whose evidence is gone (another machine, a cleaned work dir) runs again
             for n in need:
-                t = self.arm(n).transition if n != BASE else None
+                t = self.arm(n).transition
                 if t is not None and (force or not self.done(n, seed)) and not self.evidence_dir(t.source, seed).exists():
                     rerun.add(t.source)
             for n in [BASE] + [a.name for a in self.arms]:
@@ -484,8 +486,10 @@ class Experiment:
             return []
         for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
             arm = self.arm(name)
-            if name != BASE and self.train_file is not None:
-                self.train_file(self.arm(arm.transition.source) if arm.transition else arm, seed, self.work)
+            if arm.transition is not None:
+                self.source_data(arm, seed)  # D(0); its D(1) is built once the source has run
+            elif name != BASE and self.train_file is not None:
+                self.train_file(arm, seed, self.work)
         self.validation_files()  # built before any run starts
         # two waves: a two-round arm's data (D(1)) exists only once its source's run has written evidence
         waves = [[j for j in todo if self.arm(j[0]).transition is None],

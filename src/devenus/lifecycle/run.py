@@ -40,7 +40,9 @@ def round_dir(cfg: LifecycleConfig, k: int) -> Path:
 
 
 def evidence_dir(cfg: LifecycleConfig, k: int) -> Path:
-    return round_dir(cfg, k) / "train" / "checkpoints" / "evidence"
+    from devenus.recipes.testbed_train import evidence_dir as run_evidence_dir
+
+    return run_evidence_dir(round_dir(cfg, k) / "train")
 
 
 def write_json(path: Path, doc: Any) -> None:

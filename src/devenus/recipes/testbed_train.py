@@ -42,6 +42,16 @@ class RunConfig:
     extra_overrides: Sequence[str] = field(default_factory=tuple)
 
 
+def checkpoint_dir(out_dir: str | Path) -> Path:
+    """Where a run of :func:`overrides` keeps verl's checkpoints (``trainer.default_local_dir``)."""
+    return Path(out_dir) / "checkpoints"
+
+
+def evidence_dir(out_dir: str | Path) -> Path:
+    """Where such a run's evidence table lands: the trainer writes it under ``default_local_dir``."""
+    return checkpoint_dir(out_dir) / "evidence"
+
+
 def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
     train = cfg.train_file or str(tb.split("train"))
     # micro-batches must divide the step's rows: the whole step in one forward where it fits
@@ -92,7 +102,7 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         f"trainer.val_only={cfg.val_only}",
         f"trainer.test_freq={cfg.steps}",
         f"trainer.save_freq={cfg.save_freq}",
-        f"trainer.default_local_dir={out_dir / 'checkpoints'}",
+        f"trainer.default_local_dir={checkpoint_dir(out_dir)}",
         f"trainer.validation_data_dir={out_dir / 'validation'}",
         "trainer.resume_mode=auto",
         *cfg.extra_overrides,

@@ -102,7 +102,6 @@ class DeVenusTaskRunnerImpl(BaseTaskRunner):
         trainer.fit()
 
 
-
 #: the Ray actor verl's ``run_ppo`` starts (``devenus.task_runner=ray``: verl's own topology)
 DeVenusTaskRunner = ray.remote(DeVenusTaskRunnerImpl)
 
