@@ -124,8 +124,8 @@ class InDriverTaskRunner:
     (``devenus.task_runner=driver``) instead of in a Ray actor of its own.
 
     Why: on the CPU backend that actor is one more process importing torch, transformers and verl
-    (~9 s of wall time on one core, measured) before any worker starts, while the driver, which has
-    imported all of it already, only waits. ``run_ppo`` still makes its own ``ray.init`` with verl's
+    before any worker starts, while the driver, which has imported all of it already, only waits
+    (bench/task_runner_startup.py: 0.86x the wall time and 0.87x the CPU seconds per launch here). ``run_ppo`` still makes its own ``ray.init`` with verl's
     runtime environment; the workers, resource pools and training loop are the same. The variables the
     actor would have received through that runtime environment are set in the driver's environment.
     verl calls ``task_runner_class.remote()`` and then ``ray.get(runner.run.remote(config))``.
