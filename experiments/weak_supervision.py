@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.runner import Arm, Experiment, seed_list
 
 NAME = "weak_supervision_paired"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -120,11 +120,11 @@ def experiment(results: Path = RESULTS, work: Path = Path("outputs/weak_supervis
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="every arm, seed 0")
+    mode.add_argument("--quick", action="store_true", help="every arm, seed 0 (or --seed)")
     mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
     mode.add_argument("--report", action="store_true", help="the table from the results on disk")
     ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for --quick and --arm: 0 or 1,2")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
     ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
     ap.add_argument("--no-shared-ray", action="store_true", help="let every run start its own Ray (for measuring)")
@@ -139,7 +139,7 @@ def main() -> None:
         return
     if not (args.quick or args.full or args.arm):
         ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
-    seeds = list(SEEDS) if args.full else [args.seed]
+    seeds = list(SEEDS) if args.full else args.seed
     exp.run(seeds, args.arm.split(",") if args.arm else None, jobs=args.jobs, force=args.force,
             shared_ray=not args.no_shared_ray)
     print(exp.report())

@@ -340,3 +340,13 @@ def test_a_two_round_arm_trains_on_d1_from_its_sources_evidence(tmp_path):
     before = d1.read_bytes()
     exp.build_transition("nl_olr2_d1", 0)  # rebuilt from the same evidence: byte-identical
     assert d1.read_bytes() == before
+
+
+def test_seed_list_reads_one_seed_or_several_and_refuses_the_rest():
+    from devenus.experiments import seed_list
+
+    assert seed_list("0") == [0]
+    assert seed_list("1,2") == [1, 2]
+    for bad in ("", "1,,2", "a", "1,1"):
+        with pytest.raises(ValueError):
+            seed_list(bad)

@@ -86,6 +86,17 @@ class Arm:
     transition: Transition | None = None  # train on D(1) derived from another arm's evidence (same seed)
 
 
+def seed_list(text: str) -> list[int]:
+    """An experiment script's ``--seed``: one seed or several, comma-separated (``1,2``), for argparse."""
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"seeds must be integers, comma-separated (e.g. 0 or 1,2): {text!r}") from None
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"a seed is named twice: {text!r}")
+    return seeds
+
+
 # ------------------------------------------------------------------------------ validation data
 def validation_files(tb) -> dict[str, Path]:
     """Every held-out file a run validates on, keyed by split name."""
