@@ -200,3 +200,25 @@ def test_command_modules_mount_themselves():
         assert callable(importlib.import_module(name).add_parser), name
     sub = build_parser()._subparsers._group_actions[0].choices
     assert {"testbed", "demo", "import", "data"} <= set(sub)
+
+
+def test_building_the_parser_imports_no_torch():
+    # every `devenus` command builds the whole parser first: torch there costs ~2 s of each start-up
+    # (the data commands, the transition builder and the test suite's CLI subprocesses never need it)
+    code = ("import sys, devenus.cli; devenus.cli.build_parser(); "
+            "heavy = sorted(m for m in ('torch', 'transformers', 'verl', 'ray') if m in sys.modules); "
+            "print(','.join(heavy))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+def test_the_online_package_still_exports_its_public_names():
+    import devenus.online as online
+    from devenus.online.method import OnlineMethod
+    from devenus.online.registry import WeakTrainerInterface
+
+    assert online.OnlineMethod is OnlineMethod and online.WeakTrainerInterface is WeakTrainerInterface
+    assert set(online.__all__) <= set(dir(online))
+    with pytest.raises(AttributeError):
+        online.no_such_name

@@ -9,9 +9,29 @@ verl's own step and writes the results back into verl's native contracts::
 Methods are registered with :class:`~devenus.online.registry.WeakTrainerInterface`.
 """
 
-from devenus.online.config import MethodConfig, option
-from devenus.online.method import OnlineMethod
-from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
+import importlib
 
-__all__ = ["MethodConfig", "OnlineMethod", "RolloutBatch", "WeakTrainerInterface", "option"]
+#: public name -> its module. Imported on first use (PEP 562), so that importing a light submodule such
+#: as ``devenus.online.cli`` (every ``devenus`` command builds its parser from it) does not import torch
+#: through the method base class: ~2 s of every CLI start-up.
+_EXPORTS = {
+    "MethodConfig": "devenus.online.config",
+    "option": "devenus.online.config",
+    "OnlineMethod": "devenus.online.method",
+    "WeakTrainerInterface": "devenus.online.registry",
+    "RolloutBatch": "devenus.online.rollouts",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
