@@ -61,6 +61,19 @@ def run_devenus_train(tb, out: Path, cfg: RunConfig) -> tuple[int, str]:
     return r.returncode, text
 
 
+def setup_error(tb, out, cfg: RunConfig, *extra: str) -> str:
+    """The message ``devenus.train`` would stop with before Ray starts (exit 2), found in this process by
+    the same checks (:func:`~devenus.adapters.verl.train.preflight`: check_setup, then verl's own) on the
+    CPU backend's overrides plus the run's: no interpreter importing verl per case. One test per entry
+    point still runs the real command (exit code, one line, no traceback)."""
+    from devenus.adapters.verl.cpu.launch import cpu_overrides
+    from devenus.adapters.verl.train import SetupError, preflight
+
+    with pytest.raises(SetupError) as ei:
+        preflight([*cpu_overrides(), *overrides(tb, Path(out), cfg), *extra])
+    return str(ei.value)
+
+
 def compose(*extra: str):
     """The composed DE-Venus training config (verl's ppo_trainer + overlay), without starting anything."""
     from hydra import compose as hydra_compose

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import PLUGINS, kill_tree, run_train, train_cmd
+from e2e import PLUGINS, kill_tree, run_train, setup_error, train_cmd
 
 
 @pytest.mark.parametrize(
@@ -26,9 +26,13 @@ from e2e import PLUGINS, kill_tree, run_train, train_cmd
     ],
 )
 def test_clear_errors_before_ray(base_testbed, tmp_path, extra, message):
-    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1), *extra), timeout=300)
+    assert message in setup_error(base_testbed, tmp_path, RunConfig(steps=1), *extra)
+
+
+def test_the_real_entry_point_stops_with_one_line_and_exit_code_2(base_testbed, tmp_path):
+    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1), "devenus.method=no_such_method"), timeout=300)
     assert r.returncode == 2, r.stderr[-3000:]
-    assert message in r.stderr
+    assert "devenus.train: error: unknown DE-Venus method 'no_such_method'" in r.stderr
     assert "Traceback" not in r.stderr  # a message, not a stack trace from deep inside Ray
 
 
@@ -41,10 +45,9 @@ def test_dataset_breaking_the_contract_is_named(base_testbed, tmp_path):
     df["extra_info"] = infos
     bad = tmp_path / "bad.parquet"
     df.to_parquet(bad)
-    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad))), timeout=300)
-    assert r.returncode == 2
-    assert "breaks the record contract" in r.stderr and "duplicate" in r.stderr.lower()
-    assert df.loc[2, "extra_info"]["index"] in r.stderr
+    err = setup_error(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad)))
+    assert "breaks the record contract" in err and "duplicate" in err.lower()
+    assert df.loc[2, "extra_info"]["index"] in err
 
 
 def test_a_row_without_its_stable_key_is_refused_before_training(base_testbed, tmp_path):
@@ -57,11 +60,9 @@ def test_a_row_without_its_stable_key_is_refused_before_training(base_testbed, t
     df["extra_info"] = infos
     bad = tmp_path / "nokey.parquet"
     df.to_parquet(bad)
-    r = run_train(train_cmd(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad)),
-                            "devenus.validate_data=false"), timeout=300)
-    assert r.returncode == 2, r.stderr[-3000:]
-    assert f"data.train_files: {bad}: row 5 has no extra_info.index" in r.stderr
-    assert "devenus import" in r.stderr and "Traceback" not in r.stderr
+    err = setup_error(base_testbed, tmp_path, RunConfig(steps=1, train_file=str(bad)), "devenus.validate_data=false")
+    assert f"data.train_files: {bad}: row 5 has no extra_info.index" in err
+    assert "devenus import" in err
 
 
 def _small(cfg_kwargs=None):
