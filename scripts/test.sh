@@ -26,5 +26,6 @@ status=0
 python -m pytest -m "not slow and not timing" -n "${DEVENUS_UNIT_WORKERS:-2}" --dist worksteal || status=$?
 # (only tests/verify has timing tests, tests/test_suite_tiers.py checks it: collecting just that folder saves ~13 s)
 python -m pytest -m "timing and not slow" tests/verify || status=$((status ? status : $?))
-python -m pytest -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist worksteal || status=$((status ? status : $?))
+# --dist loadscope: a module's tests stay on one worker, so a module-scoped run (the selection pipeline's) is made once
+python -m pytest -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist loadscope || status=$((status ? status : $?))
 exit "$status"
