@@ -237,6 +237,25 @@ def test_differences_pair_only_runs_of_the_same_weights(tmp_path):
     assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.35) / 2)
 
 
+def test_seeds_on_other_weights_pair_within_the_seed_and_the_report_names_the_weights(tmp_path):
+    """A sweep resumed on another machine: seed 0 ran on one set of weights, seeds 1-2 on another. Each
+    seed pairs its own runs, so all three seeds enter the interval, and the report says which weights."""
+    exp = make(tmp_path)
+    qs = [f"q{i}" for i in range(8)]
+    for seed, (b, g) in enumerate([(0.2, 0.5), (0.3, 0.5), (0.25, 0.6)]):
+        model = MODEL if seed == 0 else "weights-b"
+        for name, v in ((BASE, b), ("grpo_full", g)):
+            exp._save(name, seed, record(exp, name, seed, {"ID": {q: v for q in qs}}, model=model))
+    vs = exp.comparisons()["grpo_full"]["vs_base"]
+    assert vs["seeds"] == [0, 1, 2] and "other_base_model" not in vs
+    assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.2 + 0.35) / 3)
+    table = exp.report(write=False)
+    assert f"Base-model weights: {MODEL} (seed 0); weights-b (seeds 1, 2)." in table
+    one = make(tmp_path / "one")  # one set of weights: no such line
+    one._save(BASE, 0, record(one, BASE, 0, {"ID": {"q": 0.2}}))
+    assert "Base-model weights" not in one.report(write=False)
+
+
 def test_the_report_picture_draws_each_paired_difference(tmp_path):
     """The forest plot: one row per arm with a paired difference, per-seed dots equal to arm - baseline."""
     pytest.importorskip("matplotlib")

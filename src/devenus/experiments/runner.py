@@ -653,7 +653,7 @@ class Experiment:
             f"± is the 95% Student-t half-width.\n"
             f"{len(ok)} runs, {sum(r['wall_s'] for r in ok) / 60:.0f} min of run time"
             + (f"; start-up (launch to the end of step 1, minus step 1) median {sorted(startups)[len(startups) // 2]:.0f} s" if startups else "")
-            + ".\n\n")
+            + ".\n" + _weights_line(ok) + "\n")
         table = header + "\n".join(lines) + "\n"
         if write:
             self.results.mkdir(parents=True, exist_ok=True)
@@ -668,6 +668,20 @@ class Experiment:
 
                 plot_differences(self.name, comp, recs, self.results.parent / f"{self.name}.png")
         return table
+
+
+def _weights_line(records: Iterable[dict]) -> str:
+    """A header line naming each seed's base-model weights when the results hold more than one set (a sweep
+    resumed on a machine whose SFT gave other weights); empty otherwise."""
+    by_model: dict[str, set[int]] = {}
+    for r in records:
+        by_model.setdefault(r.get("base_model") or "unrecorded", set()).add(r["seed"])
+    if len(by_model) < 2:
+        return ""
+    parts = "; ".join(f"{m} (seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))})"
+                      for m, s in sorted(by_model.items(), key=lambda kv: min(kv[1])))
+    return (f"Base-model weights: {parts}. Each difference pairs runs of one seed on the same weights; the "
+            f"means and the interval over seeds span both.\n")
 
 
 def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
