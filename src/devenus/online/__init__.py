@@ -13,7 +13,7 @@ import importlib
 
 #: public name -> its module. Imported on first use (PEP 562), so that importing a light submodule such
 #: as ``devenus.online.cli`` (every ``devenus`` command builds its parser from it) does not import torch
-#: through the method base class: ~2 s of every CLI start-up.
+#: through the method base class (1.2 -> 0.2 CPU-s per `devenus --help`, measured on the 2-core machine).
 _EXPORTS = {
     "MethodConfig": "devenus.online.config",
     "option": "devenus.online.config",
