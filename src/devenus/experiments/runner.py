@@ -681,7 +681,7 @@ def _weights_line(records: Iterable[dict]) -> str:
     parts = "; ".join(f"{m} (seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))})"
                       for m, s in sorted(by_model.items(), key=lambda kv: min(kv[1])))
     return (f"Base-model weights: {parts}. Each difference pairs runs of one seed on the same weights; the "
-            f"means and the interval over seeds span both.\n")
+            f"means and the interval over seeds span every set.\n")
 
 
 def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
