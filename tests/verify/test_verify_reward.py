@@ -60,3 +60,25 @@ def test_loads_by_file_path_like_verl():
 @pytest.mark.parametrize("bad", [None, ""])
 def test_empty_solution(bad):
     assert compute_score("math", bad, "1")["pred"] == ""
+
+
+@pytest.mark.parametrize("truth, score", [
+    (7, 1.0), (7.0, 1.0), (b"7", 1.0), (bytearray(b"7"), 1.0), (["8", 7], 1.0),
+    ({"answer": "7"}, 0.0), (True, 0.0), ([[7]], 0.0), (float("nan"), 0.0), (object(), 0.0),
+])
+def test_any_ground_truth_gets_a_score(truth, score):
+    # verl calls the reward with whatever a row holds; a value that is not an answer is no target
+    np = pytest.importorskip("numpy")
+    out = compute_score("math", "so the answer is \\boxed{7}", truth)
+    assert out["score"] == score and out["pred"] == "7"
+    if isinstance(truth, list):
+        return
+    column = np.empty(1, dtype=object)  # a Parquet list column as verl hands it over
+    column[0] = truth
+    assert compute_score("math", "\\boxed{7}", column)["score"] == score
+
+
+@pytest.mark.parametrize("response, pred", [(b"\\boxed{7}", "7"), (7, ""), (["\\boxed{7}"], ""), ({"a": 1}, "")])
+def test_any_response_gets_a_score(response, pred):
+    out = compute_score("math", response, "7")
+    assert out["pred"] == pred and out["score"] == (1.0 if pred else 0.0)

@@ -25,17 +25,28 @@ except ImportError:  # loaded by path from a checkout that is not installed
 __all__ = ["compute_score"]
 
 
+def _text(value: Any) -> str | None:
+    """A scalar answer or response as text; None for what is not one (a mapping, a bool, a container)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalars
+        value = value.item()
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return str(value)
+    return None
+
+
 def _targets(ground_truth: Any) -> list[str]:
-    # Parquet lists arrive as numpy arrays; accept any sequence of acceptable answers.
-    if ground_truth is None:
-        return []
-    if isinstance(ground_truth, str):
-        return [ground_truth]
-    if hasattr(ground_truth, "tolist"):
+    # verl passes whatever the data holds: Parquet lists arrive as numpy arrays, and a bad row may hold
+    # bytes, numbers, mappings or nested lists. Anything that is not an answer is no target (score 0).
+    if hasattr(ground_truth, "tolist") and getattr(ground_truth, "ndim", 0) > 0:
         ground_truth = ground_truth.tolist()
-    if isinstance(ground_truth, (list, tuple)):
-        return [str(t) for t in ground_truth if t is not None]
-    return [str(ground_truth)]
+    items = ground_truth if isinstance(ground_truth, (list, tuple)) else [ground_truth]
+    return [t for t in map(_text, items) if t is not None]
 
 
 def compute_score(
@@ -48,7 +59,9 @@ def compute_score(
     """Score one response: ``{"score": 1.0|0.0, "acc": bool, "pred": str}``.
 
     ``ground_truth`` may be a string or a list of acceptable answers; ``""`` means no trusted
-    target (score 0.0, the prediction is still reported). Pass ``truncated=True`` (e.g. through
+    target (score 0.0, the prediction is still reported). It never raises on what a row holds:
+    bytes are decoded, numbers written out, and anything else (a mapping, a bool, a nested list) is
+    no target; a ``solution_str`` that is not text has no answer. Pass ``truncated=True`` (e.g. through
     ``reward_kwargs`` or from an adapter that knows the response hit the length limit) to treat
     the response as unanswered. ``pred`` is ``""`` when no answer was extracted.
 
@@ -61,9 +74,10 @@ def compute_score(
     del data_source, extra_info  # one scorer for all math sources; never read simulation fields
     truncated = bool(kwargs.get("truncated", False))
     targets = _targets(ground_truth) or [""]
+    response = _text(solution_str) or ""  # a response that is not text has no answer
     score, pred = 0.0, None
     for t in targets:
-        res = grade(solution_str or "", t, truncated=truncated)
+        res = grade(response, t, truncated=truncated)
         pred = res.pred
         if res.score > score:
             score = res.score
