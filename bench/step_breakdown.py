@@ -4,7 +4,7 @@
 
 One run, two arms, one after the other (never in parallel, one torch thread each):
 
-  verl   the testbed recipe (`devenus.recipes.testbed_train`, the demo's settings: 16 prompts x 8
+  verl   the testbed recipe (`devenus.runs.testbed`, the demo's settings: 16 prompts x 8
          rollouts, responses <= 96 tokens, fp32) through `python -m devenus.train` on the CPU backend,
          for --steps steps. Per phase: verl's own `timing_s/<phase>` metrics, median over steps
          after --skip. Start-up: the arrival time of each milestone line of the run's log.
@@ -32,6 +32,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,25 +65,37 @@ def tree_cpu_s() -> float:
 
 
 def verl_arm(steps: int, out: Path, extra: tuple[str, ...]) -> dict:
-    from devenus.recipes.testbed_train import RunConfig, run
+    from devenus.runs.testbed import RunConfig, run
     from devenus.testbed import build_testbed
 
     tb = build_testbed()
     t0 = time.perf_counter()
-    arrivals: list[tuple[float, str]] = []
-    step_cpu: dict[int, float] = {}  # tree CPU seconds when step N's metrics line arrived
+    arrivals: list[tuple[float, str]] = []  # (seconds since launch, log line), for the start-up milestones
+    step_cpu: dict[int, float] = {}  # tree CPU seconds when step N's metrics reached verl's file tracker
+    done = threading.Event()
 
-    def on_line(line: str) -> None:
-        arrivals.append((time.perf_counter() - t0, line))
-        if " step:" in line or line.startswith("step:"):
-            for m in parse_console_metrics([line]):
-                step_cpu[m["step"]] = tree_cpu_s()
-        elif "Initial validation metrics" in line:
-            step_cpu[0] = tree_cpu_s()
+    def tail(log: Path) -> None:  # timestamps the log's lines as they are written
+        while not log.exists() and not done.is_set():
+            time.sleep(0.05)
+        with open(log, errors="replace") as f:
+            while True:
+                line = f.readline()
+                if line:
+                    arrivals.append((time.perf_counter() - t0, line))
+                elif done.is_set():
+                    return
+                else:
+                    time.sleep(0.05)
 
-    from devenus.recipes.testbed_train import parse_console_metrics
+    def on_step(m: dict) -> None:
+        step_cpu[m["step"]] = tree_cpu_s()
 
-    res = run(tb, out, RunConfig(steps=steps, extra_overrides=extra), on_line=on_line)
+    out = Path(out).resolve()
+    tailer = threading.Thread(target=tail, args=(out / "train.log",), daemon=True)
+    tailer.start()
+    res = run(tb, out, RunConfig(steps=steps, extra_overrides=extra), on_step=on_step)
+    done.set()
+    tailer.join()
     if res.returncode != 0:
         raise SystemExit(f"verl arm failed (exit {res.returncode}); log: {res.log}")
     seen: dict[str, float] = {}
@@ -215,7 +228,7 @@ def main() -> None:
 
     out = Path(args.out or tempfile.mkdtemp(prefix="devenus-step-breakdown-"))
     extra = tuple(args.extra) + (("trainer.val_before_train=False", "trainer.test_freq=-1") if args.no_val else ())
-    from devenus.recipes.testbed_train import RunConfig
+    from devenus.runs.testbed import RunConfig
 
     cfg = RunConfig()
     micro = math.gcd(64, cfg.prompts_per_step * cfg.rollouts_per_prompt)

@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2)
     args = ap.parse_args()
 
-    from devenus.recipes.testbed_train import RunConfig, overrides
+    from devenus.runs.testbed import RunConfig, overrides
     from devenus.testbed import build_testbed
 
     tb = build_testbed()

@@ -44,7 +44,13 @@ def tree_pss_bytes(pid: int) -> int:
     return total
 
 
-def run_arm(cmd: list[str], env: dict, log: Path) -> tuple[float, int, list[str]]:
+def run_arm(cmd: list[str], env: dict, log: Path) -> tuple[float, int, list[dict]]:
+    """Wall time, peak PSS of the run's process tree, and its per-step metrics (verl's file tracker)."""
+    from devenus.runs import read_metrics, with_file_logger
+
+    metrics = log.with_suffix(".metrics.jsonl")
+    cmd = with_file_logger(cmd)
+    env = {**env, "VERL_FILE_LOGGER_PATH": str(metrics)}
     t0 = time.perf_counter()
     peak = [0]
     with open(log, "w") as f:
@@ -63,7 +69,7 @@ def run_arm(cmd: list[str], env: dict, log: Path) -> tuple[float, int, list[str]
         t.join()
     if proc.returncode != 0:
         raise SystemExit(f"{log}: exit code {proc.returncode}")
-    return time.perf_counter() - t0, peak[0], log.read_text().splitlines()
+    return time.perf_counter() - t0, peak[0], read_metrics(metrics)
 
 
 def main() -> None:
@@ -73,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from devenus.adapters.verl.cpu.launch import cpu_env, cpu_overrides
-    from devenus.recipes.testbed_train import RunConfig, overrides, parse_console_metrics
+    from devenus.runs.testbed import RunConfig, overrides
     from devenus.records import hide_labels, read_records, write_records
     from devenus.testbed import build_testbed
 
@@ -98,8 +104,8 @@ def main() -> None:
     rows = []
     for name, cmd, arm_env in arms:
         print(f"[bench] {name}: {args.steps} steps ...", flush=True)
-        wall, peak, lines = run_arm(cmd, arm_env, work / f"{name}.log")
-        ms = [m for m in parse_console_metrics(lines) if m["step"] > args.skip and "timing_s/step" in m]
+        wall, peak, metrics = run_arm(cmd, arm_env, work / f"{name}.log")
+        ms = [m for m in metrics if m["step"] > args.skip and "timing_s/step" in m]
         step = [m["timing_s/step"] for m in ms]
         hooks = [m.get("devenus/timing_s/hooks", 0.0) for m in ms]
         rows.append((name, wall, peak, statistics.mean(step), statistics.stdev(step) if len(step) > 1 else 0.0,

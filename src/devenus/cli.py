@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from devenus.runs.launch import RunFailed
+
 DESCRIPTION = (
     "DE-Venus: data-efficient RL with verifiable rewards on verl. Offline commands: the CPU testbed, "
     "the demo, data import and label-state transforms. Training: python -m devenus.train <verl overrides>."
@@ -31,7 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RunFailed)
 
 
 def _testbed_config(args):
@@ -88,8 +90,8 @@ def cmd_demo(args) -> int:
     verl's real trainer on this machine, and report held-out accuracy before and after."""
     from tqdm import tqdm
 
-    from devenus.recipes.testbed_train import RunConfig, run
     from devenus.report import pm, table
+    from devenus.runs.testbed import RunConfig, accuracy_by_split, run
     from devenus.testbed import build_testbed
 
     tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir, force=args.force)
@@ -104,21 +106,19 @@ def cmd_demo(args) -> int:
           f"{cfg.rollouts_per_prompt} rollouts); full log: {out / 'train.log'}")
     bar = tqdm(total=cfg.steps, desc="GRPO", unit="step")
 
-    def on_line(line: str) -> None:
-        from devenus.recipes.testbed_train import parse_console_metrics
+    def on_step(m: dict) -> None:
+        if m["step"] > 0 and "critic/score/mean" in m:
+            bar.set_postfix(reward=f"{m['critic/score/mean']:.2f}", refresh=False)
+            bar.update(1)
 
-        for m in parse_console_metrics([line]):
-            if m["step"] > 0 and "critic/score/mean" in m:
-                bar.set_postfix(reward=f"{m['critic/score/mean']:.2f}", refresh=False)
-                bar.update(1)
-
-    res = run(tb, out, cfg, on_line=on_line)
+    res = run(tb, out, cfg, on_step=on_step)
     bar.close()
-    if res.returncode != 0 or len(res.validation) < 2:
-        print(f"training failed (exit code {res.returncode}); see {res.log}", file=sys.stderr)
-        return 1
-    first, last = min(res.validation), max(res.validation)
-    before, after = res.validation[first], res.validation[last]
+    accuracy = accuracy_by_split(tb, res.validation)
+    if not res.ok or len(accuracy) < 2:
+        res.check("the demo's training run")
+        raise RunFailed(f"the demo's training run validated {len(accuracy)} time(s), not 2 (log: {res.log})")
+    first, last = min(accuracy), max(accuracy)
+    before, after = accuracy[first], accuracy[last]
     rows = []
     for split in before:
         b, a = before[split]["sampled"], after[split]["sampled"]
@@ -126,7 +126,7 @@ def cmd_demo(args) -> int:
     k = before[next(iter(before))]["sampled"]["k"]
     print(f"\nheld-out accuracy, sampled T=1 avg@{k} (95% CI over questions), via verl's validation:")
     print(table(["split", "questions", f"step {first}", f"step {last}", "change"], rows))
-    print(f"\nwall time {res.wall_s:.0f} s; metrics per step in {res.log}")
+    print(f"\nwall time {res.wall_s:.0f} s; metrics per step in {res.out_dir / 'metrics'}, the log in {res.log}")
     return 0
 
 

@@ -38,7 +38,7 @@ def test_paper_protocol_is_the_papers():
         "arc_challenge": ("OOD", 4, "avg@k"), "gpqa_diamond": ("OOD", 4, "avg@k"), "mmlu_pro": ("OOD", 1, "pass@1"),
     }
     assert (p.temperature, p.top_p, p.max_new_tokens) == (0.6, 1.0, None)  # max length = the training run's
-    t = PROTOCOLS["testbed"]  # what recipes/testbed_train.py gives verl's validation
+    t = PROTOCOLS["testbed"]  # what runs/testbed.py gives verl's validation
     assert [(b.name, b.k) for b in t.benchmarks] == [("testbed_id", 4), ("testbed_ood", 4)]
     assert (t.temperature, t.top_p, t.max_new_tokens) == (1.0, 1.0, 96)
 

@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("verl")
-sys.path.insert(0, str(Path(__file__).parents[1] / "adapters" / "verl"))
 
-from e2e import run_train, train_cmd  # noqa: E402
-
-from devenus.recipes.testbed_train import RunConfig  # noqa: E402
+from devenus.runs import launch  # noqa: E402
+from devenus.runs.testbed import RunConfig, overrides  # noqa: E402
 
 # A verl run costs ~4.5 min here (Ray start-up, two validations, one step, a checkpoint): far over the
 # suite's budget for one test, so it runs on request only.
@@ -62,14 +60,14 @@ def test_eval_matches_verl_validation_base_and_checkpoint(base_testbed, tmp_path
              _subset(base_testbed.split("test_ood"), tmp_path / "val_ood.parquet", N_PER_SPLIT)]
     run = tmp_path / "run"
     cfg = RunConfig(method="grpo", steps=1, save_freq=1, val_n=1, seed=0)
-    cmd = train_cmd(base_testbed, run, cfg)
+    cmd = overrides(base_testbed, run.resolve(), cfg)
     cmd = [f"data.val_files=[{files[0]},{files[1]}]" if a.startswith("data.val_files=") else a for a in cmd]
     # greedy validation: verl 0.9.1's agent loop reads only val_kwargs.temperature (do_sample is not consulted)
     cmd = [a.replace("val_kwargs.do_sample=True", "val_kwargs.do_sample=False")
            .replace("val_kwargs.temperature=1.0", "val_kwargs.temperature=0") for a in cmd]
     assert "actor_rollout_ref.rollout.val_kwargs.temperature=0" in cmd
-    r = run_train(cmd)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    r = launch(cmd, run)
+    assert r.ok, r.tail(60)
     ckpt = run / "checkpoints"
     assert (ckpt / "global_step_1" / "actor" / "fsdp_config.json").is_file()
 

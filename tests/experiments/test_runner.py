@@ -157,7 +157,7 @@ def test_a_run_dies_with_a_runner_killed_by_sigkill(tmp_path):
     pid_file = tmp_path / "child.pid"
     script = textwrap.dedent(f"""
         import subprocess, time
-        from devenus.experiments.runner import guard_group
+        from devenus.runs.launch import guard_group
         p = subprocess.Popen(["sleep", "300"], start_new_session=True)
         guard_group(p.pid)
         open({str(pid_file)!r}, "w").write(str(p.pid))
@@ -195,8 +195,9 @@ SLOW_RUNS = textwrap.dedent("""
             return None
         def validation_files(self):
             return {}
+        entry = ("-c", "import time; open('started', 'a').write('x'); time.sleep(300)  # dvsleepmarker")
         def command(self, tb, out, cfg):
-            return [sys.executable, "-c", "import time; open('started', 'a').write('x'); time.sleep(300)  # dvsleepmarker"]
+            return []
 
     root = Path(sys.argv[1])
     exp = Sleepy("t", [Arm("grpo_full")], {"steps": 2}, results=root / "results" / "t", work=root / "work")

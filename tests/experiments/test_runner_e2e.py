@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from devenus.experiments.runner import BASE, Arm, Experiment, read_jsonl_metrics
+from devenus.experiments.runner import BASE, Arm, Experiment
+from devenus.runs import read_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def test_one_arm_one_seed_two_steps(tmp_path, small_validation):
         assert r["accuracy"]["ID"] == pytest.approx(r["val_metrics"]["val-core/testbed/add/acc/mean@2"])
         assert r["accuracy"]["far-OOD/count"] == pytest.approx(r["val_metrics"]["val-core/testbed/count/acc/mean@2"])
     r = results[1]
-    steps = read_jsonl_metrics(exp.work / "e2e" / "grpo_full_s0" / "metrics.jsonl")
+    steps = read_metrics(exp.work / "e2e" / "grpo_full_s0" / "metrics" / "0.jsonl")  # verl's file tracker, one launch
     assert [m["step"] for m in steps if "timing_s/step" in m] == [1, 2]
     assert all(m["actor/grad_norm"] >= 0 for m in steps if "actor/grad_norm" in m)
     assert [c["step"] for c in r["curves"]] == [1, 2] and r["final_step"] == 2

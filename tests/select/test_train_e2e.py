@@ -12,12 +12,12 @@ import pytest
 pytest.importorskip("verl")
 sys.path.insert(0, str(Path(__file__).parents[1] / "adapters" / "verl"))
 
-from e2e import run_train, train_cmd  # noqa: E402
+from e2e import train, train_steps  # noqa: E402
 
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
-from devenus.records import read_records  # noqa: E402
-from devenus.select.config import load_config  # noqa: E402
-from devenus.select.pipeline import run_all  # noqa: E402
+from devenus.runs.testbed import RunConfig   # noqa: E402
+from devenus.records import read_records   # noqa: E402
+from devenus.select.config import load_config   # noqa: E402
+from devenus.select.pipeline import run_all   # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +32,9 @@ def test_selected_version_trains_with_ttrl(base_testbed, tmp_path):
     assert sources == ["annotated"] * 4 + ["none"] * 8
     run = RunConfig(method="ttrl", steps=2, prompts_per_step=4, rollouts_per_prompt=4, train_file=str(m.output_path),
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
-    r = run_train(train_cmd(base_testbed, tmp_path / "train", run))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    steps = {s["step"]: s for s in parse_console_metrics(r.stdout.splitlines())}
+    r = train(base_testbed, tmp_path / "train", run)
+    assert r.ok, r.tail(60)
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s in steps.values():
         assert math.isfinite(s["actor/grad_norm"])

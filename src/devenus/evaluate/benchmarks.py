@@ -12,7 +12,7 @@ Two protocols ship:
   (avg@32), MATH-500, Minerva, OlympiadBench (avg@4); OOD: ARC-Challenge, GPQA-Diamond (avg@4),
   MMLU-Pro (pass@1). Temperature 0.6, top-p 1.0, at most the training run's max response length.
 - ``testbed``: the CPU testbed's held-out splits as verl's validation runs them in
-  ``recipes/testbed_train.py``: the record prompts unchanged, T=1, top-p 1, avg@4, 96 new tokens.
+  ``runs/testbed.py``: the record prompts unchanged, T=1, top-p 1, avg@4, 96 new tokens.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ What every run shares, by construction:
   512 ID questions (``test_id`` + ``test_id_extra``), 256 near-OOD (``add_long``, ``add_mixed``) and
   256 far-OOD (``count``, ``max``) questions (see :mod:`devenus.testbed.near_ood`). The ``base``
   arm (``trainer.val_only``) is every arm's step 0, run once per seed.
-- **Metrics** come from verl's ``file`` tracker (``trainer.logger=[console,file]``, JSONL at
-  ``VERL_FILE_LOGGER_PATH``), never from console output; per-question scores from
-  ``trainer.validation_data_dir``.
+- **Launching** goes through :func:`devenus.runs.launch` (a process group with a watchdog, the
+  timeout, a stop on SIGTERM); metrics come from verl's ``file`` tracker, never from console output;
+  per-question scores from ``trainer.validation_data_dir``.
 - **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
   fingerprint and base-model weights (:meth:`Experiment.base_model_id`) match and reruns the rest from
   scratch. Differences pair only runs of the same weights.
@@ -52,10 +52,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
-from devenus.evaluate.compare import question_of_dump
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
+from devenus.runs.launch import guard_group
 
 BASE = "base"
 AGGREGATES = ("ID", "near-OOD", "far-OOD")
@@ -123,10 +123,9 @@ def question_groups(files: Mapping[str, Path]) -> dict[str, str]:
 def per_question_scores(dump: Path, groups: Mapping[str, str]) -> tuple[dict[str, dict[str, float]], int]:
     """From one ``<step>.jsonl`` validation dump: group -> {question: mean score}, and samples per question.
     Aggregates (``near-OOD``, ``far-OOD``) hold their families' questions too."""
-    scores: dict[str, list[float]] = {}
-    for line in dump.read_text().splitlines():
-        e = json.loads(line)
-        scores.setdefault(question_of_dump(e["input"]), []).append(float(e["score"]))
+    from devenus.runs.logs import scores_per_question
+
+    scores = scores_per_question(dump)
     out: dict[str, dict[str, float]] = {}
     for q, s in scores.items():
         g = groups.get(q)
@@ -137,22 +136,6 @@ def per_question_scores(dump: Path, groups: Mapping[str, str]) -> tuple[dict[str
         if "/" in g:
             out.setdefault(g.split("/")[0], {})[q] = mean
     return out, max((len(s) for s in scores.values()), default=0)
-
-
-def read_jsonl_metrics(path: Path) -> list[dict]:
-    """verl's ``file`` tracker: one ``{"step": N, "data": {...}}`` per line -> ``{"step": N, **data}``."""
-    out = []
-    if not path.exists():
-        return out
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a kill
-            continue
-        out.append({"step": int(e["step"]), **e["data"]})
-    return out
 
 
 # ------------------------------------------------------------------------------ a shared Ray head
@@ -264,8 +247,6 @@ class Experiment:
             if a.transition is not None:
                 _check_transition(a, {b.name: b for b in self.arms})
         self._transitions: dict[tuple[str, int], dict] = {}
-        self._procs: set[subprocess.Popen] = set()
-        self._lock = threading.Lock()
         self._stopping = threading.Event()
 
     # ---- identity and resume
@@ -337,7 +318,7 @@ class Experiment:
         return self.work / self.name / f"{name}_s{seed}"
 
     def evidence_dir(self, name: str, seed: int) -> Path:
-        from devenus.recipes.testbed_train import evidence_dir
+        from devenus.runs.testbed import evidence_dir
 
         return evidence_dir(self.run_dir(name, seed))
 
@@ -368,7 +349,7 @@ class Experiment:
         return summary
 
     def run_config(self, arm: Arm, seed: int, out: Path, extra: Sequence[str] = ()):
-        from devenus.recipes.testbed_train import RunConfig
+        from devenus.runs.testbed import RunConfig
 
         if arm.transition is not None:
             data = self.transition_path(arm.name, seed)
@@ -378,22 +359,26 @@ class Experiment:
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [
             f"data.val_files=[{','.join(str(p) for p in files.values())}]",
-            "trainer.logger=[console,file]",
             f"trainer.project_name=devenus_{self.name}",
             f"trainer.experiment_name={arm.name}_s{seed}",
-            f"++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={out.resolve() / 'metrics.jsonl'}",
         ]
         return RunConfig(**dict(self.budget), seed=seed, method=arm.method, train_file=str(data) if data else None,
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
                          extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra))
 
-    def command(self, tb, out: Path, cfg) -> list[str]:
-        from devenus.recipes.testbed_train import overrides
+    #: what runs: ``python <entry> <overrides>`` (the verl trainer; a test swaps in a stand-in)
+    entry: ClassVar[tuple[str, ...]] = ("-m", "devenus.train")
 
-        return [sys.executable, "-m", "devenus.train", *overrides(tb, out.resolve(), cfg)]
+    def command(self, tb, out: Path, cfg) -> list[str]:
+        """The run's overrides (the testbed's recipe sized by ``cfg``)."""
+        from devenus.runs.testbed import overrides
+
+        return overrides(tb, out.resolve(), cfg)
 
     def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
         """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
+        from devenus.runs import launch
+
         arm = self.arm(name)
         out = self.run_dir(name, seed)
         if out.exists():
@@ -401,41 +386,10 @@ class Experiment:
         out.mkdir(parents=True)
         tb = self._testbed()
         cfg = self.run_config(arm, seed, out, ray.overrides() if ray else ())
-        metrics_path = out / "metrics.jsonl"
-        cmd = self.command(tb, out, cfg)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "VERL_FILE_LOGGER_PATH": str(metrics_path.resolve())}
-        if ray:
-            env = ray.env(env)
-        t0 = time.perf_counter()
-        first_metrics = None
-        rc = -1
-        with open(out / "train.log", "w") as f:
-            f.write(" ".join(cmd) + "\n")
-            f.flush()
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            guard_group(proc.pid)
-            with self._lock:
-                self._procs.add(proc)
-            try:
-                while proc.poll() is None:
-                    if self._stopping.is_set():
-                        _kill_group(proc)
-                        break
-                    if first_metrics is None and metrics_path.exists() and metrics_path.stat().st_size > 0:
-                        first_metrics = time.perf_counter() - t0
-                    if self.run_timeout_s and time.perf_counter() - t0 > self.run_timeout_s:
-                        _kill_group(proc)
-                        break
-                    time.sleep(0.5)
-                rc = proc.wait()
-            finally:
-                if proc.poll() is None:
-                    _kill_group(proc)
-                with self._lock:
-                    self._procs.discard(proc)
-        wall = time.perf_counter() - t0
-        metrics = read_jsonl_metrics(metrics_path)
-        dumps = sorted((out / "validation").glob("*.jsonl"), key=lambda p: int(p.stem)) if (out / "validation").exists() else []
+        r = launch(self.command(tb, out, cfg), out, timeout_s=self.run_timeout_s, env=ray.env({}) if ray else None,
+                   stop=self._stopping, entry=self.entry)
+        rc, metrics, first_metrics = r.returncode, r.metrics, r.first_metrics_s
+        dumps = [r.validation[s_] for s_ in sorted(r.validation)]
         per_q, k = per_question_scores(dumps[-1], question_groups(self.validation_files())) if dumps else ({}, 0)
         step1 = next((m for m in metrics if m["step"] == 1), None)
         startup = (first_metrics - step1["timing_s/step"]) if (first_metrics and step1 and "timing_s/step" in step1) else None
@@ -444,22 +398,19 @@ class Experiment:
             for m in metrics if m["step"] > 0]
         record = {
             "experiment": self.name, "name": name, "seed": seed, "arm": asdict(arm), "budget": dict(self.budget),
-            "fingerprint": self.fingerprint(arm), "base_model": self.base_model_id(), "returncode": rc, "wall_s": round(wall, 1),
+            "fingerprint": self.fingerprint(arm), "base_model": self.base_model_id(), "returncode": rc, "wall_s": round(r.wall_s, 1),
             "startup_s": None if startup is None else round(startup, 1), "shared_ray": ray is not None,
             "final_step": int(dumps[-1].stem) if dumps else None, "val_samples": k,
             "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
-            "curves": curves, "log": str(out / "train.log"),
+            "curves": curves, "log": str(r.log),
             **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
         }
         return self._save(name, seed, record)
 
     def stop(self) -> None:
-        """Kill every run in flight (each in its own process group)."""
+        """Stop every run in flight (each launch kills its own process group when it sees this)."""
         self._stopping.set()
-        with self._lock:
-            for p in list(self._procs):
-                _kill_group(p)
 
     # ---- a sweep
     def plan(self, seeds: Iterable[int], names: Sequence[str] | None = None, force: bool = False) -> list[tuple[str, int]]:
@@ -716,35 +667,3 @@ def _raise_exit(signum, frame) -> None:
 def _last_mean(curves: Sequence[dict], key: str, last: int = 5) -> float | None:
     vals = [c[key] for c in curves if key in c and c[key] is not None and not (isinstance(c[key], float) and math.isnan(c[key]))]
     return sum(vals[-last:]) / len(vals[-last:]) if vals else None
-
-
-_GUARD = """
-import os, signal, sys, time
-parent, group = int(sys.argv[1]), int(sys.argv[2])
-while True:
-    time.sleep(1)
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        break  # the group ended on its own
-    try:
-        os.kill(parent, 0)
-    except ProcessLookupError:
-        os.killpg(group, signal.SIGKILL)  # the runner is gone (even by SIGKILL): take its child with it
-        break
-"""
-
-
-def guard_group(pgid: int) -> subprocess.Popen:
-    """A watchdog that kills process group ``pgid`` once this process is gone. Runs and the Ray head are
-    started in their own sessions (so they can be killed as a group); without this, a runner killed
-    with SIGKILL would leave them running on a shared machine."""
-    return subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), str(pgid)], start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -26,7 +26,6 @@ def markdown(reports: list[dict]) -> str:
 
 
 def write_markdown(cfg: LifecycleConfig, reports: list[dict]) -> Path:
-    from devenus.lifecycle.run import write_json  # noqa: F401  (same atomic write discipline below)
     from devenus.records.io import commit_temp, discard_temp, temp_path
 
     path = Path(cfg.out_dir) / "report.md"

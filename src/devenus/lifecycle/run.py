@@ -40,7 +40,7 @@ def round_dir(cfg: LifecycleConfig, k: int) -> Path:
 
 
 def evidence_dir(cfg: LifecycleConfig, k: int) -> Path:
-    from devenus.recipes.testbed_train import evidence_dir as run_evidence_dir
+    from devenus.runs.testbed import evidence_dir as run_evidence_dir
 
     return run_evidence_dir(round_dir(cfg, k) / "train")
 
@@ -162,7 +162,7 @@ def train_round(cfg: LifecycleConfig, k: int, data: Path, rd: Path) -> dict[str,
     from the testbed's base model, with probe passes, validation at the last step on a held-out sample."""
     from devenus.records.io import read_records
     from devenus.records.versions import write_version
-    from devenus.recipes.testbed_train import RunConfig, run
+    from devenus.runs.testbed import RunConfig, accuracy_by_split, run
     from devenus.testbed import build_testbed
 
     tb = build_testbed()
@@ -183,15 +183,14 @@ def train_round(cfg: LifecycleConfig, k: int, data: Path, rd: Path) -> dict[str,
         r = run(tb, rd / "train", run_cfg)
         # Ray's node start has a fixed 30 s deadline that a loaded host can miss before anything trained:
         # that one failure is retried (resume_mode=auto), any other is the round's error
-        if r.returncode == 0 or "timed out during startup" not in r.log.read_text(errors="replace"):
+        if r.ok or "timed out during startup" not in r.tail(200):
             break
         print(f"round {k}: Ray did not start in time (attempt {attempt + 1}); retrying", flush=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"round {k}: devenus.train exited with {r.returncode}; see {r.log}")
+    r.check(f"round {k}: devenus.train")
     held = {}
-    if r.validation:
-        last = r.validation[max(r.validation)]
-        held = {name: v["sampled"]["mean"] for name, v in last.items()}
+    accuracy = accuracy_by_split(tb, r.validation)
+    if accuracy:
+        held = {name: v["sampled"]["mean"] for name, v in accuracy[max(accuracy)].items()}
     probe = [m for m in r.metrics if "probe/seconds" in m]
-    return {"held_out": held, "wall_s": round(r.wall_s, 1), "steps": len(r.metrics),
+    return {"held_out": held, "wall_s": round(r.wall_s, 1), "steps": sum(m["step"] > 0 for m in r.metrics),
             "probe_seconds": [round(m["probe/seconds"], 3) for m in probe]}

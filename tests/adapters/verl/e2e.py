@@ -9,10 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, overrides
+from devenus.runs import RunResult, launch
+from devenus.runs.testbed import RunConfig, overrides
 
 PLUGINS = Path(__file__).parent / "plugins"
 TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
+
+
+def train(tb, out, cfg: RunConfig, *extra: str, timeout: float = TIMEOUT_S, env_extra: dict | None = None) -> RunResult:
+    """Train through the run component (the test plugins on PYTHONPATH): metrics from verl's file tracker,
+    the output in ``out/train.log``. A run that times out fails the test with the end of its log."""
+    out = Path(out).resolve()
+    env = {"PYTHONPATH": f"{PLUGINS}:{os.environ.get('PYTHONPATH', '')}", **(env_extra or {})}
+    r = launch([*overrides(tb, out, cfg), *extra], out, timeout_s=timeout, env=env)
+    if r.timed_out:
+        pytest.fail(f"devenus.train timed out after {timeout}s:\n{r.tail(60)}")
+    return r
+
+
+def train_steps(r: RunResult) -> dict[int, dict]:
+    """Training steps (step > 0) this launch logged, by step."""
+    return {m["step"]: m for m in r.launch_metrics if m["step"] > 0}
 
 
 def train_cmd(tb, out, cfg: RunConfig, *extra: str) -> list[str]:
@@ -50,15 +67,6 @@ def kill_tree(pid: int) -> None:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(procs, timeout=30)
-
-
-def run_devenus_train(tb, out: Path, cfg: RunConfig) -> tuple[int, str]:
-    """``run_train`` for a recipe config; returns (exit code, combined output), also kept in ``out/train.log``."""
-    r = run_train(train_cmd(tb, out, cfg))
-    text = r.stdout + r.stderr
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "train.log").write_text(text)
-    return r.returncode, text
 
 
 def setup_error(tb, out, cfg: RunConfig, *extra: str) -> str:

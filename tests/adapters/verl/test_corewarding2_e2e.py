@@ -11,9 +11,9 @@ pytest.importorskip("verl")
 
 from devenus.adapters.verl.train import SetupError, check_setup  # noqa: E402
 from devenus.signals import tensor_checksum  # noqa: E402
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
+from devenus.runs.testbed import RunConfig  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
-from e2e import compose, run_devenus_train  # noqa: E402
+from e2e import compose, train, train_steps # noqa: E402
 
 SYNC_RE = re.compile(r"update_weights replica=0 version=\d+ global_steps=(\d+) tensors=\d+ checksum=([-0-9.e+]+)")
 
@@ -47,9 +47,10 @@ def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp
     cfg = RunConfig(method="corewarding2", steps=2, prompts_per_step=4, rollouts_per_prompt=4, save_freq=1,
                     train_file=str(hidden_train),
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
-    rc, log = run_devenus_train(base_testbed, tmp_path, cfg)
+    r = train(base_testbed, tmp_path, cfg)
+    rc, log = r.returncode, r.output()
     assert rc == 0, log[-6000:]
-    steps = {m["step"]: m for m in parse_console_metrics(log.splitlines()) if m["step"] > 0}
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s, m in steps.items():
         assert m["devenus/corewarding2/teacher_updates"] == s
@@ -73,7 +74,8 @@ def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp
     saved = torch.load(ckpt / "devenus_teacher" / "rank_0.pt", weights_only=True)
     # resume to step 3: the restored teacher is the saved one, and it is not the actor
     cfg.steps = 3
-    rc, log3 = run_devenus_train(base_testbed, tmp_path, cfg)
+    r3 = train(base_testbed, tmp_path, cfg)
+    rc, log3 = r3.returncode, r3.output()
     assert rc == 0, log3[-6000:]
     restored = re.search(r"restored the EMA teacher from \S+ \(checksum ([-0-9.e+]+), 2 updates\)", log3)
     assert restored, log3[-4000:]
@@ -81,5 +83,5 @@ def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp
     w3 = syncs(log3)
     assert w3[2][0] == w[2][2]  # resumed actor = the step-2 actor
     assert w3[3][0] != w3[2][0] and abs(w3[3][0] - teacher2) < abs(w3[3][0] - w3[2][0])  # teacher, not actor
-    step3 = [m for m in parse_console_metrics(log3.splitlines()) if m["step"] == 3][0]
+    step3 = train_steps(r3)[3]
     assert step3["devenus/corewarding2/teacher_updates"] == 3

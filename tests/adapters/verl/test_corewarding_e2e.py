@@ -6,10 +6,10 @@ import pytest
 pytest.importorskip("verl")
 
 from devenus.adapters.verl.train import SetupError, check_setup  # noqa: E402
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
+from devenus.runs.testbed import RunConfig  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
 from devenus.records.pairs import pair_views  # noqa: E402
-from e2e import compose, run_devenus_train  # noqa: E402
+from e2e import compose, train, train_steps # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +41,11 @@ def test_corewarding_end_to_end(base_testbed, data, tmp_path):
     cfg = RunConfig(method="corewarding", steps=2, prompts_per_step=4, rollouts_per_prompt=4,
                     train_file=str(data / "paired_hidden10.parquet"),
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
-    rc, log = run_devenus_train(base_testbed, tmp_path, cfg)
+    r = train(base_testbed, tmp_path, cfg)
+    rc, log = r.returncode, r.output()
     assert rc == 0, log[-6000:]
     assert "[devenus] train sampler: PairSampler" in log
-    steps = {m["step"]: m for m in parse_console_metrics(log.splitlines()) if m["step"] > 0}
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s in steps.values():
         assert s["devenus/corewarding/pairs"] == 2  # 4 prompts = 2 questions x 2 views, every step

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import run_train, train_cmd
+from devenus.runs.testbed import RunConfig
+from e2e import train, train_steps
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +39,10 @@ def test_probe_pass_writes_probe_evidence_and_leaves_training_metrics_alone(base
                     extra_overrides=("trainer.test_freq=3", f"data.val_files={data / 'val.parquet'}",
                                      "+devenus.probe.every_k_steps=2", "+devenus.probe.n=4"))
     t0 = time.perf_counter()
-    r = run_train(train_cmd(base_testbed, tmp_path, cfg), timeout=900)
+    r = train(base_testbed, tmp_path, cfg, timeout=900)
     wall = time.perf_counter() - t0
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    metrics = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
+    assert r.ok, r.tail(60)
+    metrics = train_steps(r)
     assert sorted(metrics) == [1, 2, 3]
     unlabeled = {row["extra_info"]["index"] for row in read_records(data / "semi.parquet")
                  if not row["extra_info"]["labeled"]}

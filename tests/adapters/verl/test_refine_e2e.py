@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import run_train, train_cmd
+from devenus.runs.testbed import RunConfig
+from e2e import train, train_steps
 
 CASES = {
     # method: (data, method config overrides)
@@ -70,9 +70,9 @@ def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(meth
 
     which, keys = CASES[method]
     data = small_data[which]
-    full = run_train(train_cmd(base_testbed, tmp_path / "full", _cfg(method, data), *keys), timeout=900)
-    assert full.returncode == 0, full.stdout[-4000:] + full.stderr[-4000:]
-    metrics = {m["step"]: m for m in parse_console_metrics(full.stdout.splitlines())}
+    full = train(base_testbed, tmp_path / "full", _cfg(method, data), *keys, timeout=900)
+    assert full.ok, full.tail(60)
+    metrics = train_steps(full)
     assert sorted(metrics) == [1, 2, 3, 4]
     for m in metrics.values():
         assert m["devenus/evidence/rows"] >= 4  # at least one row per group and step
@@ -115,12 +115,12 @@ def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(meth
     # not 2: a checkpoint at an epoch boundary, 8 rows / 4 per step, resumes verl's dataloader into another
     # shuffle of the next epoch, which is verl's behaviour and not what this test is about.)
     ckpt = tmp_path / "full" / "checkpoints"
-    resumed = run_train(train_cmd(base_testbed, tmp_path / "resumed", _cfg(method, data), *keys,
+    resumed = train(base_testbed, tmp_path / "resumed", _cfg(method, data), *keys,
                                   "trainer.resume_mode=resume_path",
-                                  f"trainer.resume_from_path={ckpt / 'global_step_3'}"), timeout=900)
-    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
-    assert f"restored {method} state" in resumed.stdout + resumed.stderr
-    got = {m["step"]: m for m in parse_console_metrics(resumed.stdout.splitlines())}
+                                  f"trainer.resume_from_path={ckpt / 'global_step_3'}", timeout=900)
+    assert resumed.ok, resumed.tail(60)
+    assert f"restored {method} state" in resumed.output()
+    got = train_steps(resumed)
     assert sorted(got) == [4]
     a = torch.load(ckpt / "global_step_4" / "devenus_method.pt", weights_only=False)
     b = torch.load(tmp_path / "resumed" / "checkpoints" / "global_step_4" / "devenus_method.pt", weights_only=False)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, accuracy_from_dump, parse_console_metrics, run
-from e2e import run_train, train_cmd
+from devenus.runs.testbed import RunConfig, accuracy_by_split, run
+from e2e import train, train_steps
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow, pytest.mark.extended]
 
@@ -31,23 +31,23 @@ def _dumps(out: Path) -> dict:
 
 
 def _run(tb, out: Path, val_file: Path, seed_overrides: tuple[str, ...] = ()):
-    r = run_train(train_cmd(tb, out, _cfg(val_file, seed_overrides)), timeout=1200)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    metrics = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines()) if m["step"] > 0}
-    return r.stdout, metrics, _dumps(out), accuracy_from_dump(tb, out / "validation")
+    r = train(tb, out, _cfg(val_file, seed_overrides), timeout=1200)
+    assert r.ok, r.tail(60)
+    metrics = train_steps(r)
+    return r.output(), metrics, _dumps(out), accuracy_by_split(tb, r.validation)
 
 
 def _run_recipe(tb, out: Path, val_file: Path):
-    """The first run goes through the recipe API the demo uses (``testbed_train.run``), whose parsing is
-    checked here too: every run costs a minute of verl start-up, so one run serves both purposes."""
+    """The first run goes through the recipe API the demo uses (``devenus.runs.testbed.run``), whose
+    reading is checked here too: every run costs a minute of verl start-up, so one run serves both purposes."""
     res = run(tb, out, _cfg(val_file), timeout_s=1200)
-    log = res.log.read_text()
-    assert res.returncode == 0, log[-4000:]
+    log = res.output()
+    assert res.ok, log[-4000:]
     metrics = {m["step"]: m for m in res.metrics if m["step"] > 0}
-    return log, metrics, _dumps(out), res
+    return log, metrics, _dumps(out), res, accuracy_by_split(tb, res.validation)
 
 
-def _check_grpo_steps(res, rows_per_step: int, val_questions: int) -> None:
+def _check_grpo_steps(res, accuracy, rows_per_step: int, val_questions: int) -> None:
     """Real GRPO steps: gradient flows where a group has reward variance, DE-Venus metrics are logged,
     validation before training and after the last step is parsed."""
     train = [m for m in res.metrics if "actor/grad_norm" in m]
@@ -59,8 +59,8 @@ def _check_grpo_steps(res, rows_per_step: int, val_questions: int) -> None:
         assert m["devenus/reward/labeled/rows"] == rows_per_step
         assert 0.0 <= m["devenus/reward/labeled/mean"] <= 1.0
         assert m["devenus/timing_s/hooks"] >= 0
-    assert sorted(res.validation) == [0, 2]
-    assert res.validation[0]["ID"]["n"] + res.validation[0].get("OOD", {"n": 0})["n"] == val_questions
+    assert sorted(res.validation) == sorted(accuracy) == [0, 2]
+    assert accuracy[0]["ID"]["n"] + accuracy[0].get("OOD", {"n": 0})["n"] == val_questions
 
 
 def test_same_config_same_numbers(base_testbed, tmp_path):
@@ -69,12 +69,11 @@ def test_same_config_same_numbers(base_testbed, tmp_path):
     val_file = tmp_path / "val.parquet"  # 24 held-out questions: validation stays cheap
     write_records(read_records(base_testbed.split("test_id"))[:24], val_file)
 
-    log1, m1, d1, res1 = _run_recipe(base_testbed, tmp_path / "a", val_file)
-    acc1 = res1.validation
+    log1, m1, d1, res1, acc1 = _run_recipe(base_testbed, tmp_path / "a", val_file)
     _, m2, d2, acc2 = _run(base_testbed, tmp_path / "b", val_file,
                            ("++actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",))
     assert "backend cpu (auto: no accelerator visible to torch" in log1
-    _check_grpo_steps(res1, rows_per_step=16, val_questions=24)
+    _check_grpo_steps(res1, acc1, rows_per_step=16, val_questions=24)
     assert set(m1) == set(m2) == {1, 2}
     for step in (1, 2):
         for key in STEP_KEYS:

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import run_train, train_cmd
+from devenus.runs.testbed import RunConfig
+from e2e import train, train_steps
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +32,9 @@ def semi_supervised_file(base_testbed, tmp_path_factory):
 def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp_path, method, extra, score):
     cfg = RunConfig(method=method, steps=2, prompts_per_step=4, rollouts_per_prompt=4, train_file=semi_supervised_file,
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
-    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *extra), timeout=900)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    steps = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
+    r = train(base_testbed, tmp_path, cfg, *extra, timeout=900)
+    assert r.ok, r.tail(60)
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s, m in sorted(steps.items()):  # shown with -s
         print(s, {k: v for k, v in m.items() if k.startswith(f"devenus/{method}/") or k in (

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics
-from e2e import PLUGINS, kill_tree, run_train, setup_error, train_cmd
+from devenus.runs.testbed import RunConfig
+from e2e import PLUGINS, kill_tree, run_train, setup_error, train, train_cmd, train_steps
 
 
 @pytest.mark.parametrize(
@@ -77,9 +77,9 @@ def _small(cfg_kwargs=None):
 def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     """Uninterrupted run vs. a run killed after its step-2 checkpoint and resumed: same decisions at steps 3-4."""
     plugin = ["devenus.plugins=[visit_counter]"]
-    full = run_train(train_cmd(base_testbed, tmp_path / "full", _small(), *plugin), timeout=900)
-    assert full.returncode == 0, full.stdout[-4000:] + full.stderr[-4000:]
-    want = {m["step"]: m for m in parse_console_metrics(full.stdout.splitlines())}
+    full = train(base_testbed, tmp_path / "full", _small(), *plugin, timeout=900)
+    assert full.ok, full.tail(60)
+    want = train_steps(full)
     assert set(want) == {1, 2, 3, 4}
     assert all(want[s]["actor/grad_norm"] >= 0 for s in want if "actor/grad_norm" in want[s])
 
@@ -95,10 +95,10 @@ def test_kill_and_resume_restores_method_state(base_testbed, tmp_path):
     assert state.exists(), "no step-2 checkpoint appeared"
     kill_tree(proc.pid)  # the driver and every Ray process it started, as a crash would leave them
 
-    resumed = run_train(cmd, timeout=900)
-    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
-    assert "restored test_visit_counter state" in resumed.stdout + resumed.stderr
-    got = {m["step"]: m for m in parse_console_metrics(resumed.stdout.splitlines())}
+    resumed = train(base_testbed, out, _small(), *plugin)  # the same overrides as the killed run
+    assert resumed.ok, resumed.tail(60)
+    assert "restored test_visit_counter state" in resumed.output()
+    got = train_steps(resumed)
     assert set(got) == {3, 4}
     for s in (3, 4):
         key = "devenus/test_visit_counter/decision_digest"

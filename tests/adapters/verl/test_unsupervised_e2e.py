@@ -14,9 +14,9 @@ pytest.importorskip("verl")
 from verl import DataProto  # noqa: E402
 
 from devenus.online.registry import WeakTrainerInterface  # noqa: E402
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
+from devenus.runs.testbed import RunConfig  # noqa: E402
 from test_surfaces import bare_trainer, make_batch  # noqa: E402
-from e2e import run_train, train_cmd  # noqa: E402
+from e2e import train, train_steps # noqa: E402
 
 PLUGIN_ENV = {"VERL_USE_EXTERNAL_MODULES": "devenus.adapters.verl.plugin"}
 
@@ -82,9 +82,9 @@ def test_two_steps_through_devenus_train(base_testbed, semi_supervised_file, tmp
     weights = ["+devenus.method_config.w_self_certainty=1", "+devenus.method_config.w_entropy=0.5",
                "+devenus.method_config.w_seq_prob=0.25", "+devenus.method_config.w_agreement=1",
                "+devenus.method_config.w_self_verification=1", "+devenus.method_config.seq_prob=mean"]
-    r = run_train(train_cmd(base_testbed, tmp_path, cfg, *weights), env_extra=PLUGIN_ENV)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    steps = {m["step"]: m for m in parse_console_metrics(r.stdout.splitlines())}
+    r = train(base_testbed, tmp_path, cfg, *weights, env_extra=PLUGIN_ENV)
+    assert r.ok, r.tail(60)
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s, m in sorted(steps.items()):  # shown with -s
         print(s, {k: v for k, v in m.items() if k.startswith("devenus/unsupervised/") or k in (

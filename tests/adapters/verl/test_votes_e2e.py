@@ -6,9 +6,9 @@ import pytest
 pytest.importorskip("verl")
 
 from devenus.adapters.verl.train import SetupError, check_setup  # noqa: E402
-from devenus.recipes.testbed_train import RunConfig, parse_console_metrics  # noqa: E402
+from devenus.runs.testbed import RunConfig  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
-from e2e import compose, run_devenus_train  # noqa: E402
+from e2e import compose, train, train_steps # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,10 @@ def test_ttrl_vote_on_n_train_on_m_end_to_end(base_testbed, hidden_train, tmp_pa
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1",
                                      "+devenus.method_config.votes=8",
                                      "+devenus.method_config.vote_temperatures=[0.6]"))
-    rc, log = run_devenus_train(base_testbed, tmp_path, cfg)
+    r = train(base_testbed, tmp_path, cfg)
+    rc, log = r.returncode, r.output()
     assert rc == 0, log[-6000:]
-    steps = {m["step"]: m for m in parse_console_metrics(log.splitlines()) if m["step"] > 0}
+    steps = train_steps(r)
     assert set(steps) == {1, 2}
     for s in steps.values():
         assert s["devenus/votes/per_prompt"] == 8 and s["devenus/votes/extra_rows"] == 16

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import torch
 
-from devenus.select.generate import Sample
+from devenus.select.generate.base import Sample
 
 
 def sample_seed(seed: int, key: str, j: int) -> int:

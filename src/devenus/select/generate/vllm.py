@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Sequence
 
-from devenus.select.generate import Sample
+from devenus.select.generate.base import Sample
 
 INSTALL_HINT = "pip install 'devenus[vllm]' (on a machine with a GPU build of torch)"
 

@@ -19,7 +19,7 @@ def interval_mask(p: np.ndarray, low: float, high: float, low_inclusive: bool = 
 def interval_route(p: np.ndarray, u: np.ndarray, ties: np.ndarray, bounds: tuple[float, float, bool, bool],
                    budget: int | None = None) -> np.ndarray:
     """Decisions (``KEEP`` / ``DISCARD`` codes) per question."""
-    from devenus.select.route import DISCARD, KEEP, uncertainty_order
+    from devenus.select.route.order import DISCARD, KEEP, uncertainty_order
 
     inside = interval_mask(p, *bounds)
     out = np.full(len(p), DISCARD, dtype=np.int8)

@@ -20,7 +20,7 @@ def ratio_counts(n: int, rho_annotate: float, rho_discard: float, annotation_bud
 def ratio_route(u: np.ndarray, ties: np.ndarray, rho_annotate: float, rho_discard: float,
                 annotation_budget: int | None = None) -> np.ndarray:
     """Decisions (``ANNOTATE`` / ``WEAK`` / ``DISCARD`` codes) per question."""
-    from devenus.select.route import ANNOTATE, DISCARD, WEAK, uncertainty_order
+    from devenus.select.route.order import ANNOTATE, DISCARD, WEAK, uncertainty_order
 
     n = len(u)
     n_a, n_d = ratio_counts(n, rho_annotate, rho_discard, annotation_budget)

@@ -22,7 +22,7 @@ import numpy as np
 
 def draw_probes(u: np.ndarray, ties: np.ndarray, fraction: float = 0.03, minimum: int = 50, seed: int = 0) -> np.ndarray:
     """Indices of the probes, from the least to the most uncertain."""
-    from devenus.select.route import uncertainty_order
+    from devenus.select.route.order import uncertainty_order
 
     n = len(u)
     m = min(n, max(minimum, int(round(fraction * n))))
@@ -79,7 +79,7 @@ def calibrate(u_probe: np.ndarray, pass_rate: np.ndarray, majority_correct: np.n
 def triage_route(u: np.ndarray, ties: np.ndarray, probes: np.ndarray, t_discard: float, t_annotate: float,
                  annotation_budget: int | None = None) -> np.ndarray:
     """Decisions (codes) per question; see the module doc."""
-    from devenus.select.route import ANNOTATE, DISCARD, WEAK, uncertainty_order
+    from devenus.select.route.order import ANNOTATE, DISCARD, WEAK, uncertainty_order
 
     u = np.asarray(u, dtype=np.float64)
     out = np.full(len(u), WEAK, dtype=np.int8)

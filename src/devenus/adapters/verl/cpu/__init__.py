@@ -58,8 +58,8 @@ HF_SERVER_ADAPTER_FQN = "devenus.adapters.verl.cpu.hf_rollout.HFServerAdapter"
 # A process may import one of this package's verl-importing modules (``platform``, ``hf_rollout``)
 # before verl: e.g. a fresh Ray worker unpickling the rollout server class. That import runs
 # ``verl/__init__``, which loads the plugin, which calls :func:`register` while the module is still
-# half-executed. Parts that need such a module are then deferred and finished by the module itself.
-_PENDING_PLATFORM = False
+# half-executed. Parts that need such a module are then deferred: the half-executed module is marked
+# (``_INSTALL_WHEN_READY``) and installs itself when complete, so it never imports this package back.
 
 
 def _mid_import(module: str) -> bool:
@@ -84,20 +84,12 @@ def register_hf_rollout() -> None:
 
 
 def _install_platform() -> None:
-    global _PENDING_PLATFORM
     if _mid_import("platform"):
-        _PENDING_PLATFORM = True  # platform.py calls _finish_pending() when it is complete
+        sys.modules[f"{__name__}.platform"]._INSTALL_WHEN_READY = True  # platform.py finishes it at its end
         return
-    from .platform import activate_platform, register_platform
+    from .platform import install
 
-    register_platform()
-    activate_platform()
-    _PENDING_PLATFORM = False
-
-
-def _finish_pending() -> None:
-    if _REGISTERED and _PENDING_PLATFORM:
-        _install_platform()
+    install()
 
 
 def register(force: bool = False) -> bool:

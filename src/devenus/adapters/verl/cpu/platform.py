@@ -283,8 +283,13 @@ def activate_platform() -> None:
         platform_manager.set_platform(PlatformCPU())
 
 
-_DEVENUS_MODULE_READY = True
-# If this module was imported before verl, the plugin ran while it was half-executed: finish now.
-from devenus.adapters.verl.cpu import _finish_pending  # noqa: E402
+def install() -> None:
+    """Register the ``cpu`` platform with verl and make it this process's platform."""
+    register_platform()
+    activate_platform()
 
-_finish_pending()
+
+_DEVENUS_MODULE_READY = True
+# If this module was imported before verl, the plugin ran while it was half-executed and marked it: finish now.
+if globals().get("_INSTALL_WHEN_READY"):
+    install()

@@ -1,26 +1,22 @@
-"""Train on the CPU testbed through verl's real trainer (``python -m devenus.train``) and report.
+"""A training run sized for the CPU testbed: the overrides of ``python -m devenus.train`` and their report.
 
-The recipe is a list of ordinary verl Hydra overrides sized for the testbed (one core, ~1M-parameter
-model) plus DE-Venus's method selection; the same entry point takes GPU-sized overrides at scale.
+:func:`overrides` is a list of ordinary verl Hydra overrides sized for the testbed (one core,
+~1M-parameter model) plus DE-Venus's method selection; the same entry point takes GPU-sized overrides
+at scale (``devenus.recipes.gpu``). :func:`run` launches them through :func:`devenus.runs.launch`.
 Held-out accuracy comes from verl's own validation (T=1, ``val_n`` samples per question) on the
-testbed's test splits, dumped per sample by ``trainer.validation_data_dir`` and summarised here with
-question-clustered 95% confidence intervals.
+testbed's test splits, dumped per sample by ``trainer.validation_data_dir`` and summarised by
+:func:`accuracy_by_split` with question-clustered 95% confidence intervals.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import re
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from devenus.evaluate.compare import question_of_dump
+from devenus.runs.launch import RunResult, launch
+from devenus.runs.logs import scores_per_question
 from devenus.testbed import Testbed
 
 
@@ -93,7 +89,7 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
         "actor_rollout_ref.rollout.val_kwargs.top_k=50",
         f"actor_rollout_ref.rollout.seed={cfg.seed}",
-        "trainer.logger=[console]",
+        "trainer.logger=[console]",  # the run component adds verl's file tracker (devenus.runs.launch)
         "trainer.project_name=devenus_testbed",
         f"trainer.experiment_name={cfg.method}_s{cfg.seed}",
         f"trainer.total_training_steps={cfg.steps}",
@@ -109,85 +105,33 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
     ]
 
 
-@dataclass
-class RunResult:
-    returncode: int
-    wall_s: float
-    log: Path
-    metrics: list[dict]  # per training step, parsed from verl's console logger
-    validation: dict[int, dict]  # step -> accuracy table (see accuracy_from_dump)
+def run(tb: Testbed, out_dir: str | Path, cfg: RunConfig, *, timeout_s: float | None = None,
+        on_step: Callable[[dict], None] | None = None, env: dict[str, str] | None = None,
+        stop=None) -> RunResult:
+    """Train on the testbed through :func:`devenus.runs.launch` (output, metrics and dumps in ``out_dir``)."""
+    out_dir = Path(out_dir).resolve()
+    return launch(overrides(tb, out_dir, cfg), out_dir, timeout_s=timeout_s, on_step=on_step, env=env, stop=stop)
 
 
-_STEP_RE = re.compile(r"(?:^|\s)step:(\d+) - (.*)$")
-_NP_RE = re.compile(r"^np\.\w+\((.*)\)$")
-
-
-def parse_console_metrics(lines: Sequence[str]) -> list[dict]:
-    """verl's console logger prints ``step:N - key:value - key:value``; return one dict per line."""
-    out = []
-    for line in lines:
-        m = _STEP_RE.search(re.sub(r"\x1b\[[0-9;]*m", "", line.strip()))
-        if not m:
-            continue
-        d: dict = {"step": int(m.group(1))}
-        for part in m.group(2).split(" - "):
-            k, _, v = part.rpartition(":")
-            v = _NP_RE.sub(r"\1", v.strip())
-            try:
-                d[k] = float(v)
-            except ValueError:
-                d[k] = v
-        out.append(d)
-    return out
-
-
-def run(tb: Testbed, out_dir: str | Path, cfg: RunConfig, on_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None) -> RunResult:
-    """Train through ``python -m devenus.train`` in a subprocess; its full output goes to ``out_dir/train.log``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    log = out_dir / "train.log"
-    cmd = [sys.executable, "-m", "devenus.train", *overrides(tb, out_dir.resolve(), cfg)]
-    t0 = time.perf_counter()
-    lines: list[str] = []
-    with open(log, "w") as f:
-        f.write(" ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                f.write(line)
-                lines.append(line)
-                if on_line:
-                    on_line(line)
-                if timeout_s and time.perf_counter() - t0 > timeout_s:
-                    proc.kill()
-                    break
-            proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    return RunResult(proc.returncode, time.perf_counter() - t0, log, parse_console_metrics(lines),
-                     accuracy_from_dump(tb, out_dir / "validation"))
-
-
-def accuracy_from_dump(tb: Testbed, dump_dir: Path) -> dict[int, dict]:
-    """Per validation step, accuracy by split (ID, OOD/<family>, OOD) with question-clustered CIs."""
+def split_of_question(tb: Testbed) -> dict[str, str]:
+    """Question text -> ``ID`` or ``OOD/<family>``, over the testbed's two test splits."""
     from devenus.records import read_records
-    from devenus.testbed.evaluate import summarize
 
-    if not dump_dir.exists():
-        return {}
     family = {}
     for split in ("test_id", "test_ood"):
         for r in read_records(tb.split(split)):
             family[r["extra_info"]["question"]] = "ID" if split == "test_id" else f"OOD/{r['extra_info']['family']}"
+    return family
+
+
+def accuracy_by_split(tb: Testbed, dumps: dict[int, Path]) -> dict[int, dict]:
+    """Per validation step, accuracy by split (ID, OOD/<family>, OOD) with question-clustered CIs."""
+    from devenus.testbed.evaluate import summarize
+
+    family = split_of_question(tb) if dumps else {}
     out = {}
-    for path in sorted(dump_dir.glob("*.jsonl"), key=lambda p: int(p.stem)):
-        per_q: dict[str, list[float]] = {}
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            per_q.setdefault(question_of_dump(e["input"]), []).append(float(e["score"]))
+    for step in sorted(dumps):
+        per_q = scores_per_question(dumps[step])
         groups: dict[str, list[float]] = {}
         for q, scores in per_q.items():
             name = family.get(q)
@@ -202,5 +146,5 @@ def accuracy_from_dump(tb: Testbed, dump_dir: Path) -> dict[int, dict]:
         for name in sorted(groups, key=lambda n: (n != "ID", n)):
             a = summarize(groups[name], k)
             table[name] = {"n": a.n_questions, "sampled": {"mean": a.mean, "ci95": a.ci95, "k": k}}
-        out[int(path.stem)] = table
+        out[step] = table
     return out

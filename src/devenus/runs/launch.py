@@ -1,0 +1,201 @@
+"""Launch ``python -m devenus.train`` as a supervised subprocess and collect what verl wrote.
+
+A run is one output folder::
+
+    <out>/train.log            the command line and everything it printed, every launch appended
+    <out>/metrics/<n>.jsonl    verl's ``file`` tracker, one file per launch (verl truncates its file on open,
+                               so a resumed run would otherwise lose the steps before its checkpoint)
+    <out>/validation/<s>.jsonl verl's validation dumps, when the overrides set trainer.validation_data_dir
+
+The run gets its own process group (Ray's head, raylet and workers included) and a watchdog that kills
+that group if this process dies, even by SIGKILL; a timeout or a stop request kills the group too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from devenus.runs.logs import read_metrics, validation_dumps
+
+class RunFailed(RuntimeError):
+    """A training run that did not finish; the message names its log and the error it ended with."""
+
+
+_ERROR = re.compile(r"(Error|Exception|error:|Traceback)")
+
+#: where a launch's metrics go; ``trainer.validation_data_dir`` is the caller's (the recipe's) choice
+METRICS_DIR = "metrics"
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    wall_s: float
+    out_dir: Path
+    log: Path
+    metrics: list[dict]  # one dict per step from verl's file tracker, every launch into this folder (read_metrics)
+    launch_metrics: list[dict] = field(default_factory=list)  # the steps this launch logged
+    validation: dict[int, Path] = field(default_factory=dict)  # step -> validation dump
+    timed_out: bool = False
+    stopped: bool = False
+    first_metrics_s: float | None = None  # launch -> first metrics line (start-up, plus step 1 or the step-0 validation)
+    log_offset: int = 0  # where this launch's output starts in the (appended) log
+
+    def output(self) -> str:
+        """What this launch printed (the log holds every launch into the folder)."""
+        with open(self.log, "rb") as f:
+            f.seek(self.log_offset)
+            return f.read().decode(errors="replace")
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not (self.timed_out or self.stopped)
+
+    def step(self, n: int) -> dict | None:
+        return next((m for m in self.metrics if m["step"] == n), None)
+
+    def tail(self, lines: int = 30) -> str:
+        """The end of the log, for an error message that shows why a run failed."""
+        text = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        return "\n".join(text[-lines:])
+
+    def error_line(self) -> str:
+        """The last line of the log that reads like the error the run ended with (else its last line)."""
+        lines = [ln.strip() for ln in self.tail(400).splitlines() if ln.strip()]
+        for ln in reversed(lines):
+            if _ERROR.search(ln):
+                return ln
+        return lines[-1] if lines else "(empty log)"
+
+    def check(self, what: str = "devenus.train") -> "RunResult":
+        """This result, or :class:`RunFailed` naming why the run ended and where its log is."""
+        if self.ok:
+            return self
+        how = ("timed out" if self.timed_out else "was stopped" if self.stopped
+               else f"exited with {self.returncode}")
+        raise RunFailed(f"{what} {how}: {self.error_line()} (log: {self.log})")
+
+
+def with_file_logger(overrides: Sequence[str]) -> list[str]:
+    """``overrides`` with verl's ``file`` tracker in ``trainer.logger`` (added to the last value given, or
+    ``[console,file]`` when none is): the run component reads metrics from it, never from the console."""
+    out = list(overrides)
+    at = [i for i, o in enumerate(out) if o.split("=", 1)[0].lstrip("+") == "trainer.logger"]
+    if not at:
+        return [*out, "trainer.logger=[console,file]"]
+    key, _, value = out[at[-1]].partition("=")
+    names = [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
+    if "file" not in names:
+        out[at[-1]] = f"{key}=[{','.join([*names, 'file'])}]"
+    return out
+
+
+def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | None = None,
+           env: Mapping[str, str] | None = None, on_step: Callable[[dict], None] | None = None,
+           stop: threading.Event | None = None, poll_s: float = 0.5,
+           entry: Sequence[str] = ("-m", "devenus.train")) -> RunResult:
+    """Run ``python -m devenus.train <overrides>`` with its output in ``out_dir`` (see the module docstring).
+
+    ``env`` adds to this process's environment; ``on_step`` is called with each new step's metrics as verl
+    writes them (a progress bar); ``stop`` (set from another thread) ends the run early. A run killed by
+    its timeout or a stop has ``timed_out`` / ``stopped`` set and a negative return code."""
+    out = Path(out_dir).resolve()
+    (out / METRICS_DIR).mkdir(parents=True, exist_ok=True)
+    files = sorted((out / METRICS_DIR).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+    metrics_path = out / METRICS_DIR / f"{len(files)}.jsonl"
+    ov = with_file_logger(overrides)
+    # the tracker lives in the process of verl's task runner: a Ray actor, or this run's driver
+    ov.append(f"++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics_path}")
+    cmd = [sys.executable, *entry, *ov]
+    run_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), "VERL_FILE_LOGGER_PATH": str(metrics_path)}
+    log = out / "train.log"
+    t0 = time.perf_counter()
+    timed_out = stopped = False
+    first = None
+    delivered = 0
+    offset = log.stat().st_size if log.exists() else 0
+    with open(log, "a") as f:
+        f.write(" ".join(cmd) + "\n")
+        f.flush()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=run_env,
+                                start_new_session=True)
+        guard = guard_group(proc.pid)
+        try:
+            while proc.poll() is None:
+                time.sleep(poll_s)
+                if first is None and metrics_path.exists() and metrics_path.stat().st_size > 0:
+                    first = time.perf_counter() - t0
+                if on_step is not None and first is not None:
+                    delivered = _deliver(metrics_path, delivered, on_step)
+                if stop is not None and stop.is_set():
+                    stopped = True
+                    break
+                if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
+                    timed_out = True
+                    break
+        finally:
+            if proc.poll() is None:
+                kill_group(proc.pid)
+            rc = proc.wait()
+            guard.kill()
+    if on_step is not None:
+        _deliver(metrics_path, delivered, on_step)
+    val_dir = _validation_dir(ov)
+    all_files = sorted((out / METRICS_DIR).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+    return RunResult(rc, time.perf_counter() - t0, out, log, read_metrics(all_files), read_metrics(metrics_path),
+                     validation_dumps(val_dir) if val_dir is not None else {}, timed_out, stopped, first, offset)
+
+
+def _deliver(path: Path, delivered: int, on_step: Callable[[dict], None]) -> int:
+    """Hand the steps logged since the last call to ``on_step``."""
+    rows = read_metrics(path)
+    for m in rows[delivered:]:
+        on_step(m)
+    return len(rows)
+
+
+def _validation_dir(overrides: Sequence[str]) -> Path | None:
+    at = [o for o in overrides if o.split("=", 1)[0].lstrip("+") == "trainer.validation_data_dir"]
+    return Path(at[-1].split("=", 1)[1]) if at else None
+
+
+_GUARD = """
+import os, signal, sys, time
+parent, group = int(sys.argv[1]), int(sys.argv[2])
+while True:
+    time.sleep(1)
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        break  # the group ended on its own
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        os.killpg(group, signal.SIGKILL)  # the launcher is gone (even by SIGKILL): take its run with it
+        break
+"""
+
+
+def guard_group(pgid: int) -> subprocess.Popen:
+    """A watchdog that kills process group ``pgid`` once this process is gone (a run is started in its
+    own session so it can be killed as a group; without this, a launcher killed with SIGKILL would leave
+    the run and its Ray processes behind on a shared machine)."""
+    return subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), str(pgid)], start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a run's whole process group (Ray's processes included) and nothing else."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
