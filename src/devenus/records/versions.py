@@ -232,9 +232,11 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[Parent | str | os
     - an existing manifest at the output's manifest path that is not a devenus manifest, or that
       names another output file (``x.parquet``'s manifest when writing ``x.pq``): always refused, it
       belongs to another dataset;
-    - an existing version of this output (any of its files): refused unless ``force`` (a version
-      whose manifest no longer matches its Parquet, as a kill between the renames leaves it, is still
-      this output's and may be replaced);
+    - an output named like a manifest or change file (the input's own manifest): always refused;
+    - an existing output: refused unless ``force`` (a version whose manifest no longer matches its
+      Parquet, as a kill between the renames leaves it, is still this output's and may be replaced;
+      the manifest and change file of this output whose Parquet is gone vouch for nothing and are
+      replaced without ``force``);
     - an output that is a directory: refused.
     """
     out = Path(out)
@@ -246,6 +248,9 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[Parent | str | os
                                    "(an input is never overwritten, even with --force)")
     if out.is_dir():
         raise VersionError(f"output {out} is a directory (expected a .parquet file path)")
+    if out.name.endswith((MANIFEST_SUFFIX, CHANGES_SUFFIX)):
+        raise VersionError(f"output {out} is named as a version's manifest or change file, not as its Parquet: "
+                           "choose a .parquet path")
     mpath = manifest_path(out)
     if mpath.exists():
         try:
@@ -256,9 +261,8 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[Parent | str | os
         if named != out.name:
             raise VersionError(f"{mpath} is the manifest of {named}, another dataset: writing {out.name} would "
                                "replace it, even with --force; choose another --out")
-    existing = [t for t in targets if t.exists()]
-    if existing and not force:
-        raise VersionError(f"output {existing[0]} exists (use --force to replace it)")
+    if out.exists() and not force:
+        raise VersionError(f"output {out} exists (use --force to replace it)")
     return out
 
 
