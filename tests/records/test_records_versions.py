@@ -92,7 +92,7 @@ def _old_version(tmp_path):
 
 def test_failure_between_parquet_and_manifest_keeps_the_old_version(tmp_path, monkeypatch):
     out, old_parquet, old_manifest = _old_version(tmp_path)
-    real = rv.commit_temp
+    real = rio.commit_temp
 
     def die_on_manifest(tmp, path, **kw):
         if str(path).endswith(".manifest.json"):
@@ -100,7 +100,7 @@ def test_failure_between_parquet_and_manifest_keeps_the_old_version(tmp_path, mo
         return real(tmp, path, **kw)
 
     # the manifest's rename fails after the Parquet's: the old Parquet is put back
-    monkeypatch.setattr(rv, "commit_temp", die_on_manifest)
+    monkeypatch.setattr(rio, "commit_temp", die_on_manifest)
     with pytest.raises(OSError):
         write_version(rows(2), out, rule="r", force=True)
     monkeypatch.undo()
@@ -128,14 +128,15 @@ def test_a_kill_between_the_renames_is_detected(tmp_path):
     out, _, old_manifest = _old_version(tmp_path)
     code = f"""
 import os, signal
+import devenus.records.io as rio
 import devenus.records.versions as rv
 from devenus.records import make_row
-real = rv.commit_temp
+real = rio.commit_temp
 def commit(tmp, path, **kw):
     if str(path).endswith('.manifest.json'):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(tmp, path, **kw)
-rv.commit_temp = commit
+rio.commit_temp = commit
 rows = [make_row(data_source='t', index='t/x', source='t', question='q?', ground_truth='1')]
 rv.write_version(rows, {str(out)!r}, rule='r', force=True)
 """
@@ -193,7 +194,7 @@ def test_verify_and_read_errors(tmp_path):
     m = json.loads(manifest_path(out).read_text())
     m["format"] = "something else"
     manifest_path(out).write_text(json.dumps(m))
-    with pytest.raises(VersionError, match="is not a devenus.version/1 manifest"):
+    with pytest.raises(VersionError, match="is not a devenus.version manifest"):
         read_manifest(out)
 
 

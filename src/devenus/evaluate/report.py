@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -18,17 +16,11 @@ __all__ = ["format_table", "to_json", "write_outputs", "atomic_write"]
 
 def atomic_write(path: Path, write: Callable[[str], None], suffix: str = "") -> Path:
     """``write(tmp_path)`` fills a temporary file beside ``path``, which then replaces ``path``."""
+    from devenus.records.io import atomic_write as _atomic  # the tree's one atomic-write helper
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with _atomic(path, suffix=suffix or ".tmp") as tmp:
+        write(str(tmp))
     return path
 
 

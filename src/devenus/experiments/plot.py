@@ -7,9 +7,10 @@ says; matplotlib is imported only here (the ``plot`` extra).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Mapping
+
+from devenus.records.io import atomic_write
 
 SPLITS = ("ID", "near-OOD", "far-OOD")
 
@@ -59,9 +60,7 @@ def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple
     fig.suptitle(f"{name}: paired differences, 95% Student-t intervals (paired by {' / '.join(bys)}); "
                  f"dots: per seed; green/red: interval excludes 0 on the claimed/other side", fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    with atomic_write(out, suffix=".png") as tmp:  # matplotlib picks the format from the name
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
-    os.replace(tmp, out)
     return out

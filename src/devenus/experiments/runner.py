@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
+from devenus.records.io import write_text_atomic
 from devenus.runs.launch import guard_group
 
 BASE = "base"
@@ -299,9 +300,7 @@ class Experiment:
     def _save(self, name: str, seed: int, record: dict) -> dict:
         self.results.mkdir(parents=True, exist_ok=True)
         path = self.result_path(name, seed)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, path)  # atomic: a kill never leaves half a result
+        write_text_atomic(path, json.dumps(record, indent=1))  # a kill never leaves half a result
         return record
 
     # ---- one run
@@ -608,12 +607,8 @@ class Experiment:
         table = header + "\n".join(lines) + "\n"
         if write:
             self.results.mkdir(parents=True, exist_ok=True)
-            tmp = self.results.parent / f".{self.name}.md.tmp"
-            tmp.write_text(table)
-            os.replace(tmp, self.results.parent / f"{self.name}.md")
-            tmp = self.results.parent / f".{self.name}.json.tmp"
-            tmp.write_text(json.dumps(comp, indent=1))
-            os.replace(tmp, self.results.parent / f"{self.name}.json")
+            write_text_atomic(self.results.parent / f"{self.name}.md", table)
+            write_text_atomic(self.results.parent / f"{self.name}.json", json.dumps(comp, indent=1))
             if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the table is the report
                 from devenus.experiments.plot import plot_differences
 

@@ -26,17 +26,11 @@ def markdown(reports: list[dict]) -> str:
 
 
 def write_markdown(cfg: LifecycleConfig, reports: list[dict]) -> Path:
-    from devenus.records.io import commit_temp, discard_temp, temp_path
+    from devenus.records.io import write_text_atomic
 
     path = Path(cfg.out_dir) / "report.md"
     text = (f"# Lifecycle: {cfg.method} (rule {cfg.rule}), {cfg.rounds} rounds x {cfg.steps_per_round} steps\n\n"
             "precision: accepted changes whose new target is the hidden answer; recall: over the rows the rule "
             "could fix. Held-out: verl's validation at the round's last step.\n\n" + markdown(reports))
-    tmp = temp_path(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        commit_temp(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
+    write_text_atomic(path, text)
     return path

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from devenus.lifecycle.config import LifecycleConfig
-from devenus.records.io import commit_temp, discard_temp, temp_path
+from devenus.records.io import write_text_atomic
 
 #: train(config, round, D(k), round folder) -> {"held_out": {split: accuracy}, "wall_s": ..., ...}
 TrainFn = Callable[[LifecycleConfig, int, Path, Path], dict[str, Any]]
@@ -47,14 +47,7 @@ def evidence_dir(cfg: LifecycleConfig, k: int) -> Path:
 
 def write_json(path: Path, doc: Any) -> None:
     """Atomically (temp file + rename): a kill never leaves a half report that a rerun would trust."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        commit_temp(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
+    write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def label_counts(path: Path) -> dict[str, int]:

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .io import commit_temp, discard_temp, temp_path
+from .io import atomic_write
 
 EVIDENCE_COLUMNS: tuple[str, ...] = (
     "key", "round", "step", "kind", "method", "majority_answer", "majority_pass_rate",
@@ -124,6 +124,14 @@ def _parts(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
+def evidence_parts(directory: str | os.PathLike[str], round: int | None = None) -> list[Path]:
+    """The part files under ``directory`` (of one ``round``, or all), in part order: what an offline
+    tool that reads the evidence passes to :func:`devenus.records.versions.write_version` as parents,
+    so that the manifest pins them by hash and no output can overwrite them."""
+    return [p for _, p in _parts(Path(directory))
+            if round is None or int(_PART.match(p.name).group(2)) == round]
+
+
 class EvidenceWriter:
     """Buffered appender of evidence rows for one method and round.
 
@@ -177,13 +185,8 @@ class EvidenceWriter:
         steps = [r["step"] for r in self._buf]
         path = self.directory / f"part-{self._seq:06d}-r{self.round}-s{min(steps)}-{max(steps)}.parquet"
         table = pa.Table.from_pylist(self._buf, schema=evidence_schema())
-        tmp = temp_path(path)
-        try:
+        with atomic_write(path) as tmp:
             pq.write_table(table, str(tmp))
-            commit_temp(tmp, path)
-        except BaseException:
-            discard_temp(tmp)
-            raise
         self._buf = []
         self._seq += 1
         self.written.append(path)

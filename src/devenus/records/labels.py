@@ -1,4 +1,28 @@
-"""Label-state transforms for experiments: hide labels to simulate an unlabeled or semi-supervised pool."""
+"""The label vocabulary: hide, annotate, promote, correct, for one row dict and for an Arrow table.
+
+Every edit of a row's label state in the tree goes through here (the selection materializer, the
+transition rules, ``data hide-labels``, the testbed pool), each returning the new row (or table) and
+its changes for the version's manifest:
+
+=========  ====================================================  ==========================================
+edit       the row afterwards                                    precondition
+=========  ====================================================  ==========================================
+hide       ``ground_truth=""``, ``labeled=False``, ``none``;      none (an unlabeled row stays as it is)
+           the old target kept as ``simulation.hidden_answer``
+annotate   ``ground_truth=answer``, ``labeled=True``,             the row is unlabeled
+           ``annotated``
+promote    the same with ``promoted``                              the row is unlabeled
+correct    the same with ``corrected``                             the row is labeled
+=========  ====================================================  ==========================================
+
+Row form: ``hide(row, why) -> (row, [Change])``, ``promote(row, answer, why) -> (row, [Change])``, ...
+(the input row is not modified; ``Change`` is :class:`.versions.Change`, listed by sorted field path as
+:func:`.versions.row_changes` lists them). Table form: ``hide_table(table, mask, why) -> (table,
+changes)``, ``promote_table(table, mask, answers, why)``, ..., column-wise (no Python step per row);
+``changes`` is a table ``row``, ``key``, ``field``, ``line`` (each Change as its manifest JSON line,
+for :meth:`.versions.VersionWriter.add_change_lines`), the same changes in the same order as the row
+form gives row by row. ``why``: a string, or (tables) a string array with one entry per row.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +32,232 @@ import heapq
 import os
 from typing import Any, Sequence
 
-from .schema import UNLABELED_SOURCE
+from .schema import EXTRA_INFO, REWARD_MODEL, SIMULATION, UNLABELED_SOURCE
 
 RULE = "hide-labels"
+ANNOTATED, PROMOTED, CORRECTED = "annotated", "promoted", "corrected"
 
 
+class LabelStateError(ValueError):
+    """A label edit asked of a row in the wrong state (promoting a labeled row, correcting an unlabeled one)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# row dicts
+# ---------------------------------------------------------------------------------------------------
+def _copy_label_parts(row: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``row`` whose label structs are copies (the prompt is shared, never mutated)."""
+    r = dict(row)
+    r[REWARD_MODEL] = dict(row[REWARD_MODEL])
+    r[EXTRA_INFO] = dict(row[EXTRA_INFO])
+    return r
+
+
+def hide_row(row: dict[str, Any]) -> dict[str, Any]:
+    """:func:`hide` without its changes: for rows that are built unlabeled (a pool), not changed."""
+    r = _copy_label_parts(row)
+    target = r[REWARD_MODEL]["ground_truth"]
+    if target != "":
+        sim = dict(r.get(SIMULATION) or {"noise": "none"})
+        if sim.get("hidden_answer") is None:
+            sim["hidden_answer"] = target
+        sim.setdefault("noise", "none")
+        r[SIMULATION] = sim
+    r[REWARD_MODEL]["ground_truth"] = ""
+    r[EXTRA_INFO]["labeled"] = False
+    r[EXTRA_INFO]["label_source"] = UNLABELED_SOURCE
+    return r
+
+
+def hide(row: dict[str, Any], why: str):
+    """``row`` unlabeled, its target moved to ``simulation.hidden_answer`` (unless it has one); the changes."""
+    from .versions import row_changes
+
+    new = hide_row(row)
+    return new, row_changes(row, new, why)
+
+
+def _check_state(key: Any, labeled: Any, edit: str) -> None:
+    want = edit == CORRECTED
+    if bool(labeled) != want:
+        state = "labeled" if labeled else "unlabeled"
+        raise LabelStateError(f"row {key!r}: cannot mark a {state} row {edit} "
+                              f"({edit} applies to {'labeled' if want else 'unlabeled'} rows)")
+
+
+def _relabel(row: dict[str, Any], answer: str, why: str, source: str):
+    from .versions import row_changes
+
+    _check_state(row[EXTRA_INFO].get("index"), row[EXTRA_INFO].get("labeled"), source)
+    new = _copy_label_parts(row)
+    new[REWARD_MODEL]["ground_truth"] = answer
+    new[EXTRA_INFO]["labeled"] = True
+    new[EXTRA_INFO]["label_source"] = source
+    return new, row_changes(row, new, why)
+
+
+def annotate(row: dict[str, Any], answer: str, why: str):
+    """An unlabeled ``row`` labeled with an annotator's ``answer`` (``label_source=annotated``); the changes."""
+    return _relabel(row, answer, why, ANNOTATED)
+
+
+def promote(row: dict[str, Any], answer: str, why: str):
+    """An unlabeled ``row`` labeled with an accepted pseudo label (``label_source=promoted``); the changes."""
+    return _relabel(row, answer, why, PROMOTED)
+
+
+def correct(row: dict[str, Any], answer: str, why: str):
+    """A labeled ``row`` whose target is replaced by ``answer`` (``label_source=corrected``); the changes."""
+    return _relabel(row, answer, why, CORRECTED)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Arrow tables
+# ---------------------------------------------------------------------------------------------------
+def _flat(x):
+    import pyarrow as pa
+
+    return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
+
+
+def _mask(table, mask):
+    """``mask`` as a boolean numpy array of the table's length (nulls: False)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m = np.asarray(mask, dtype=bool) if not isinstance(mask, (pa.Array, pa.ChunkedArray)) else \
+        _flat(pc.fill_null(mask, False)).to_numpy(zero_copy_only=False)
+    if len(m) != table.num_rows:
+        raise ValueError(f"the mask has {len(m)} entries for a table of {table.num_rows} rows")
+    return m
+
+
+def struct_with(col, replace: dict):
+    """The struct column ``col`` with some fields replaced (children read through the struct's nulls)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = _flat(col)
+    children = []
+    for f in col.type:
+        v = replace.get(f.name)
+        children.append(_flat(pc.struct_field(col, f.name) if v is None else v))
+    return pa.StructArray.from_arrays(children, fields=list(col.type), mask=col.is_null() if col.null_count else None)
+
+
+def _with_hidden_answers(table, hide, gt):
+    """Where ``hide``: a simulation struct that holds ``gt`` as its hidden answer unless it has one
+    (a row without a simulation gets ``noise: none``); elsewhere the simulation as it was."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .schema import records_schema
+
+    i = table.schema.get_field_index(SIMULATION)
+    sim = _flat(table.column(i)) if i >= 0 else pa.nulls(table.num_rows, records_schema().field(SIMULATION).type)
+    if pa.types.is_null(sim.type):
+        sim = pa.nulls(table.num_rows, records_schema().field(SIMULATION).type)
+    names = [f.name for f in sim.type]
+    fields = list(sim.type)
+    if "hidden_answer" not in names:
+        fields.append(pa.field("hidden_answer", pa.string()))
+    if "noise" not in names:
+        fields.append(pa.field("noise", pa.string()))
+    had = pc.is_valid(sim)
+    children = []
+    for f in fields:
+        old = pc.struct_field(sim, f.name) if f.name in names else pa.nulls(len(sim), f.type)
+        if f.name == "hidden_answer":
+            v = pc.if_else(hide, pc.coalesce(old, gt), old)
+        elif f.name == "noise":
+            v = pc.if_else(pc.and_(hide, pc.invert(had)), pa.scalar("none"), old)
+        else:
+            v = old
+        children.append(_flat(v))
+    new = pa.StructArray.from_arrays(children, fields=fields, mask=pc.invert(_flat(pc.or_(had, hide))))
+    return table.set_column(i, SIMULATION, new) if i >= 0 else table.append_column(SIMULATION, new)
+
+
+def _set_labels(table, m, gt, labeled, source):
+    import pyarrow as pa
+
+    rm, extra = table.column(REWARD_MODEL), table.column(EXTRA_INFO)
+    t = table.set_column(table.schema.get_field_index(REWARD_MODEL), REWARD_MODEL, struct_with(rm, {"ground_truth": gt}))
+    return t.set_column(t.schema.get_field_index(EXTRA_INFO), EXTRA_INFO,
+                        struct_with(extra, {"labeled": labeled, "label_source": source}))
+
+
+def _changes(before, after, m, why):
+    """The change lines of the rows ``m`` selects, with their positions in the whole table."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .columnar import table_changes
+
+    at = np.flatnonzero(m)
+    idx = pa.array(at, pa.int64())
+    w = why if isinstance(why, str) else _flat(why).take(idx)
+    ch = table_changes(before.take(idx), after.take(idx), w)
+    return ch.set_column(0, "row", pa.array(at[ch.column("row").to_numpy()], pa.int64()))
+
+
+def hide_table(table, mask, why):
+    """:func:`hide` on the rows ``mask`` selects: ``(table, changes)``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m = _mask(table, mask)
+    pm = pa.array(m)
+    extra, gt = table.column(EXTRA_INFO), pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
+    new = _set_labels(table, m, pc.if_else(pm, pa.scalar(""), gt),
+                      pc.if_else(pm, False, pc.struct_field(extra, "labeled")),
+                      pc.if_else(pm, pa.scalar(UNLABELED_SOURCE), pc.struct_field(extra, "label_source")))
+    moved = pc.and_(pm, pc.fill_null(pc.not_equal(gt, ""), False))
+    if pc.any(moved).as_py():
+        new = _with_hidden_answers(new, moved, gt)
+    return new, _changes(table, new, m, why)
+
+
+def _relabel_table(table, mask, answers, why, source):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m = _mask(table, mask)
+    pm = pa.array(m)
+    extra = table.column(EXTRA_INFO)
+    labeled = _flat(pc.fill_null(pc.struct_field(extra, "labeled"), False)).to_numpy(zero_copy_only=False)
+    wrong = np.flatnonzero(m & (labeled != (source == CORRECTED)))
+    if wrong.size:
+        i = int(wrong[0])
+        _check_state(pc.struct_field(extra, "index")[i].as_py(), bool(labeled[i]), source)
+    answers = pa.array([answers] * table.num_rows, pa.string()) if isinstance(answers, str) else _flat(answers)
+    gt = pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
+    new = _set_labels(table, m, pc.if_else(pm, answers, gt), pc.if_else(pm, True, pc.struct_field(extra, "labeled")),
+                      pc.if_else(pm, pa.scalar(source), pc.struct_field(extra, "label_source")))
+    return new, _changes(table, new, m, why)
+
+
+def annotate_table(table, mask, answers, why):
+    """:func:`annotate` on the rows ``mask`` selects (``answers``: one per row of the table; read where
+    ``mask``): ``(table, changes)``."""
+    return _relabel_table(table, mask, answers, why, ANNOTATED)
+
+
+def promote_table(table, mask, answers, why):
+    """:func:`promote` on the rows ``mask`` selects: ``(table, changes)``."""
+    return _relabel_table(table, mask, answers, why, PROMOTED)
+
+
+def correct_table(table, mask, answers, why):
+    """:func:`correct` on the rows ``mask`` selects: ``(table, changes)``."""
+    return _relabel_table(table, mask, answers, why, CORRECTED)
+
+
+# ---------------------------------------------------------------------------------------------------
+# hiding a fraction of the labels (experiments: a semi-supervised pool from a labeled one)
+# ---------------------------------------------------------------------------------------------------
 def _rank(seed: int, key: str) -> str:
     return hashlib.sha1(f"{seed}:{key}".encode()).hexdigest()
 
@@ -31,25 +276,6 @@ def kept_keys(labeled_keys: Sequence[str], labeled_fraction: float, seed: int = 
     _check_fraction(labeled_fraction)
     keep = round(labeled_fraction * len(labeled_keys))
     return set(heapq.nsmallest(keep, labeled_keys, key=lambda k: _rank(seed, k)))
-
-
-def hide_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a labeled row made unlabeled; its target moves to ``simulation.hidden_answer``.
-
-    The structs it changes are copied; the rest (the prompt) is shared with ``row``, not mutated."""
-    r = dict(row)
-    r["reward_model"] = dict(row["reward_model"])
-    r["extra_info"] = dict(row["extra_info"])
-    target = r["reward_model"]["ground_truth"]
-    sim = dict(r.get("simulation") or {"noise": "none"})
-    if sim.get("hidden_answer") is None:
-        sim["hidden_answer"] = target
-    sim.setdefault("noise", "none")
-    r["simulation"] = sim
-    r["reward_model"]["ground_truth"] = ""
-    r["extra_info"]["labeled"] = False
-    r["extra_info"]["label_source"] = UNLABELED_SOURCE
-    return r
 
 
 def hide_labels(rows: Sequence[dict[str, Any]], labeled_fraction: float, seed: int = 0) -> list[dict[str, Any]]:
@@ -74,7 +300,7 @@ def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str],
     from tqdm import tqdm
 
     from .io import iter_records, record_file_rows, records_schema_of
-    from .versions import VersionWriter, check_output, row_changes
+    from .versions import VersionWriter, check_output
 
     _check_fraction(labeled_fraction)
     check_output(out, [input], force=force)
@@ -93,8 +319,8 @@ def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str],
                 new = []
                 for r in batch:
                     if r["extra_info"].get("labeled") is True and r["extra_info"]["index"] not in kept:
-                        h = hide_row(r)
-                        w.add_changes(row_changes(r, h, why))
+                        h, changes = hide(r, why)
+                        w.add_changes(changes)
                         new.append(h)
                     else:
                         new.append(r)

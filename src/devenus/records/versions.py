@@ -1,23 +1,31 @@
 """Dataset versions: every records file a command produces, written as Parquet plus a manifest.
 
 One path for every version (``import``, ``data hide-labels``, ``data pair-views``, ``testbed noise``,
-and the coming selection materializer and transition builder): :func:`write_version` for rows in
-memory, :class:`VersionWriter` for a stream of row batches. Both write
+the selection materializer, the transition builder, the lifecycle): :class:`VersionWriter` for a
+stream of batches, :func:`write_version` for rows in memory (a VersionWriter with one batch). A batch
+(row dicts, a DataFrame, an Arrow table) becomes an Arrow table, is validated once, column-wise
+(:func:`.columnar.find_table_issues`), and is appended. Three files:
 
-- ``<out>``: the records Parquet (validated, explicit schema), and
-- ``<out stem>.manifest.json`` beside it: the parents' and the output's content hashes (sha256 of
-  the file bytes), the rule and its config, row counts, every changed or removed row (key, field,
-  before, after, why) and every refused input row.
+- ``<out>``: the records Parquet (validated, explicit schema);
+- ``<out stem>.changes.jsonl`` (only when something changed): every changed or removed row (key,
+  field, before, after, why), one JSON object a line, streamed while the rows are written;
+- ``<out stem>.manifest.json``: one JSON document (``json.dump``), written last: the parents' and the
+  output's content hashes (sha256 of the file bytes), the rule and its config, row counts, the
+  change file's count and hash, every refused input row.
 
-Deterministic: nothing in either file depends on the clock, the host or absolute paths (parents are
-named by file name and hash), so the same inputs give byte-identical files. Crash-safe: both files
-are first written completely to temporary files beside their targets (our naming, cleaned by the
-next write if a kill left them), then renamed; a failure before the renames leaves the previous
-version exactly as it was, and a kill between the two renames leaves a manifest whose output hash
-does not match its Parquet, which :func:`verify_manifest` reports.
+Every input a caller names (``parent=`` / ``inputs=``: D(k), each evidence part, the pool) is a parent
+in the manifest, with its hash. Deterministic: nothing in any file depends on the clock, the host or
+absolute paths (parents are named by file name and hash), so the same inputs give byte-identical
+files. Crash-safe: all files are first written completely to temporary files beside their targets,
+then renamed through :class:`.io.AtomicFiles` (changes, Parquet, manifest last); an exception leaves
+the previous version exactly as it was, and a kill between the renames leaves a manifest whose
+hashes do not match, which :func:`verify_manifest` reports.
 
-The output rule is the same for every command (:func:`check_output`): an existing output is refused
-unless ``force``, and an output that is one of the inputs is always refused.
+The output rule is the same for every command (:func:`check_output`), checked before anything is
+written: an output file (the Parquet, its manifest, its change file) that is one of the inputs is
+always refused; an existing manifest that belongs to another dataset (it names another output, or is
+not a devenus manifest) is always refused; an existing version of this output is replaced only with
+``force``.
 """
 
 from __future__ import annotations
@@ -25,18 +33,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .columnar import _canonical, _dumps  # noqa: F401 - the manifest's JSON, shared with the columnar lines
-from .io import check_input, commit_temp, discard_temp, normalize_rows, temp_path
+from .columnar import _canonical, _dumps
+from .io import AtomicFiles, check_input, normalize_rows
 from .schema import EXTRA_INFO, SIMULATION
 from .validate import Issue, RecordError, as_rows, find_issues
 
-MANIFEST_FORMAT = "devenus.version/1"
+MANIFEST_FORMAT = "devenus.version/2"
+#: manifests of the first layout (changes and refusals inline) are still read
+READ_FORMATS = ("devenus.version/1", MANIFEST_FORMAT)
 MANIFEST_SUFFIX = ".manifest.json"
+CHANGES_SUFFIX = ".changes.jsonl"
 #: ``Change.field`` of a row the version drops (``before="present"``, ``after="removed"``)
 ROW_REMOVED = "<row>"
 _HASH_CHUNK = 1 << 20
@@ -84,11 +95,14 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Parent:
-    """An input of a version, named by file name (never an absolute path) and content hash."""
+    """An input of a version, named by file name (never an absolute path) and content hash.
+
+    ``path``: where it was read (not stored; the output rule checks every output against it)."""
 
     name: str
     sha256: str
     rows: int | None = None
+    path: Path | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "sha256": self.sha256, "rows": self.rows}
@@ -98,40 +112,58 @@ class Parent:
 class Manifest:
     """What a manifest file holds (``path``: where it was read from or written to; not stored).
 
-    ``changes`` and ``refusals`` are read from the file on first use: a version of a large file can
-    list hundreds of thousands of changes, and most readers (the commands' summaries,
-    :func:`verify_manifest`) need only the header.
-    """
+    ``changes`` is read from the change file on each use (a version of a large file can list
+    hundreds of thousands of changes, and most readers need only the header): iterate
+    :meth:`iter_changes` to stream it."""
 
     rule: str
     config: dict[str, Any]
     parents: list[Parent]
     output: dict[str, Any]
     counts: dict[str, int]
+    refusals: list[Refusal]
+    #: ``{"sha256", "count"}`` of the change file ``<stem>.changes.jsonl``, None when nothing changed
+    #: (or, in the first layout, when the list is inline)
+    changes_file: dict[str, Any] | None = None
     path: Path | None = None
+    format: str = MANIFEST_FORMAT
 
     @property
     def output_path(self) -> Path | None:
         return None if self.path is None else self.path.with_name(self.output["name"])
 
-    def _lists(self) -> tuple[list[Change], list[Refusal]]:
-        cached = self.__dict__.get("_lists_cache")
-        if cached is None:
-            d = _load_json(self.path)
-            try:
-                cached = ([Change(**c) for c in d["changes"]], [Refusal(**r) for r in d["refusals"]])
-            except (KeyError, TypeError) as exc:
-                raise VersionError(f"manifest {self.path} has a malformed change or refusal: {exc}") from exc
-            object.__setattr__(self, "_lists_cache", cached)
-        return cached
+    @property
+    def changes_path(self) -> Path | None:
+        if self.path is None or self.changes_file is None:
+            return None
+        return self.path.with_name(self.path.name[: -len(MANIFEST_SUFFIX)] + CHANGES_SUFFIX)
+
+    def iter_changes(self) -> Iterator[Change]:
+        if self.format != MANIFEST_FORMAT:  # the first layout: the list is inside the manifest
+            yield from (_change(c, self.path) for c in _load_json(self.path).get("changes", []))
+            return
+        cpath = self.changes_path
+        if cpath is None:
+            return
+        if not cpath.is_file():
+            raise VersionError(f"manifest {self.path} lists {self.changes_file['count']} changes in {cpath.name}, which is missing")
+        with open(cpath, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    yield _change(json.loads(line), cpath)
+                except json.JSONDecodeError as exc:
+                    raise VersionError(f"{cpath} line {n}: not JSON: {exc}") from exc
 
     @property
     def changes(self) -> list[Change]:
-        return self._lists()[0]
+        return list(self.iter_changes())
 
-    @property
-    def refusals(self) -> list[Refusal]:
-        return self._lists()[1]
+
+def _change(d: Any, where: Path | None) -> Change:
+    try:
+        return Change(**d)
+    except TypeError as exc:
+        raise VersionError(f"{where} has a malformed change {d!r}: {exc}") from exc
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -158,13 +190,19 @@ def parent_of(path: str | os.PathLike[str], rows: int | None = None) -> Parent:
     path = check_input(path)
     if rows is None and path.suffix.lower() in (".parquet", ".pq"):
         rows = parquet_rows(path)
-    return Parent(name=path.name, sha256=sha256_file(path), rows=rows)
+    return Parent(name=path.name, sha256=sha256_file(path), rows=rows, path=path)
 
 
 def manifest_path(out: str | os.PathLike[str]) -> Path:
     """``<dir>/<stem>.manifest.json`` for the version file ``out``."""
     out = Path(out)
     return out.with_name(out.stem + MANIFEST_SUFFIX)
+
+
+def changes_path(out: str | os.PathLike[str]) -> Path:
+    """``<dir>/<stem>.changes.jsonl`` for the version file ``out``."""
+    out = Path(out)
+    return out.with_name(out.stem + CHANGES_SUFFIX)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -179,23 +217,50 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = (), *,
-                 force: bool = False) -> Path:
-    """The rule every writing command follows; returns ``out`` as a Path or raises :class:`VersionError`.
+def _paths(inputs: Iterable[Parent | str | os.PathLike[str]]) -> list[Path]:
+    return [Path(p.path) if isinstance(p, Parent) else Path(p) for p in inputs
+            if not isinstance(p, Parent) or p.path is not None]
 
-    An output that is (or resolves to) one of ``inputs`` is always refused, ``--force`` or not; an
-    existing output is refused unless ``force``; an output that is a directory is refused.
+
+def check_output(out: str | os.PathLike[str], inputs: Iterable[Parent | str | os.PathLike[str]] = (), *,
+                 force: bool = False) -> Path:
+    """The rule every writing command follows, before it writes anything; returns ``out`` as a Path or
+    raises :class:`VersionError`.
+
+    - an output file (the Parquet, its manifest, its change file) that is (or resolves to) one of
+      ``inputs`` (paths or :class:`Parent`): always refused, ``force`` or not;
+    - an existing manifest at the output's manifest path that is not a devenus manifest, or that
+      names another output file (``x.parquet``'s manifest when writing ``x.pq``): always refused, it
+      belongs to another dataset;
+    - an output named like a manifest or change file (the input's own manifest): always refused;
+    - an existing output: refused unless ``force`` (a version whose manifest no longer matches its
+      Parquet, as a kill between the renames leaves it, is still this output's and may be replaced;
+      the manifest and change file of this output whose Parquet is gone vouch for nothing and are
+      replaced without ``force``);
+    - an output that is a directory: refused.
     """
     out = Path(out)
-    targets = (out, manifest_path(out))
-    for inp in inputs:
-        inp = Path(inp)
+    targets = (out, manifest_path(out), changes_path(out))
+    for inp in _paths(inputs):
         for t in targets:
             if _same_file(t, inp):
                 raise VersionError(f"output {t} is the input {inp}: write the new version to another file "
                                    "(an input is never overwritten, even with --force)")
     if out.is_dir():
         raise VersionError(f"output {out} is a directory (expected a .parquet file path)")
+    if out.name.endswith((MANIFEST_SUFFIX, CHANGES_SUFFIX)):
+        raise VersionError(f"output {out} is named as a version's manifest or change file, not as its Parquet: "
+                           "choose a .parquet path")
+    mpath = manifest_path(out)
+    if mpath.exists():
+        try:
+            named = read_manifest(mpath).output.get("name")
+        except VersionError as exc:
+            raise VersionError(f"{mpath} exists and is not the manifest of a devenus version ({exc}): "
+                               f"writing {out.name} would replace it, even with --force; choose another --out") from None
+        if named != out.name:
+            raise VersionError(f"{mpath} is the manifest of {named}, another dataset: writing {out.name} would "
+                               "replace it, even with --force; choose another --out")
     if out.exists() and not force:
         raise VersionError(f"output {out} exists (use --force to replace it)")
     return out
@@ -247,14 +312,29 @@ def row_changes(before: Mapping[str, Any], after: Mapping[str, Any], why: str) -
 # ---------------------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------------------
+def _as_parents(parents: Iterable[Parent | str | os.PathLike[str]]) -> list[Parent]:
+    """Each input once (a path and a :class:`Parent` of the same file are one), in the order given."""
+    out: list[Parent] = []
+    for p in parents:
+        p = p if isinstance(p, Parent) else parent_of(p)
+        if any((p.path is not None and q.path is not None and _same_file(p.path, q.path))
+               or (p.name, p.sha256) == (q.name, q.sha256) for q in out):
+            continue
+        out.append(p)
+    return out
+
+
 class VersionWriter:
-    """Write one dataset version from row batches; use as a context manager.
+    """Write one dataset version from batches; use as a context manager.
 
     ``with VersionWriter(out, parents=[...], rule=..., config=...) as w: w.write(batch); w.change(...)``
-    commits on a clean exit (both files renamed into place; ``w.manifest`` holds the result) and
-    discards everything on an exception. Memory: one batch at a time; changes and refusals are
-    spooled to a temporary file, not kept.
-    """
+    commits on a clean exit (the files renamed into place; ``w.manifest`` holds the result) and
+    discards everything on an exception. Memory: one batch at a time; changes are streamed to the
+    change file's temporary file, not kept.
+
+    ``parents`` and ``inputs`` (paths, or :class:`Parent` from :func:`parent_of`) are the same thing:
+    every one is a parent in the manifest and is checked against the outputs (the two names are kept
+    for the callers that pass a hashed Parent and its path)."""
 
     def __init__(
         self,
@@ -265,16 +345,17 @@ class VersionWriter:
         parents: Sequence[Parent | str | os.PathLike[str]] = (),
         force: bool = False,
         schema: Any = None,
-        inputs: Iterable[str | os.PathLike[str]] = (),
+        inputs: Iterable[Parent | str | os.PathLike[str]] = (),
     ):
         if not isinstance(rule, str) or not rule:
             raise ValueError("a version needs a rule name")
-        path_inputs = [p for p in parents if not isinstance(p, Parent)] + list(inputs)
-        self.out = check_output(out, path_inputs, force=force)
+        given = list(parents) + list(inputs)
+        self.out = check_output(out, given, force=force)
         self.manifest_out = manifest_path(self.out)
+        self.changes_out = changes_path(self.out)
         self.rule = rule
         self.config = _canonical(dict(config or {}))
-        self.parents = [p if isinstance(p, Parent) else parent_of(p) for p in parents]
+        self.parents = _as_parents(given)
         self.schema = schema
         self.manifest: Manifest | None = None
         self._keys: set[str] = set()
@@ -283,37 +364,91 @@ class VersionWriter:
         self._changed_keys: set[str] = set()
         self._removed = 0
         self._n_changes = 0
-        self._n_refusals = 0
+        self._refusals: list[dict[str, Any]] = []  # few (one per bad input row) and printed anyway
         self._writer = None
-        self._tmp = temp_path(self.out)
-        self._changes_tmp = temp_path(self.manifest_out)
+        # the manifest last: it names the others' hashes, so a kill between renames is detectable
+        self._files = AtomicFiles([self.changes_out, self.out, self.manifest_out])
+        self._changes_tmp, self._tmp, self._manifest_tmp = self._files.temps
         self._changes_f = open(self._changes_tmp, "w", encoding="utf-8")
-        self._refusals: list[str] = []  # refusals are few (one per bad input row) and printed anyway
         self._done = False
 
     # -- rows
     def write(self, rows: Any) -> None:
         """Validate a batch (positions continue across batches) and append it to the Parquet.
 
-        ``rows``: row dicts, a DataFrame, or a pyarrow Table / RecordBatch. A table is checked column
-        by column (:mod:`.columnar`) with the same result as its rows as dicts: the same errors, the
-        same bytes written; a large table costs no Python step per row."""
+        ``rows``: row dicts, a DataFrame, or a pyarrow Table / RecordBatch. Every batch takes the
+        same path: an Arrow table (:meth:`_table`), checked column by column (:mod:`.columnar`, which
+        names a bad row exactly as the row checker does), given the schema of the first batch, appended."""
+        import pyarrow.compute as pc
+
+        table = self._table(rows)
+        if table is None or table.num_rows == 0:
+            return
+        from .columnar import find_table_issues
+
+        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                  for i in find_table_issues(table)]
+        self._check_keys(pc.struct_field(table.column(EXTRA_INFO), "index").to_pylist(), issues)
+        labeled = pc.sum(pc.fill_null(pc.struct_field(table.column(EXTRA_INFO), "labeled"), False)).as_py() or 0
+        self._append_table(self._fit(table), int(labeled))
+
+    def _table(self, rows: Any):
+        """A batch as an Arrow table of a layout the column checks cover: a table as it is; row dicts
+        (or a table of another layout) filled to one key set (:func:`.io.normalize_rows`). Rows that
+        no Arrow column can hold (a list where a string belongs) are named by the row checker."""
         import pyarrow as pa
+
+        from .columnar import covered
 
         if isinstance(rows, pa.RecordBatch):
             rows = pa.Table.from_batches([rows])
         if isinstance(rows, pa.Table):
-            self._write_table(rows)
-            return
+            if covered(rows.schema):
+                return rows
+            rows = rows.to_pylist()
         rows = as_rows(rows)
         if not rows:
-            return
-        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
-                  for i in find_issues(rows)]
-        extras = [r.get(EXTRA_INFO) if isinstance(r, Mapping) else None for r in rows]
-        keys = [e.get("index") if isinstance(e, Mapping) else None for e in extras]
-        self._check_keys([k if isinstance(k, str) else None for k in keys], issues)  # only str keys count
-        self._append_rows(rows)
+            return None
+        try:
+            if not all(isinstance(r, Mapping) for r in rows):
+                raise TypeError("a row is not a mapping")
+            norm, schema = normalize_rows(rows)
+            table = pa.Table.from_pylist(norm, schema=schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError, RecordError) as exc:
+            issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                      for i in find_issues(rows)]
+            if issues:
+                raise RecordError(issues, header=f"the rows for {self.out} break the contract") from None
+            if isinstance(exc, RecordError):
+                raise
+            raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
+        return table
+
+    def _fit(self, table: Any):
+        """``table`` in the version's schema (set by the first batch, or given): a re-typing where
+        that is all it takes, else rebuilt from its values; a field earlier batches lack is an error."""
+        import pyarrow as pa
+
+        from .columnar import conform, table_schema
+
+        if self.schema is None:
+            self.schema = table_schema(table)
+        for name in (EXTRA_INFO, SIMULATION):
+            have = {f.name for f in self.schema.field(name).type}
+            t = table.schema.field(name).type if name in table.column_names else None
+            extra = [f.name for f in t if f.name not in have] if t is not None and pa.types.is_struct(t) else []
+            if extra:
+                raise RecordError(f"rows from {self._rows} on carry {name}.{extra[0]}, which earlier rows of {self.out} lack")
+        extra_cols = [n for n in table.column_names if n not in self.schema.names]
+        if extra_cols:
+            raise RecordError(f"rows from {self._rows} on carry column {extra_cols[0]!r}, which earlier rows of {self.out} lack")
+        try:
+            typed = conform(table, self.schema)
+            if typed is None:  # more than a re-typing (an int column where the first batch had floats)
+                typed = pa.Table.from_pylist(table.to_pylist(), schema=self.schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise RecordError(f"cannot write rows {self._rows}..{self._rows + table.num_rows - 1} to {self.out}: {exc}") from exc
+        return typed.combine_chunks()
 
     def _check_keys(self, keys: list[str | None], issues: list[Issue]) -> None:
         """Add the keys of a batch (str or None); a key an earlier batch had is a violation (unless its
@@ -333,21 +468,6 @@ class VersionWriter:
         if issues:
             raise RecordError(issues, header=f"the rows for {self.out} break the contract")
 
-    def _append_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Write validated row dicts (the schema of the first batch holds for the rest)."""
-        import pyarrow as pa
-
-        norm, schema = normalize_rows(rows)
-        if self.schema is None:
-            self.schema = schema
-        elif not schema.equals(self.schema, check_metadata=False):
-            norm = self._conform(norm, schema)
-        try:
-            table = pa.Table.from_pylist(norm, schema=self.schema)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-            raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
-        self._append_table(table, sum(1 for r in rows if (r.get(EXTRA_INFO) or {}).get("labeled") is True))
-
     def _append_table(self, table: Any, labeled: int) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -361,67 +481,13 @@ class VersionWriter:
         self._rows += table.num_rows
         self._labeled += labeled
 
-    def _write_table(self, table: Any) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from .columnar import conform, covered, find_table_issues, table_schema
-
-        if table.num_rows == 0:
-            return
-        if not covered(table.schema):
-            # a layout the column checks do not cover (a missing column, an unexpected type): the row path
-            self.write(table.to_pylist())
-            return
-        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
-                  for i in find_table_issues(table)]
-        extra = table.column(EXTRA_INFO)
-        self._check_keys(pc.struct_field(extra, "index").to_pylist(), issues)
-        schema = table_schema(table)
-        if self.schema is not None and not schema.equals(self.schema, check_metadata=False):
-            self._append_rows(table.to_pylist())  # a batch unlike the first: fill it exactly as rows are filled
-            return
-        try:
-            typed = conform(table, schema)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            typed = None  # a value the re-typing refuses (an overflow): the row path names it
-        if typed is None:
-            self._append_rows(table.to_pylist())
-            return
-        if self.schema is None:
-            self.schema = schema
-        labeled = pc.sum(pc.fill_null(pc.struct_field(extra, "labeled"), False)).as_py() or 0
-        self._append_table(typed.combine_chunks(), int(labeled))
-
-    def _conform(self, norm: list[dict[str, Any]], schema: Any) -> list[dict[str, Any]]:
-        """Rows of a later batch filled to the schema of the first one; a field it lacks is an error."""
-        for name in (EXTRA_INFO, SIMULATION):
-            have = {f.name for f in self.schema.field(name).type}
-            extra = [f.name for f in schema.field(name).type if f.name not in have]
-            if extra:
-                raise RecordError(f"rows from {self._rows} on carry {name}.{extra[0]}, which earlier rows of {self.out} lack")
-        extra_cols = [n for n in schema.names if n not in self.schema.names]
-        if extra_cols:
-            raise RecordError(f"rows from {self._rows} on carry column {extra_cols[0]!r}, which earlier rows of {self.out} lack")
-        keys = {name: [f.name for f in self.schema.field(name).type] for name in (EXTRA_INFO, SIMULATION)}
-        out = []
-        for r in norm:
-            n = {}
-            for name in self.schema.names:
-                v = r.get(name)
-                if name in keys and isinstance(v, Mapping):
-                    v = {k: v.get(k) for k in keys[name]}
-                n[name] = v
-            out.append(n)
-        return out
-
     # -- what changed
     def change(self, key: str, field: str, before: Any, after: Any, why: str) -> None:
         self.add_changes([Change(key, field, before, after, why)])
 
     def add_change_lines(self, table: Any) -> None:
-        """Change entries built column-wise (:func:`.columnar.table_changes`, :func:`removal_lines`): a
-        table with ``key``, ``field`` and ``line`` (the JSON line), written in its order."""
+        """Change entries built column-wise (:func:`.labels` table edits, :func:`.columnar.table_changes`,
+        :func:`removal_lines`): a table with ``key``, ``field`` and ``line`` (the JSON line), in its order."""
         import pyarrow.compute as pc
 
         n = table.num_rows
@@ -447,8 +513,7 @@ class VersionWriter:
         self.change(key, ROW_REMOVED, "present", "removed", why)
 
     def refuse(self, refusal: Refusal) -> None:
-        self._refusals.append(_dumps(refusal.to_json()))
-        self._n_refusals += 1
+        self._refusals.append(_canonical(refusal.to_json()))
 
     # -- commit / abort
     def commit(self) -> Manifest:
@@ -474,60 +539,29 @@ class VersionWriter:
             "changed_rows": len(self._changed_keys),
             "removed_rows": self._removed,
             "changes": self._n_changes,
-            "refused": self._n_refusals,
+            "refused": len(self._refusals),
         }
-        header = {"format": MANIFEST_FORMAT, "rule": self.rule, "config": self.config,
-                  "parents": [p.to_json() for p in self.parents], "output": output, "counts": counts}
-        text = json.dumps(header, sort_keys=True, ensure_ascii=False, indent=1, allow_nan=False)
-        man_tmp = temp_path(self.manifest_out)
-        backup = None
-        try:
-            with open(man_tmp, "w", encoding="utf-8") as f, open(self._changes_tmp, encoding="utf-8") as ch:
-                f.write(text[: text.rindex("}")].rstrip() + ",\n")
-                f.write(' "refusals": [' + ",".join("\n  " + r for r in self._refusals)
-                        + ("\n ]" if self._refusals else "]") + ",\n")
-                f.write(' "changes": [')
-                # the spool holds one JSON line per change (JSON escapes every newline inside one), so
-                # the list is the spool with each newline turned into a separator: copied in blocks
-                pending = None
-                while block := ch.read(1 << 22):
-                    f.write(pending if pending is not None else "\n  ")
-                    pending = block.replace("\n", ",\n  ")
-                if pending is None:
-                    f.write("]\n}\n")
-                else:
-                    f.write(pending[: -len(",\n  ")] + "\n ]\n}\n")
-            backup = self._link_backup()
-            # The Parquet goes first. An exception after its rename puts the old one back (from the
-            # hard-linked backup); a kill there leaves a manifest whose output hash does not match,
-            # which verify_manifest reports. Never a manifest for a version that is not there.
-            commit_temp(self._tmp, self.out, sync_dir=False)
-            try:
-                commit_temp(man_tmp, self.manifest_out)
-            except BaseException:
-                if backup is not None:
-                    os.replace(backup, self.out)
-                    backup = None
-                raise
-        finally:
-            discard_temp(man_tmp)
-            discard_temp(backup)
-        discard_temp(self._changes_tmp)
+        changes = None
+        if self._n_changes:
+            # named by the manifest's own name (<stem>.changes.jsonl), so that the text names no file
+            # but the output: two versions of the same rows differ only there
+            changes = {"sha256": sha256_file(self._changes_tmp), "count": self._n_changes}
+        doc = {"format": MANIFEST_FORMAT, "rule": self.rule, "config": self.config,
+               "parents": [p.to_json() for p in self.parents], "output": output, "counts": counts,
+               "changes": changes, "refusals": self._refusals}
+        text = json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+        with open(self._manifest_tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        if changes is None:
+            # nothing changed: no change file, and an old one of this output goes with the old manifest
+            self._files.targets.pop(0)
+            os.unlink(self._files.temps.pop(0))
+        self._files.commit()
+        if changes is None and self.changes_out.exists():
+            os.unlink(self.changes_out)
         self._done = True
         self.manifest = read_manifest(self.manifest_out)
         return self.manifest
-
-    def _link_backup(self) -> Path | None:
-        """A hard link to the current output (no copy), to restore it if the manifest cannot follow."""
-        if not self.out.exists():
-            return None
-        backup = temp_path(self.out)
-        os.unlink(backup)
-        try:
-            os.link(self.out, backup)
-        except OSError:
-            return None  # a file system without hard links: a failure there is still detected
-        return backup
 
     def abort(self) -> None:
         if self._writer is not None:
@@ -538,8 +572,8 @@ class VersionWriter:
             self._writer = None
         if not self._changes_f.closed:
             self._changes_f.close()
-        discard_temp(self._tmp)
-        discard_temp(self._changes_tmp)
+        if not self._files.done:
+            self._files.discard()
         self._done = True
 
     def __enter__(self) -> "VersionWriter":
@@ -562,15 +596,19 @@ def write_version(
     changes: Iterable[Change] = (),
     refusals: Iterable[Refusal] = (),
     force: bool = False,
-    inputs: Iterable[str | os.PathLike[str]] = (),
+    inputs: Iterable[Parent | str | os.PathLike[str]] = (),
 ) -> Manifest:
-    """Write ``rows`` (list of dicts, DataFrame, or an iterable of such batches) as the version ``out``.
+    """Write ``rows`` (list of dicts, DataFrame, Arrow table, or an iterable of such batches) as the
+    version ``out``: a :class:`VersionWriter` with these batches.
 
-    ``parent``: the input file(s) (paths are hashed; or :class:`Parent`), ``rule``: the name of what
-    made it, ``config``: its settings (JSON values), ``changes``: every changed or removed row,
-    ``refusals``: input rows not taken. Returns the :class:`Manifest`; see the module docstring for
-    the guarantees.
+    ``parent`` / ``inputs``: every input file (paths are hashed; or :class:`Parent` from
+    :func:`parent_of`): each is a parent in the manifest and is never overwritten; ``rule``: the name
+    of what made it, ``config``: its settings (JSON values), ``changes``: every changed or removed
+    row, ``refusals``: input rows not taken. Returns the :class:`Manifest`; see the module docstring
+    for the guarantees.
     """
+    import pyarrow as pa
+
     if parent is None:
         parents: list[Any] = []
     elif isinstance(parent, (str, os.PathLike, Parent)):
@@ -578,7 +616,7 @@ def write_version(
     else:
         parents = list(parent)
     with VersionWriter(out, rule=rule, config=config, parents=parents, force=force, inputs=inputs) as w:
-        if isinstance(rows, (list, tuple)) or hasattr(rows, "to_dict"):
+        if isinstance(rows, (list, tuple, pa.Table, pa.RecordBatch)) or hasattr(rows, "to_dict"):
             w.write(rows)
         else:
             for batch in rows:
@@ -604,45 +642,33 @@ def _load_json(mpath: Path | None) -> dict[str, Any]:
     try:
         with open(mpath, encoding="utf-8") as f:
             return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise VersionError(f"manifest {mpath} is not valid JSON: {exc}") from exc
 
 
-_LISTS_START = ' "refusals": ['
-
-
-def _load_header(mpath: Path) -> dict[str, Any]:
-    """The manifest without its change and refusal lists, read without loading them (they come
-    after the header, one entry per line, in the files this module writes); other layouts are
-    loaded whole."""
-    lines = []
-    try:
-        with open(mpath, encoding="utf-8") as f:
-            for line in f:
-                if line.startswith(_LISTS_START):
-                    return json.loads("".join(lines).rstrip().rstrip(",") + "\n}")
-                lines.append(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        pass
-    return _load_json(mpath)
-
-
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
-    """The manifest of a version (``path``: the manifest or its Parquet file)."""
+    """The manifest of a version (``path``: the manifest or its Parquet file); either layout
+    (:data:`READ_FORMATS`)."""
     mpath = _manifest_file(path)
     if not mpath.is_file():
         raise VersionError(f"no manifest {mpath}" + (f" for {path}" if Path(path) != mpath else ""))
-    d = _load_header(mpath)
-    if not isinstance(d, dict) or d.get("format") != MANIFEST_FORMAT:
-        raise VersionError(f"{mpath} is not a {MANIFEST_FORMAT} manifest")
+    d = _load_json(mpath)
+    if not isinstance(d, dict) or d.get("format") not in READ_FORMATS:
+        raise VersionError(f"{mpath} is not a devenus.version manifest (format {READ_FORMATS[-1]} or {READ_FORMATS[0]})")
     try:
+        changes = d.get("changes") if d["format"] == MANIFEST_FORMAT else None
+        if changes is not None and not (isinstance(changes, dict) and {"sha256", "count"} <= set(changes)):
+            raise TypeError(f"changes must give the change file's sha256 and count, found {changes!r}")
         return Manifest(
             rule=d["rule"],
             config=d["config"],
             parents=[Parent(**p) for p in d["parents"]],
             output=d["output"],
             counts=d["counts"],
+            refusals=[Refusal(**r) for r in d["refusals"]],
+            changes_file=changes,
             path=mpath,
+            format=d["format"],
         )
     except (KeyError, TypeError) as exc:
         raise VersionError(f"manifest {mpath} lacks a field or has an unknown one: {exc}") from exc
@@ -650,10 +676,11 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
 
 def verify_manifest(path: str | os.PathLike[str],
                     parents: Iterable[str | os.PathLike[str]] = ()) -> Manifest:
-    """Read a manifest and check that its Parquet (and the given parent files) match its hashes.
+    """Read a manifest and check that its Parquet, its change file (and the given parent files) match
+    its hashes.
 
     Raises :class:`VersionError` naming the file whose hash differs: a version cut short between its
-    two renames, or a file changed after it was written.
+    renames, or a file changed after it was written.
     """
     m = read_manifest(path)
     out = m.output_path
@@ -664,6 +691,12 @@ def verify_manifest(path: str | os.PathLike[str],
     if got != m.output["sha256"]:
         raise VersionError(f"{out} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
                            f"{m.output['sha256'][:12]}...): the version is incomplete or was changed after writing")
+    cpath = m.changes_path
+    if cpath is not None:
+        got = sha256_file(cpath) if cpath.is_file() else "missing"
+        if got != m.changes_file["sha256"]:
+            raise VersionError(f"{cpath} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
+                               f"{m.changes_file['sha256'][:12]}...): the version is incomplete or was changed after writing")
     known = {p.name: p for p in m.parents}
     for p in parents:
         p = Path(p)

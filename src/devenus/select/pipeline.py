@@ -444,14 +444,14 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     (``label_source=annotated``), weak rows are unlabeled, kept rows unchanged, discarded rows left
     out and listed in the manifest.
 
-    Column-wise (Arrow): the decisions are joined to the pool, the new label columns built with
-    ``if_else`` and the manifest's changes with :func:`devenus.records.columnar.table_changes`; the
+    Column-wise (Arrow): the decisions are joined to the pool; the label vocabulary's table edits
+    (:mod:`devenus.records.labels`) give the new label columns and the manifest's changes; the
     version writer checks each 4096-row slice column-wise. No Python step per question."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from devenus.records.columnar import table_changes
+    from devenus.records import labels
     from devenus.records.versions import VersionWriter, check_output, parent_of, removal_lines
     from devenus.select.annotate import annotate_table
 
@@ -465,7 +465,7 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
     full = _read_pool_table(src)
     pool = full.slice(0, cfg.limit) if cfg.limit is not None else full
     n = pool.num_rows
-    extra, rm = pool.column("extra_info"), pool.column("reward_model")
+    extra = pool.column("extra_info")
     keys = pc.struct_field(extra, "index")
     at = pc.index_in(keys, value_set=dec.column("index"))
     missing = np.flatnonzero(pc.is_null(at).to_numpy(zero_copy_only=False))
@@ -485,27 +485,12 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
         answers = _scatter(n, ask, got)
     answers = pc.coalesce(known, answers)
 
-    gt = pc.struct_field(rm, "ground_truth")
-    new_gt = pc.if_else(relabel, answers, pc.if_else(is_weak, pa.scalar(""), gt))
-    new_labeled = pc.if_else(relabel, True, pc.if_else(is_weak, False, pc.struct_field(extra, "labeled")))
-    src_col = pc.struct_field(extra, "label_source")
-    new_source = pc.if_else(relabel, pa.scalar("annotated"), pc.if_else(is_weak, pa.scalar("none"), src_col))
-    table = pool.set_column(pool.schema.get_field_index("reward_model"), "reward_model",
-                            _struct_with(rm, {"ground_truth": new_gt}))
-    table = table.set_column(table.schema.get_field_index("extra_info"), "extra_info",
-                             _struct_with(extra, {"labeled": new_labeled, "label_source": new_source}))
-    # a weak row's withheld label stays as simulation truth (the row's hidden answer, if it has none)
-    hide = pc.and_(is_weak, pc.fill_null(pc.not_equal(gt, ""), False))
-    if pc.any(hide).as_py():
-        table = _with_hidden_answers(table, hide, gt)
-
     why_ann = (f"annotated (chosen at random, seed {cfg.route.seed})" if cfg.route.signal == "random"
                else f"annotated (most uncertain by {cfg.route.signal})")
-    changed = np.flatnonzero(pc.or_(relabel, is_weak).to_numpy(zero_copy_only=False))
-    idx = pa.array(changed)
-    why = pc.if_else(pc.take(relabel, idx), pa.scalar(why_ann), pa.scalar("weak supervision (label withheld)"))
-    changes = table_changes(pool.take(idx), table.take(idx), why)
-    changes = changes.set_column(0, "row", pa.array(changed[changes.column("row").to_numpy()], pa.int64()))
+    # the label vocabulary's table edits: a weak row's withheld label stays as simulation truth
+    table, annotated = labels.annotate_table(pool, relabel, answers, why_ann)
+    table, weak = labels.hide_table(table, is_weak, "weak supervision (label withheld)")
+    changes = pa.concat_tables([annotated, weak])
     gone = np.flatnonzero(discard)
     removals = removal_lines(keys.take(pa.array(gone)), f"discarded by {cfg.route.selector} routing on {cfg.route.signal}")
     removals = removals.add_column(0, "row", pa.array(gone, pa.int64()))
@@ -560,55 +545,6 @@ def _scatter(n: int, at: np.ndarray, values):
     pos = np.full(n, -1, dtype=np.int64)
     pos[at] = np.arange(len(at))
     return values.take(pa.array(pos, mask=pos < 0))
-
-
-def _struct_with(col, replace: dict):
-    """The struct column ``col`` with some fields replaced (children read through the struct's nulls)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    children = []
-    for f in col.type:
-        v = replace.get(f.name)
-        v = pc.struct_field(col, f.name) if v is None else v
-        children.append(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
-    return pa.StructArray.from_arrays(children, fields=list(col.type), mask=col.is_null() if col.null_count else None)
-
-
-def _with_hidden_answers(table, hide, gt):
-    """Where ``hide``: a simulation struct that holds ``gt`` as its hidden answer unless it has one
-    (a row without a simulation gets ``noise: none``); elsewhere the simulation as it was."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from devenus.records.schema import records_schema
-
-    i = table.schema.get_field_index("simulation")
-    sim = table.column(i).combine_chunks() if i >= 0 else pa.nulls(table.num_rows, records_schema().field("simulation").type)
-    if pa.types.is_null(sim.type):
-        sim = pa.nulls(table.num_rows, records_schema().field("simulation").type)
-    names = [f.name for f in sim.type]
-    fields = list(sim.type)
-    if "hidden_answer" not in names:
-        fields.append(pa.field("hidden_answer", pa.string()))
-    if "noise" not in names:
-        fields.append(pa.field("noise", pa.string()))
-    had = pc.is_valid(sim)
-    children = []
-    for f in fields:
-        old = pc.struct_field(sim, f.name) if f.name in names else pa.nulls(len(sim), f.type)
-        if f.name == "hidden_answer":
-            v = pc.if_else(hide, pc.coalesce(old, gt), old)
-        elif f.name == "noise":
-            v = pc.if_else(pc.and_(hide, pc.invert(had)), pa.scalar("none"), old)
-        else:
-            v = old
-        children.append(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
-    valid = pc.or_(had, hide)
-    valid = valid.combine_chunks() if isinstance(valid, pa.ChunkedArray) else valid
-    new = pa.StructArray.from_arrays(children, fields=fields, mask=pc.invert(valid))
-    return table.set_column(i, "simulation", new) if i >= 0 else table.append_column("simulation", new)
 
 
 def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None, actors: int = 0):

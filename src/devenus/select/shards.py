@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from devenus.records.io import commit_temp, discard_temp, temp_path
+from devenus.records.io import atomic_write, write_text_atomic
 
 
 class StageError(ValueError):
@@ -24,25 +24,13 @@ def write_table(table, path: Path) -> Path:
     """Write a pyarrow table to ``path`` atomically (deterministic bytes for the same table)."""
     import pyarrow.parquet as pq
 
-    tmp = temp_path(path)
-    try:
+    with atomic_write(path) as tmp:
         pq.write_table(table, str(tmp), compression="zstd")
-        commit_temp(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
     return path
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    tmp = temp_path(path)
-    try:
-        tmp.write_text(json.dumps(obj, sort_keys=True, indent=1, default=list) + "\n", encoding="utf-8")
-        commit_temp(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
-    return path
+    return write_text_atomic(path, json.dumps(obj, sort_keys=True, indent=1, default=list) + "\n")
 
 
 class Stage:

@@ -13,8 +13,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +147,8 @@ def build_testbed(
     log: Callable[[str], None] = print,
 ) -> Testbed:
     """Return the testbed for ``config``, building it first if the cache does not hold it."""
+    from devenus.records.io import atomic_dir
+
     cfg = config or TestbedConfig()
     root = Path(cache_dir or default_cache_dir()) / "testbed"
     root.mkdir(parents=True, exist_ok=True)
@@ -157,15 +157,8 @@ def build_testbed(
         fcntl.flock(lock, fcntl.LOCK_EX)  # a second builder waits, then finds the cache filled
         if final.exists() and not force:
             return Testbed(final, cfg)
-        tmp = Path(tempfile.mkdtemp(prefix=f".build-{cfg.key()}-", dir=root))
-        try:
+        with atomic_dir(final) as tmp:
             _build_into(tmp, cfg, log)
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     return Testbed(final, cfg)
 
 

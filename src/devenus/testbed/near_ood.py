@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import random
-import tempfile
 from pathlib import Path
 
 from devenus.testbed import tasks
@@ -101,6 +99,7 @@ def heldout_dir(tb: Testbed) -> Path:
 def build_heldout(tb: Testbed) -> dict[str, Path]:
     """Paths of ``near_ood.parquet`` and ``test_id_extra.parquet`` for this testbed, generated once."""
     from devenus.records import write_records
+    from devenus.records.io import atomic_dir
 
     folder = heldout_dir(tb)
     paths = {name: folder / f"{name}.parquet" for name in FILES}
@@ -112,18 +111,13 @@ def build_heldout(tb: Testbed) -> dict[str, Path]:
         if all(p.exists() for p in paths.values()):
             return paths
         qs = generate(_questions(tb.config), tb.config.seed)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-        for name in FILES:
-            write_records(question_rows(qs[name], name), tmp / f"{name}.parquet")
-        counts = {name: {} for name in FILES}
-        for name in FILES:
-            for q in qs[name]:
-                counts[name][q.family] = counts[name].get(q.family, 0) + 1
-        (tmp / "manifest.json").write_text(json.dumps({"version": VERSION, "testbed": tb.config.key(),
-                                                       "seed": tb.config.seed, "counts": counts}, indent=1))
-        if folder.exists():  # a partial folder from an older layout: replace it whole
-            import shutil
-
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
+        with atomic_dir(folder) as tmp:  # a partial folder from an older layout is replaced whole
+            for name in FILES:
+                write_records(question_rows(qs[name], name), tmp / f"{name}.parquet")
+            counts = {name: {} for name in FILES}
+            for name in FILES:
+                for q in qs[name]:
+                    counts[name][q.family] = counts[name].get(q.family, 0) + 1
+            (tmp / "manifest.json").write_text(json.dumps({"version": VERSION, "testbed": tb.config.key(),
+                                                           "seed": tb.config.seed, "counts": counts}, indent=1))
     return paths

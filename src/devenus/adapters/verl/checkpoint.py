@@ -13,9 +13,9 @@ Note: verl 0.9.1's merger writes the weights in bfloat16 whatever the training d
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from devenus.records.io import atomic_dir
 
 __all__ = ["resolve_actor_dir", "is_verl_checkpoint", "merge_to_hf"]
 
@@ -61,18 +61,10 @@ def merge_to_hf(path: str | os.PathLike, target_dir: str | os.PathLike | None = 
     hf_config = actor / "huggingface"
     if not (hf_config / "config.json").is_file():
         raise FileNotFoundError(f"{hf_config} has no config.json: verl saves the model config there with each checkpoint")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_dir(target) as tmp:
         cfg = ModelMergerConfig(operation="merge", backend="fsdp", local_dir=str(actor), target_dir=str(tmp),
                                 hf_model_config_path=str(hf_config))
         merger = FSDPModelMerger(cfg)
         merger.merge_and_save()
         merger.cleanup()
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target

@@ -23,7 +23,6 @@ offers, and writes the decisions back into verl's native contracts (see docs/tra
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from contextlib import contextmanager
 
@@ -46,16 +45,10 @@ seams.check()  # every private verl member used below exists in the installed ve
 def save_atomically(obj, path: str) -> None:
     """``torch.save`` to a temporary file beside ``path``, then rename it over ``path``: a crash never
     leaves a half-written state file."""
-    folder, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{os.path.splitext(name)[0]}_", suffix=".tmp")  # torch rejects dot-files
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    from devenus.records.io import atomic_write
+
+    with atomic_write(path, hidden=False) as tmp:  # torch rejects dot-files
+        torch.save(obj, str(tmp))
 
 
 class DeVenusTrainer(RayPPOTrainer):
