@@ -93,9 +93,9 @@ def install(key: str, qs: dict[str, list[tasks.Question]], model_out: Path) -> d
 
 #: How far a rebuild's held-out ID sampled pass@1 (the build report's 256 questions x 4 samples) may lie
 #: from the shipped weights'. Other CPUs give other weights by design of the stopping rule (any snapshot
-#: with dev pass@1 in [0.18, 0.45]): builds of this key reported 0.237 (an AMD machine, docs/testbed.md)
-#: and 0.338 (the shipped ones), a gap of 0.10, each estimate with a 95% half-width of ~0.04. A recipe
-#: that stopped learning (~0) or overshot the window (greedy 0.8-0.9 by SFT step 400) lands far outside.
+#: with dev pass@1 in [0.18, 0.45]): on the same 256 questions the README's demo measured step-0 ID 0.241
+#: on the AMD machine's weights and 0.340 on the shipped ones, a gap of 0.10, each estimate ± ~0.04. A
+#: recipe that stopped learning (~0) or overshot its window (greedy 0.8-0.9 by SFT step 400) lands outside.
 RECIPE_TOLERANCE_ID = 0.15
 
 
