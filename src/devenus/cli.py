@@ -98,7 +98,10 @@ def cmd_demo(args) -> int:
     from devenus.testbed import build_testbed
 
     tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir, force=args.force)
-    print(f"testbed: {tb.root} (base model = SFT step {tb.report['sft']['chosen_step']})")
+    from devenus.testbed.shipped import model_hash
+
+    # the hash names the weights every figure of this run is made on (docs/testbed.md, shipped weights)
+    print(f"testbed: {tb.root} (base model {model_hash(tb.model_dir)} = SFT step {tb.report['sft']['chosen_step']})")
     cfg = RunConfig(method="grpo", steps=args.steps, seed=args.seed)
     out = Path(args.out) / f"grpo_s{args.seed}"
     if out.exists():
