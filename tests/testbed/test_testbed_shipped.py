@@ -189,7 +189,7 @@ def test_installed_weights_measure_as_their_build_recorded(base_testbed):
 @pytest.mark.slow
 @pytest.mark.extended
 def test_rebuild_recipe_gives_a_model_within_tolerance_of_the_shipped_one(tmp_path):
-    """`devenus testbed build --rebuild`: SFT from scratch (~4.5 min here), into its own folder."""
+    """`devenus testbed build --rebuild`: SFT from scratch (190 s here, the shipped hash exactly), into its own folder."""
     tb = build_testbed(cache_dir=tmp_path, rebuild=True, log=lambda s: None)
     assert tb.root.name == f"rebuild-{KEY}" and not (tmp_path / "testbed" / f"tb-{KEY}").exists()
     rep = tb.report
