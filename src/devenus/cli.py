@@ -45,12 +45,17 @@ def _testbed_config(args):
 def cmd_testbed_build(args) -> int:
     from devenus.report import accuracy_table
     from devenus.testbed import build_testbed
+    from devenus.testbed.shipped import describe_gap, model_hash, recipe_gap, shipped_dir
 
-    tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir, force=args.force)
+    tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir, force=args.force, rebuild=args.rebuild)
     rep = tb.report
     print(f"testbed: {tb.root}")
-    print(f"base model: SFT step {rep['sft']['chosen_step']}, built in {rep['build_seconds']} s")
+    src = rep.get("base_model", {})  # absent in reports written before weights shipped
+    print(f"base model: SFT step {rep['sft']['chosen_step']} ({src.get('source', 'sft')}, hash {model_hash(tb.model_dir)}), "
+          f"built in {rep['build_seconds']} s")
     print(accuracy_table(rep["base_accuracy"]))
+    if args.rebuild and shipped_dir(tb.config.key()):
+        print(describe_gap(recipe_gap(rep, tb.config.key())))
     return 0
 
 
@@ -95,7 +100,10 @@ def cmd_demo(args) -> int:
     from devenus.testbed import build_testbed
 
     tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir, force=args.force)
-    print(f"testbed: {tb.root} (base model = SFT step {tb.report['sft']['chosen_step']})")
+    from devenus.testbed.shipped import model_hash
+
+    # the hash names the weights every figure of this run is made on (docs/testbed.md, shipped weights)
+    print(f"testbed: {tb.root} (base model {model_hash(tb.model_dir)} = SFT step {tb.report['sft']['chosen_step']})")
     cfg = RunConfig(method="grpo", steps=args.steps, seed=args.seed)
     out = Path(args.out) / f"grpo_s{args.seed}"
     if out.exists():
@@ -142,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     tb = sub.add_parser("testbed", help="the CPU testbed").add_subparsers(dest="tb_cmd", required=True, metavar="{build,noise}")
     b = tb.add_parser("build", help="build (or reuse) the testbed and print the base model's accuracy")
     testbed_args(b)
-    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    b.add_argument("--force", action="store_true", help="build anew even if cached (the default seed reinstalls the shipped weights)")
+    b.add_argument("--rebuild", action="store_true",
+                   help="train the base model by SFT from scratch into <cache>/testbed/rebuild-<key>/ (the testbed itself is untouched)")
     b.set_defaults(fn=cmd_testbed_build)
     n = tb.add_parser("noise", help="write a noisy-label copy of the train split (a dataset version with its manifest)")
     testbed_args(n)

@@ -36,6 +36,7 @@ def test_small_build_end_to_end_and_cache(tmp_path, monkeypatch):
     assert model.config.model_type == "qwen3" and model.config.tie_word_embeddings
     rep = tb.report
     assert rep["sft"]["chosen_step"] in (6, 12)
+    assert rep["base_model"]["source"] == "sft"  # a key without shipped weights trains its base model
     assert set(rep["base_accuracy"]) == {"ID", "OOD/count", "OOD/max", "OOD"}
     assert not list(tmp_path.glob("testbed/.build-*"))  # no half-built folder left behind
 
@@ -45,7 +46,7 @@ def test_small_build_end_to_end_and_cache(tmp_path, monkeypatch):
 
 
 def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
-    def boom(out, cfg, log):
+    def boom(out, cfg, log, train=True):
         (out / "partial").write_text("x")
         raise RuntimeError("crash mid-build")
 
