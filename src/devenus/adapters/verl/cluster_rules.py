@@ -10,7 +10,13 @@ actor-rollout worker asserts ``actor.use_dynamic_bsz == rollout.log_prob_use_dyn
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
+import sys
+
+#: DE-Venus's verl plugin module (``plugin.py``; its own name, not imported here: importing it loads verl)
+PLUGIN = "devenus.adapters.verl.plugin"
 
 #: where verl reads the attention implementation (``verl/workers/config/model.py``: default flash_attention_2)
 ATTN_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
@@ -26,6 +32,27 @@ def choose_attention(argv: list[str]) -> tuple[list[str], str]:
     impl = "flash_attention_2" if importlib.util.find_spec("flash_attn") is not None else "sdpa"
     why = "flash_attn is importable" if impl == "flash_attention_2" else "flash_attn is not installed"
     return [*argv, f"+{ATTN_KEY}={impl}"], f"devenus: attention: {impl} ({why})"
+
+
+def plugin_problem() -> str | None:
+    """Why DE-Venus's verl plugin is not loaded in this process (None: it is). ``import verl`` loads every
+    ``verl.plugins`` entry point but logs a failure at debug level only (``verl/__init__.py``), so a broken
+    or skipped plugin would surface much later as a missing engine extension inside a Ray worker."""
+    import verl  # noqa: F401  (runs verl's plugin discovery)
+
+    if PLUGIN in sys.modules:
+        return None
+    policy = os.getenv("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
+    if policy == "none" or (policy != "auto" and "devenus" not in {p.strip() for p in policy.split(",")}):
+        if PLUGIN not in os.getenv("VERL_USE_EXTERNAL_MODULES", "").split(","):
+            return (f"VERL_USE_EXTERNAL_PLUGINS={policy} skips devenus's verl plugin: add devenus to it, or "
+                    f"set VERL_USE_EXTERNAL_MODULES={PLUGIN}")
+    try:  # the import verl attempted, again, to say why it failed
+        importlib.import_module(PLUGIN)
+    except Exception as e:
+        return f"devenus's verl plugin {PLUGIN} failed to import: {type(e).__name__}: {e}"
+    return (f"devenus's verl plugin was not loaded by `import verl` (no verl.plugins entry point named devenus: "
+            f"reinstall devenus with `pip install -e .`, or set VERL_USE_EXTERNAL_MODULES={PLUGIN})")
 
 
 def _get(config, dotted: str, default=None):

@@ -167,8 +167,10 @@ def preflight(overrides: list[str]):
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from devenus.adapters.verl.cluster_rules import choose_attention, cluster_errors
+    from devenus.adapters.verl.cluster_rules import choose_attention, cluster_errors, plugin_problem
 
+    if (problem := plugin_problem()) is not None:
+        raise SetupError(problem)
     overrides, attention = choose_attention(list(overrides))
     print(attention, flush=True)
     try:
@@ -205,9 +207,11 @@ def main(argv: list[str] | None = None) -> int:
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
 
-        from devenus.adapters.verl.cluster_rules import cluster_errors
+        from devenus.adapters.verl.cluster_rules import cluster_errors, plugin_problem
 
         try:
+            if (problem := plugin_problem()) is not None:
+                raise SetupError(problem)
             check_setup(config)
             errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
             if errors:  # rules verl checks only after Ray starts
