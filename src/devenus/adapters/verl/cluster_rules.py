@@ -14,6 +14,11 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
+
+#: verl's optional engines, each announced with a UserWarning when its package is absent
+#: (``verl/workers/engine/__init__.py``); DE-Venus runs verl's FSDP engine, so their absence is expected
+OPTIONAL_ENGINES = ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
 
 #: DE-Venus's verl plugin module (``plugin.py``; its own name, not imported here: importing it loads verl)
 PLUGIN = "devenus.adapters.verl.plugin"
@@ -34,11 +39,20 @@ def choose_attention(argv: list[str]) -> tuple[list[str], str]:
     return [*argv, f"+{ATTN_KEY}={impl}"], f"devenus: attention: {impl} ({why})"
 
 
+def import_verl_quietly() -> None:
+    """Import verl (and its plugins) without the wall of "<engine> engine is not available" warnings for
+    the optional engines DE-Venus never uses. Any other warning, and any failure, still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=rf"({'|'.join(OPTIONAL_ENGINES)}) engine is not available: ")
+        import verl.workers.engine  # noqa: F401
+
+
 def plugin_problem() -> str | None:
     """Why DE-Venus's verl plugin is not loaded in this process (None: it is). ``import verl`` loads every
     ``verl.plugins`` entry point but logs a failure at debug level only (``verl/__init__.py``), so a broken
     or skipped plugin would surface much later as a missing engine extension inside a Ray worker."""
-    import verl  # noqa: F401  (runs verl's plugin discovery)
+    import_verl_quietly()  # runs verl's plugin discovery
 
     if PLUGIN in sys.modules:
         return None

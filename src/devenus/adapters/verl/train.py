@@ -164,6 +164,10 @@ def preflight(overrides: list[str]):
     (Recipes' dry runs use it: a GPU recipe is checked on a machine without a GPU.)"""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
+
+    from devenus.adapters.verl.cluster_rules import import_verl_quietly
+
+    import_verl_quietly()  # before any verl import: its optional engines' warnings would bury the result
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
