@@ -2,6 +2,7 @@
 without a GPU and without Ray, on data prepared by the recipes' own `prepare` from benchmark-shaped files."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -62,12 +63,21 @@ def test_every_recipe_dry_run_passes_its_preflight(name, data_dir, tmp_path, cap
 
 
 def test_a_dry_run_fails_on_what_would_fail_on_the_cluster(data_dir, tmp_path, capsys):
-    # without dynamic batching, 3 prompts x 31 rollouts cannot be split over 8 GPUs: verl's own check
+    # with the recipes' dynamic batching verl skips its batch check, yet 3 prompts x 31 rollouts cannot be
+    # balanced over 8 GPUs once Ray starts: the cluster rules say so before
     assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
                  "data.train_batch_size=3", "actor_rollout_ref.actor.ppo_mini_batch_size=3",
-                 "actor_rollout_ref.actor.use_dynamic_bsz=False", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
                  "actor_rollout_ref.rollout.n=31"]) == 1
-    assert "must be divisible" in capsys.readouterr().err
+    assert "3 * 31 = 93 rows do not divide into the 8 data-parallel ranks" in capsys.readouterr().err
+    # the same at 2 nodes: 8 x 5 = 40 rows fit 8 GPUs, not 16
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run", "--nodes", "2",
+                 "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                 "actor_rollout_ref.rollout.n=5"]) == 1
+    assert "40 rows do not divide into the 16 data-parallel ranks of 2 node(s)" in capsys.readouterr().err
+    # the actor's static batching beside the rollout's dynamic one: verl's worker asserts after Ray starts
+    assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
+                 "actor_rollout_ref.actor.use_dynamic_bsz=False", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1"]) == 1
+    assert "use_dynamic_bsz=False but actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=True" in capsys.readouterr().err
     # DE-Venus's own: TTRL votes on N = 64 >= the trained M
     assert main(["run", "ttrl", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run",
                  "actor_rollout_ref.rollout.n=128"]) == 1
@@ -121,3 +131,38 @@ def test_the_selection_recipe_loads_and_validates():
     assert (cfg.route.selector, cfg.route.signal, cfg.route.rho_annotate, cfg.route.rho_discard) == \
         ("ratio", "pivot_trace", 0.293, 0.421)
     assert "pivot_trace" in cfg.score.signals
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_RECIPES))
+def test_every_recipe_keeps_a_bounded_number_of_checkpoints(name):
+    ov = recipe_overrides(load_recipe(name), model="/m", data_dir="/d", out_dir="/o")
+    last = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in ov}
+    assert int(last["trainer.save_freq"]) > 0
+    for key in ("trainer.max_actor_ckpt_to_keep", "trainer.max_critic_ckpt_to_keep"):
+        assert 1 <= int(last[key]) <= 3, (name, key, last.get(key))
+
+
+def test_the_testbed_recipe_keeps_a_bounded_number_of_checkpoints():
+    from devenus.recipes.testbed_train import RunConfig, overrides
+
+    class _Tb:  # overrides() reads only the paths of the model and the splits
+        model_dir = "/tb/model"
+
+        def split(self, name):
+            return f"/tb/{name}.parquet"
+
+    ov = overrides(_Tb(), Path("/o"), RunConfig(method="grpo", save_freq=10))
+    assert "trainer.max_actor_ckpt_to_keep=2" in ov and "trainer.max_critic_ckpt_to_keep=2" in ov
+
+
+@pytest.mark.parametrize("name,differences", [
+    ("ttrl", ["mini-batch 1 there (8 optimizer steps per step)", "prompt length 512"]),
+    ("corewarding", ["MATH there", "128 originals + 128 rewrites", "64 pairs", "3 epochs"]),
+    ("intuitor", ["mini-batch 128 there"]),
+    ("emrl", ["response length 7168", "KL off"]),
+    ("unsupervised", ["response length 7168", "KL off"]),
+])
+def test_reference_lines_state_the_differences_from_the_anchor_script(name, differences):
+    ref = load_recipe(name).reference
+    for d in differences:
+        assert d in ref, (name, d)

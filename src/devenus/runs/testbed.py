@@ -33,6 +33,7 @@ class RunConfig:
     seed: int = 0
     train_file: str | None = None  # default: the testbed's train split
     save_freq: int = -1
+    ckpt_to_keep: int = 2  # verl keeps every checkpoint unless told; the last two leave a spare to resume from
     val_before_train: bool = True  # the step-0 evaluation (several runs from one base can share one)
     val_only: bool = False  # evaluate the base model and stop
     extra_overrides: Sequence[str] = field(default_factory=tuple)
@@ -98,6 +99,8 @@ def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
         f"trainer.val_only={cfg.val_only}",
         f"trainer.test_freq={cfg.steps}",
         f"trainer.save_freq={cfg.save_freq}",
+        f"trainer.max_actor_ckpt_to_keep={cfg.ckpt_to_keep}",
+        f"trainer.max_critic_ckpt_to_keep={cfg.ckpt_to_keep}",
         f"trainer.default_local_dir={checkpoint_dir(out_dir)}",
         f"trainer.validation_data_dir={out_dir / 'validation'}",
         "trainer.resume_mode=auto",

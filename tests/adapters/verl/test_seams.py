@@ -47,3 +47,26 @@ def test_every_private_verl_member_the_adapter_reads_is_listed():
     listed = {s.member for s in seams.SEAMS}
     ours = {"_device_module", "_composable", "_cpu_plugin"}  # DE-Venus's own or torch's
     assert private_verl_members_used() - listed - ours == set()
+
+
+def test_the_gpu_paths_members_and_keys_are_listed_and_checked():
+    listed = {(s.owner.rsplit(":", 1)[-1], s.member) for s in seams.SEAMS}
+    for owner, member in [("ActorRolloutRefWorker", "actor"), ("TrainingWorker", "engine"), ("FSDPEngine", "module"),
+                          ("RayPPOTrainer", "async_rollout_manager"),
+                          ("WorkerGroup", "setattr(self, method_name, func)"),
+                          *[("FSDPEngineWithLMHead", f'"{k}"') for k in
+                            ("temperature_is_one", "temperature_rmpad", "pad_size", "temperature")],
+                          *[("FSDPEngineWithLMHead", f'key="{k}"') for k in ("use_remove_padding", "use_fused_kernels")]]:
+        assert (owner, member) in listed, (owner, member)
+    # every output_args key token_stats reads is one of them
+    src = (ADAPTER / "token_stats.py").read_text()
+    import re
+    read = set(re.findall(r'output_args(?:\.get\(|\[)"(\w+)"', src))
+    assert read and read <= {"temperature_is_one", "temperature_rmpad", "pad_size", "temperature"}
+
+
+def test_a_text_seam_fails_when_the_literal_is_gone():
+    gone = seams.Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", '"no_such_key"', "text",
+                      "a test", within="prepare_model_inputs")
+    assert seams.problem(gone) == ('verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead.prepare_model_inputs'
+                                   ' no longer contains "no_such_key"')

@@ -7,7 +7,8 @@ training step. Public API (``RayPPOTrainer.fit``, registries' ``register``, Data
 Kinds: ``member`` (an attribute of a module or class, resolved with getattr), ``instance`` (an
 attribute verl's own methods set on instances: checked in the class's source), ``source`` (a verl
 function whose body DE-Venus mirrors: its source fingerprint, so a change is reviewed, not inherited
-silently).
+silently), ``text`` (a dict key or statement verl's code must still contain: ``member`` is the literal,
+looked for in the source of ``owner`` or of its method ``within``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ PINNED = "0.9.1"
 class Seam:
     owner: str  # "module" or "module:Class"
     member: str
-    kind: str  # member | instance | source
+    kind: str  # member | instance | source | text
     used_by: str
     fingerprint: str = ""  # kind "source": sha256 prefix of the pinned release's source
+    within: str = ""  # kind "text": the owner's method whose source holds the literal
 
 
 SEAMS: tuple[Seam, ...] = (
@@ -55,6 +57,25 @@ SEAMS: tuple[Seam, ...] = (
          "token_stats.TokenStatsFSDPEngine (unpads self-certainty like verl's log-probs)"),
     Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngine", "use_ulysses_sp", "instance",
          "token_stats.TokenStatsFSDPEngine (hidden_pooled refuses Ulysses sequence parallelism)"),
+    # the GPU path's instance attributes and dict keys (token_stats, teacher, trainer): what verl's own
+    # code sets, read by DE-Venus on the actor worker, its engine, the trainer and the worker group
+    Seam("verl.workers.engine_workers:ActorRolloutRefWorker", "actor", "instance",
+         "teacher.TeacherWorker._actor_shards (self.actor.engine.module)"),
+    Seam("verl.workers.engine_workers:TrainingWorker", "engine", "instance",
+         "teacher.TeacherWorker._actor_shards (self.actor.engine.module)"),
+    Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngine", "module", "instance",
+         "teacher.TeacherWorker._actor_shards (the FSDP-wrapped model's parameter shards)"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "async_rollout_manager", "instance",
+         "trainer.DeVenusTrainer.init_workers (wraps generate_sequences), probe (probe passes)"),
+    Seam("verl.single_controller.base.worker_group:WorkerGroup", "setattr(self, method_name, func)", "text",
+         "token_stats (patches compute_log_prob bound on the worker-group instance)", within="_bind_worker_method"),
+    *(Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", f'"{key}"', "text",
+           "token_stats.TokenStatsFSDPEngine._self_certainty (reads output_args)", within="prepare_model_inputs")
+      for key in ("temperature_is_one", "temperature_rmpad", "pad_size", "temperature")),
+    *(Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", f'key="{key}"', "text",
+           "token_stats.TokenStatsFSDPEngine._self_certainty (reads the micro-batch's flags)",
+           within="prepare_model_outputs")
+      for key in ("use_remove_padding", "use_fused_kernels")),
     # the CPU backend
     Seam("verl.workers.rollout.base", "_ROLLOUT_REGISTRY", "member",
          "cpu.register_rollout (the worker-side hf rollout adapter)"),
@@ -106,6 +127,10 @@ def problem(seam: Seam) -> str | None:
         return f"{seam.owner} cannot be imported ({e})"
     if seam.kind == "member":
         return None if hasattr(obj, seam.member) else f"{seam.owner}.{seam.member} is missing"
+    if seam.kind == "text":
+        src = inspect.getsource(getattr(obj, seam.within) if seam.within else obj)
+        where = f"{seam.owner}.{seam.within}" if seam.within else seam.owner
+        return None if seam.member in src else f"{where} no longer contains {seam.member}"
     src = inspect.getsource(obj if seam.kind == "instance" else getattr(obj, seam.member, None) or obj)
     if seam.kind == "instance":
         return None if f"self.{seam.member}" in src else f"{seam.owner} no longer sets self.{seam.member}"

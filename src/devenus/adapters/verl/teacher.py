@@ -41,6 +41,24 @@ def _rank() -> int:
     return torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
 
 
+def check_shards(path: str, saved: dict[str, tuple], actor: dict[str, tuple], saved_ranks: int, world: int) -> None:
+    """Refuse a teacher checkpoint this run cannot use, in one line. The teacher is each rank's own FSDP
+    shards, so it resumes only at the data-parallel size that wrote it: at another GPU count each rank's
+    shard covers other rows of every parameter (same names, other shapes). Resharding is not implemented."""
+    if saved_ranks != world:
+        raise ValueError(f"the EMA teacher in {os.path.dirname(path)} was saved by {saved_ranks} ranks, this run has "
+                         f"{world}: its shards resume only at the same GPU count (set trainer.n_gpus_per_node * "
+                         f"trainer.nnodes = {saved_ranks}), or start a new run")
+    if set(saved) != set(actor):
+        missing, extra = sorted(set(actor) - set(saved)), sorted(set(saved) - set(actor))
+        raise ValueError(f"{path} holds other parameters than the actor's (missing {missing[:3]}, extra {extra[:3]})")
+    wrong = [(k, saved[k], actor[k]) for k in actor if tuple(saved[k]) != tuple(actor[k])]
+    if wrong:
+        k, a, b = wrong[0]
+        raise ValueError(f"{path}: {len(wrong)} teacher shard(s) differ in shape from the actor's (e.g. {k}: saved "
+                         f"{tuple(a)}, actor {tuple(b)}): another sharding wrote it; resume at the GPU count that did")
+
+
 class TeacherWorker(ActorRolloutRefWorker):
     """verl's hybrid actor/rollout/ref worker with an EMA copy of the actor's parameter shards."""
 
@@ -64,8 +82,10 @@ class TeacherWorker(ActorRolloutRefWorker):
                     raise FileNotFoundError(f"no teacher shard at {path}: the checkpoint was written without the "
                                             f"teacher, so the run cannot continue with the same teacher")
                 saved = torch.load(path, map_location="cpu", weights_only=True)
-                if set(saved) != set(actor):
-                    raise ValueError(f"{path} holds other parameters than the actor's")
+                ranks = len([f for f in os.listdir(os.path.dirname(path)) if f.startswith("rank_") and f.endswith(".pt")])
+                world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+                check_shards(path, {k: tuple(v.shape) for k, v in saved.items()},
+                             {k: tuple(v.shape) for k, v in actor.items()}, ranks, world)
                 self._devenus_teacher = {k: saved[k].to(device=v.device, dtype=v.dtype) for k, v in actor.items()}
                 self._devenus_backup = None
             teacher = getattr(self, "_devenus_teacher", None)

@@ -164,15 +164,28 @@ def preflight(overrides: list[str]):
     (Recipes' dry runs use it: a GPU recipe is checked on a machine without a GPU.)"""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
+
+    from devenus.adapters.verl.cluster_rules import import_verl_quietly
+
+    import_verl_quietly()  # before any verl import: its optional engines' warnings would bury the result
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
+    from devenus.adapters.verl.cluster_rules import choose_attention, cluster_errors, plugin_problem
+
+    if (problem := plugin_problem()) is not None:
+        raise SetupError(problem)
+    overrides, attention = choose_attention(list(overrides))
+    print(attention, flush=True)
     try:
         with initialize_config_module(config_module="devenus.config", version_base=None):
             config = compose("devenus_trainer", overrides=list(overrides))
     except HydraException as e:  # an override that does not fit the config tree
         raise SetupError(f"the overrides do not compose: {e}") from None
     check_setup(config)
+    errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
+    if errors:  # rules verl checks only after Ray starts
+        raise SetupError(errors[0] if len(errors) == 1 else "; ".join(errors))
     try:
         validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     except (AssertionError, ValueError) as e:  # verl states its config rules as assertions
@@ -181,7 +194,10 @@ def preflight(overrides: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = _cpu_setup(list(sys.argv[1:] if argv is None else argv))
+    from devenus.adapters.verl.cluster_rules import choose_attention
+
+    argv, attention = choose_attention(_cpu_setup(list(sys.argv[1:] if argv is None else argv)))
+    print(attention, flush=True)
     import hydra
 
     result: dict = {}
@@ -195,8 +211,15 @@ def main(argv: list[str] | None = None) -> int:
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
 
+        from devenus.adapters.verl.cluster_rules import cluster_errors, plugin_problem
+
         try:
+            if (problem := plugin_problem()) is not None:
+                raise SetupError(problem)
             check_setup(config)
+            errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
+            if errors:  # rules verl checks only after Ray starts
+                raise SetupError("; ".join(errors))
         except SetupError as e:
             print(f"devenus.train: error: {e}", file=sys.stderr)
             result["rc"] = 2
