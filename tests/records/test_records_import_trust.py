@@ -282,3 +282,39 @@ def test_import_and_hide_labels_show_a_progress_bar(tmp_path, capsys):
     assert "rows" in err and "hide" in err, err[-500:]
     import_file(src, tmp_path / "q.parquet", progress=False, source="t")
     assert "rows" not in capsys.readouterr().err  # --no-progress means none
+
+
+# --- issue 21, bad-input classes 3 and 5: deep nesting and long fields --------------------------------
+@pytest.mark.timeout(20)
+def test_a_10mb_answer_is_refused_by_its_length_before_any_pattern_runs(tmp_path):
+    """A 10 MB digit string ran the scientific-notation pattern for ~10 minutes (it backtracked over
+    every split of the digits); the length limit now comes first and the patterns are linear."""
+    from devenus.records.importer import _SCIENTIFIC, MAX_ANSWER_FIELD_CHARS, normalise_target
+
+    big = "1" * 10_000_000
+    p = jsonl(tmp_path / "long.jsonl", [{"question": "ok?", "answer": "7"}, {"question": "long?", "answer": big},
+                                        {"question": "hash?", "answer": "#### " + big},
+                                        {"question": "mid?", "answer": "2" * 90_000}])
+    rows, s = import_raw_with_summary(p, source="l")
+    assert [r["reward_model"]["ground_truth"] for r in rows] == ["7"]
+    assert [(r.where, r.field) for r in s.refusals] == [("line 2", "answer"), ("line 3", "answer"), ("line 4", "answer")]
+    assert f"10000000 characters; an answer field holds at most {MAX_ANSWER_FIELD_CHARS}" in s.refusals[0].why
+    assert "90000 characters; the verifier extracts answers of at most" in s.refusals[2].why
+    # the patterns themselves are linear: a long near-miss fails in one scan
+    assert _SCIENTIFIC.fullmatch("1" * 200_000 + "x") is None
+    assert normalise_target("3" * 99_000 + "e", "answer")[2].startswith("99001 characters")
+
+
+def test_deeply_nested_json_is_one_error_naming_the_line_and_field(tmp_path):
+    deep = "[" * 5000 + "]" * 5000
+    p = jsonl(tmp_path / "deep.jsonl", ['{"question": "a?", "answer": "1"}',
+                                        '{"question": "b?", "answer": "2", "meta": ' + deep + "}"])
+    with pytest.raises(RecordError) as ei:
+        import_raw(p, source="d")
+    assert "line 2: field 'meta' is nested too deeply to read (over 500 levels" in str(ei.value)
+    j = tmp_path / "deep.json"
+    j.write_text('[{"question": "a?", "answer": "1"}, {"question": "b?", "answer": "2", "meta": ' + deep + "}]")
+    with pytest.raises(RecordError, match=r"record 1, field 'meta' is nested too deeply to read"):
+        import_raw(j, source="d")
+    ok = jsonl(tmp_path / "ok.jsonl", ['{"question": "a?", "answer": "1", "meta": ' + "[" * 200 + "]" * 200 + "}"])
+    assert len(import_raw(ok, source="d")) == 1  # nesting the reader handles is still fine

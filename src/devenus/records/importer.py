@@ -27,6 +27,7 @@ order. Label modes: ``labeled=True`` (every row needs an answer), ``"auto"`` (la
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -176,6 +177,48 @@ def _json_value_error(exc: ValueError) -> str:
     return f"invalid JSON: {text}"
 
 
+#: JSON tokens for :func:`_too_deep` (strings whole, possessively: linear on any input)
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
+#: a value nested deeper than this is reported as too deep (Python's JSON reader stops near 1000)
+MAX_JSON_DEPTH = 500
+
+
+def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> str:
+    """Where ``text`` (JSON that the reader refused with a RecursionError) first nests deeper than
+    ``limit``: ``"field 'meta'"`` or ``"record 3, field 'meta'"``, for a one-line error."""
+    stack: list[list] = []  # per open container: [kind, key or index, expecting a key]
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok in "{[":
+            stack.append(["o", None, True] if tok == "{" else ["l", 0, False])
+            if len(stack) > limit:
+                path = [f[1] for f in stack[:-1]]
+                if path and isinstance(path[0], int) and len(path) > 1:  # a list of records (.json)
+                    return f"record {path[0]}, field {path[1]!r}"
+                return f"field {path[0]!r}" if path else "the document"
+        elif tok in "]}":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and stack[-1][0] == "l":
+                stack[-1][1] += 1
+            elif stack:
+                stack[-1][2] = True
+        elif tok == ":":
+            if stack:
+                stack[-1][2] = False
+        elif stack and stack[-1][0] == "o" and stack[-1][2]:
+            try:
+                stack[-1][1] = json.loads(tok)
+            except ValueError:
+                stack[-1][1] = tok
+    return "the document"
+
+
+def _deep_message(text: str) -> str:
+    return f"{_too_deep(text)} is nested too deeply to read (over {MAX_JSON_DEPTH} levels of lists/objects)"
+
+
 def _loads(text: str) -> Any:
     # Decimal keeps 1e400 and 0.1 exactly (a float turns them into inf and 0.1000000000000000055...)
     return json.loads(text, parse_float=Decimal)
@@ -193,6 +236,9 @@ def _iter_jsonl(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
             continue
         except ValueError as exc:
             issues.append(_line_issue(lineno, _json_value_error(exc)))
+            continue
+        except RecursionError:
+            issues.append(_line_issue(lineno, _deep_message(line)))
             continue
         if not isinstance(obj, dict):
             issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
@@ -216,6 +262,8 @@ def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
     except json.JSONDecodeError as exc:
         hint = " (one JSON object per line? name the file .jsonl)" if "Extra data" in exc.msg else ""
         raise RecordError(f"cannot read {path} as JSON: {exc}{hint}") from exc
+    except RecursionError:
+        raise RecordError(f"cannot read {path} as JSON: {_deep_message(text)}") from None
     except ValueError as exc:
         m = re.search(r"\d{4301,}", text)
         where = f"line {text.count(chr(10), 0, m.start()) + 1}: " if m else ""
@@ -428,9 +476,15 @@ def _boxed_answer(text: str) -> str | None:
     return got.strip() if isinstance(got, str) and got.strip() else None
 
 
-_NUMBER_WITH_COMMAS = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")
-_SCIENTIFIC = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
-_NON_FINITE = re.compile(r"^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
+# Every pattern is linear in its input: possessive quantifiers (``++``) never give back what they
+# matched, so a long digit run fails in one scan (``\d+\.?\d*`` tried every split of it: a 10 MB
+# answer ran for minutes). The length limits below are checked before any of them runs anyway.
+_NUMBER_WITH_COMMAS = re.compile(r"[-+]?+\d{1,3}+(?:,\d{3})++(?:\.\d++)?+")
+_SCIENTIFIC = re.compile(r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)[eE][-+]?+\d++")
+_NON_FINITE = re.compile(r"[-+]?+(?:inf|infinity|nan)", re.IGNORECASE)
+#: a raw answer field longer than this is refused before it is searched for ``####`` or ``\boxed{}``
+#: (a real solution text is a few kB; the verifier extracts at most ``max_answer_chars`` of it)
+MAX_ANSWER_FIELD_CHARS = 100_000
 
 
 def canonical_number(value: int | float | Decimal) -> str | None:
@@ -470,10 +524,12 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
         return (text, None) if text is not None else (str(value), None)
     if not isinstance(value, str):
         return None, f"a {type(value).__name__} (expected a str or a number)"
+    if len(value) > MAX_ANSWER_FIELD_CHARS:  # before strip, search or extraction touch it
+        return None, f"{len(value)} characters (an answer field holds at most {MAX_ANSWER_FIELD_CHARS})"
     s = value.strip()
     if "####" in s:
         tail = s.rsplit("####", 1)[1].strip()
-        if _NUMBER_WITH_COMMAS.match(tail):
+        if len(tail) <= _max_answer_chars() and _NUMBER_WITH_COMMAS.fullmatch(tail):
             tail = tail.replace(",", "")
         return (tail, None) if tail else (None, "nothing after '####'")
     if "\\boxed" in s or "\\fbox" in s:
@@ -484,7 +540,9 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
             return None, "its \\boxed{} does not close or is empty"
     if field in SOLUTION_FIELDS:
         return None, "no \\boxed{} final answer (or '####') in the solution"
-    if _SCIENTIFIC.match(s):
+    if len(s) > _max_answer_chars():
+        return s, None  # refused by unmatchable() for its length, before any pattern runs on it
+    if _SCIENTIFIC.fullmatch(s):
         try:
             return canonical_number(Decimal(s)) or s, None
         except InvalidOperation:
@@ -492,6 +550,7 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     return s, None
 
 
+@functools.lru_cache(maxsize=1)
 def _max_answer_chars() -> int:
     from devenus.verify.extract import DEFAULT_EXTRACT_CONFIG
 
@@ -499,6 +558,8 @@ def _max_answer_chars() -> int:
 
 
 def _braces_balanced(text: str) -> bool:
+    if "{" not in text and "}" not in text:
+        return True
     depth = 0
     for m in re.finditer(r"\\[\\{}]|[{}]", text):
         tok = m.group(0)
@@ -517,20 +578,22 @@ def unmatchable(raw_value: Any, target: str) -> str | None:
         return f"a bool ({raw_value}) is not an answer a model writes; map it to text (e.g. yes/no) first"
     if isinstance(raw_value, (float, Decimal)) and not (raw_value == raw_value and abs(raw_value) != math.inf):
         return f"a non-finite number ({raw_value})"
-    if _NON_FINITE.match(target):
+    limit = _max_answer_chars()
+    if len(target) > limit:  # first: every check below is linear, but a 10 MB target needs none of them
+        return f"{len(target)} characters; the verifier extracts answers of at most {limit}"
+    if _NON_FINITE.fullmatch(target):
         return f"a non-finite number ({target!r})"
     if not _braces_balanced(target):
         return f"unbalanced braces in {target[:60]!r}"
     if "\\boxed" in target or "\\fbox" in target:
         return f"a \\boxed{{}} that does not close in {target[:60]!r}"
-    limit = _max_answer_chars()
-    if len(target) > limit:
-        return f"{len(target)} characters; the verifier extracts answers of at most {limit}"
     return None
 
 
 def normalise_target(value: Any, field: str | None) -> tuple[str | None, str | None, str | None]:
     """``(target, why_missing, refusal)``: the target, or why there is none, or why it is refused."""
+    if isinstance(value, str) and len(value) > MAX_ANSWER_FIELD_CHARS:  # first: nothing else reads it
+        return None, None, f"{len(value)} characters; an answer field holds at most {MAX_ANSWER_FIELD_CHARS}"
     target, why = reduce_answer(value, field)
     if target is None:
         return None, why, None
@@ -572,7 +635,9 @@ def _difficulty(value: Any) -> int | None:
             raise ValueError(f"expected a difficulty that fits in 64 bits, found an integer of {len(str(abs(value)))} digits")
         return value
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(?:level\s*)?([-+]?\d{1,18})\s*", value, flags=re.IGNORECASE)
+        if len(value) > 64:  # "Level 5" or " 3 ": a longer text is no difficulty, and is not searched
+            return None
+        m = re.fullmatch(r"\s*+(?:level\s*+)?+([-+]?+\d{1,18}+)\s*+", value, flags=re.IGNORECASE)
         return int(m.group(1)) if m else None
     return None
 
