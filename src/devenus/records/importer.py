@@ -26,6 +26,7 @@ order. Label modes: ``labeled=True`` (every row needs an answer), ``"auto"`` (la
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import hashlib
@@ -1086,8 +1087,9 @@ def _column(table: Any, name: str | None, ok) -> list | None | bool:
 
 
 def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
-              dedupe: Deduper | None = None) -> tuple[Any, int] | None:
-    """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers)``
+              dedupe: Deduper | None = None) -> tuple[Any, int, list[int]] | None:
+    """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers,
+    each row's record number)``
     with exactly the rows :func:`build_record` makes, or None (nothing changed) where any record
     needs more than the plain route: an error, a refusal, a type Python would read otherwise (a
     float: Python keeps it as a Decimal), multiple choice, verl's layout. The caller then builds the
@@ -1190,7 +1192,7 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     out = pa.Table.from_arrays(
         [const(opts.data_source or opts.source), prompt, const(opts.ability or "math"), reward_model, extra_info,
          simulation], schema=schema)
-    return out, sum(1 for h in hidden if h is not None)
+    return out, sum(1 for h in hidden if h is not None), [chunk.pos + i for i in keep]
 
 
 _VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}
@@ -1393,15 +1395,15 @@ class _Pipeline:
         target = normalise_target(d.get(fm.answer), fm.answer)[0] if fm.answer else None
         return self.dedupe.repeat(q.strip(), target, rec.where)
 
-    def _convert(self, chunk: Chunk) -> tuple[list[dict[str, Any]] | Any, int]:
-        """One chunk's rows (a records table where :func:`fast_rows` made them) and their count."""
+    def _convert(self, chunk: Chunk) -> tuple[Any, list[int]]:
+        """One chunk's rows (a records table where :func:`fast_rows` made them) and each one's record number."""
         fast = fast_rows(chunk, self.fields, self.opts, self.keys, self.dedupe)
         if fast is not None:
-            table, hidden = fast
+            table, hidden, pos = fast
             if not self.issues:
                 self.hidden += hidden
-            return (table if not self.as_rows else table.to_pylist()), table.num_rows
-        out = []
+            return table, pos
+        out, pos = [], []
         for rec in chunk.raw():
             if self.dedupe is not None and self._repeat(rec):
                 continue
@@ -1413,8 +1415,27 @@ class _Pipeline:
                 self.refusals.append(o.refusal)
             elif not self.issues:  # once the import has failed, only errors are still collected
                 out.append(o.row)
+                pos.append(rec.pos)
                 self.hidden += o.hidden
-        return out, len(out)
+        return out, pos
+
+    def _batch(self, parts: list) -> Any:
+        """One batch for stage 5 from the parts of consecutive chunks (rows or records tables)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if all(not isinstance(p, list) for p in parts) and not self.as_rows:
+            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            labeled = pc.sum(pc.struct_field(out.column(EXTRA_INFO), "labeled")).as_py() or 0
+            n = out.num_rows
+        else:
+            out = [r for p in parts for r in (p if isinstance(p, list) else p.to_pylist())]
+            if self.validate:
+                validate_rows(out)
+            labeled, n = sum(1 for r in out if r[EXTRA_INFO]["labeled"]), len(out)
+        self.rows += n
+        self.labeled += labeled
+        return out
 
     def _detect(self, stats: ColumnStats) -> FieldMap:
         o = self.opts
@@ -1426,11 +1447,11 @@ class _Pipeline:
         is read, while the column statistics of the whole input are gathered; if the whole input
         gives another field map (a column with values only later, say), :class:`_Restart` says so and
         the caller runs a second pass with it. Without a first chunk's map, nothing is converted."""
-        import pyarrow.compute as pc
-
         stats = None if self.final else ColumnStats()
         undecided = False
         self.seen = seen = 0
+        parts: list = []  # the batch being gathered (rows, or records tables), of record group `current`
+        current = -1
         for chunk in self.chunks():
             if stats is not None:
                 if chunk.table is None or not stats.add_table(chunk.table):
@@ -1448,20 +1469,23 @@ class _Pipeline:
                 self.progress.update(chunk.rows)
             if self.fields is None or undecided:
                 continue
-            out, n = self._convert(chunk)
-            if self.issues or not n:
+            out, pos = self._convert(chunk)
+            if self.issues or not pos:
                 continue
-            for i in range(0, n, self.batch_rows):
-                part = out[i:i + self.batch_rows]
-                if isinstance(part, list):
-                    if self.validate:
-                        validate_rows(part)
-                    labeled = sum(1 for r in part if r[EXTRA_INFO]["labeled"])
-                else:
-                    labeled = pc.sum(pc.struct_field(part.column(EXTRA_INFO), "labeled")).as_py() or 0
-                self.rows += len(part)
-                self.labeled += labeled
-                yield part
+            # batches of the records numbered [k * batch_rows, (k + 1) * batch_rows), whatever the
+            # chunks: the Parquet's row groups are the same however the input was read
+            start = 0
+            while start < len(pos):
+                group = pos[start] // self.batch_rows
+                end = bisect.bisect_left(pos, (group + 1) * self.batch_rows, start)
+                if parts and group != current:
+                    yield self._batch(parts)
+                    parts = []
+                current = group
+                parts.append(out[start:end] if end - start < len(pos) else out)
+                start = end
+        if parts and not self.issues:
+            yield self._batch(parts)
         if stats is not None:
             if stats.rows == 0:
                 raise RecordError(f"no records in {self.where}")
