@@ -230,12 +230,9 @@ def _arrow_jsonl(data: bytes, lines: int) -> Any:
     if _deep_brackets(data):
         return None
     try:
-        data.decode("utf-8")  # pyarrow's reader does not check string bytes; Python's reports the line
-    except UnicodeDecodeError:
-        return None
-    try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=len(data) + 1))
-    except (pa.ArrowException, ValueError, OverflowError):  # (UnicodeDecodeError is a ValueError)
+        table.validate(full=True)  # the UTF-8 of every string: pyarrow's reader does not check it
+    except (pa.ArrowException, ValueError, OverflowError):
         return None
     if table.num_rows != lines or any(_deeper_than(f.type, _ARROW_MAX_DEPTH) for f in table.schema):
         return None  # (a deep value: Python's reader decides, and names it if it is too deep)
@@ -684,6 +681,11 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     numbers -> canonical decimal strings; a one-element list gives its element. Whether the target
     can be matched at all is :func:`unmatchable`'s question.
     """
+    if isinstance(value, str):  # (the common case first)
+        if len(value) > MAX_ANSWER_FIELD_CHARS:  # before strip, search or extraction touch it
+            return None, f"{len(value)} characters (an answer field holds at most {MAX_ANSWER_FIELD_CHARS})"
+        s = value.strip()
+        return _reduce_text(s, field) if s else (None, "empty")
     if _missing(value):
         return None, "empty"
     if isinstance(value, (list, tuple)):
@@ -697,11 +699,11 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     if isinstance(value, (int, float, Decimal)):
         text = canonical_number(value)
         return (text, None) if text is not None else (str(value), None)
-    if not isinstance(value, str):
-        return None, f"a {type(value).__name__} (expected a str or a number)"
-    if len(value) > MAX_ANSWER_FIELD_CHARS:  # before strip, search or extraction touch it
-        return None, f"{len(value)} characters (an answer field holds at most {MAX_ANSWER_FIELD_CHARS})"
-    s = value.strip()
+    return None, f"a {type(value).__name__} (expected a str or a number)"
+
+
+def _reduce_text(s: str, field: str | None) -> tuple[str | None, str | None]:
+    """:func:`reduce_answer` for a stripped, non-empty text."""
     if "####" in s:
         tail = s.rsplit("####", 1)[1].strip()
         if len(tail) <= _max_answer_chars() and _NUMBER_WITH_COMMAS.fullmatch(tail):
@@ -778,7 +780,12 @@ def normalise_target(value: Any, field: str | None) -> tuple[str | None, str | N
 
 def normalize_question(text: str) -> str:
     """Text used for hash keys: NFKC, whitespace runs collapsed to one space, ends stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+    if text.isascii():  # ASCII is NFKC already; printable ASCII has no whitespace but " "
+        if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            return text  # (what the split and join below would give, in one scan)
+    else:
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split())
 
 
 def question_hash(text: str) -> str:
