@@ -319,3 +319,45 @@ def test_deeply_nested_json_is_one_error_naming_the_line_and_field(tmp_path):
         import_raw(j, source="d")
     ok = jsonl(tmp_path / "ok.jsonl", ['{"question": "a?", "answer": "1", "meta": ' + "[" * 200 + "]" * 200 + "}"])
     assert len(import_raw(ok, source="d")) == 1  # nesting the reader handles is still fine
+
+
+# --- issue 21, item 8: the pyarrow blocks give what the record-by-record reading gives ---------------
+def _mixed_inputs(tmp_path):
+    """Files whose blocks differ: plain ones (pyarrow's) and ones with a refusal, a float answer, a
+    blank line, a quoted CSV field or a ragged row (Python's), the latter late in the file."""
+    recs = [{"question": f"What is {i} + 1?", "answer": str(i + 1), "level": i % 5} for i in range(300)]
+    recs[150]["answer"] = True  # refused
+    recs[200]["answer"] = 2.5  # a float: Python keeps it as a Decimal
+    lines = [json.dumps(r) for r in recs]
+    lines.insert(250, "   ")  # a blank line
+    j = tmp_path / "mixed.jsonl"
+    j.write_text("\n".join(lines) + "\n")
+    c = tmp_path / "mixed.csv"
+    c.write_text("question,answer\n" + "".join(f"What is {i} + 2?,{i + 2}\n" for i in range(200))
+                 + '"What is 1, 2, 3?",3\n' + "".join(f"What is {i} + 3?,{i + 3}\n" for i in range(50)))
+    bad = tmp_path / "ragged.csv"
+    bad.write_text("question,answer\n" + "".join(f"What is {i} + 2?,{i + 2}\n" for i in range(200)) + "What?,1,2\n")
+    return j, c, bad
+
+
+def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_path, monkeypatch):
+    from devenus.records import importer
+
+    j, c, bad = _mixed_inputs(tmp_path)
+    whole = {p: import_raw_with_summary(p, source="m", labeled="auto") for p in (j, c)}
+    with pytest.raises(RecordError) as whole_err:
+        import_raw(bad, source="m")
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 512)  # many blocks: most read by pyarrow
+    for p in (j, c):
+        rows, s = import_raw_with_summary(p, source="m", labeled="auto")
+        assert rows == whole[p][0] and s == whole[p][1]
+    assert [(r.where, r.field) for r in whole[j][1].refusals] == [("line 151", "answer")]
+    assert {r["extra_info"]["question"]: r["reward_model"]["ground_truth"] for r in whole[j][0]}["What is 200 + 1?"] == "2.5"
+    with pytest.raises(RecordError) as err:
+        import_raw(bad, source="m")
+    assert str(err.value) == str(whole_err.value) and "line 202: expected 2 fields" in str(err.value)
+    # and the written version is the same bytes
+    import_file(j, tmp_path / "a.parquet", source="m", labeled="auto", progress=False)
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 1 << 22)
+    import_file(j, tmp_path / "b.parquet", source="m", labeled="auto", progress=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()

@@ -150,9 +150,10 @@ def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> I
             chunks: Iterator[Chunk] = _jsonl_chunks(path, issues)
         elif fmt == "parquet":
             chunks = _parquet_chunks(path, batch_rows)
+        elif fmt in ("csv", "tsv"):
+            chunks = _csv_chunks(path, issues, fmt, batch_rows)
         else:
-            reader = {"json": _iter_json, "csv": _iter_csv, "tsv": _iter_csv}[fmt]
-            chunks = _record_chunks(reader(path, issues, fmt), batch_rows)
+            chunks = _record_chunks(_iter_json(path, issues, fmt), batch_rows)
         for chunk in chunks:
             if chunk.rows:
                 yield chunk
@@ -307,12 +308,14 @@ def _line_issue(line: int, message: str) -> Issue:
     return Issue(None, None, f"line {line}", message)
 
 
-def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "") -> Iterator[tuple[int, str]]:
-    """(line number, text) per physical line, decoded one line at a time so that a bad byte is
-    reported by its line and column, not by a decoder-chunk offset. With ``issues`` a bad line is
-    recorded and skipped; without, it raises."""
+def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "", offset: int = 0,
+                   line0: int = 0) -> Iterator[tuple[int, str]]:
+    """(line number, text) per physical line (from byte ``offset``, which is line ``line0 + 1``),
+    decoded one line at a time so that a bad byte is reported by its line and column, not by a
+    decoder-chunk offset. With ``issues`` a bad line is recorded and skipped; without, it raises."""
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+        f.seek(offset)
+        for lineno, raw in enumerate(f, start=line0 + 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -419,20 +422,21 @@ def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
         yield Raw(i, r)
 
 
-def _iter_csv(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+def _iter_csv(path: Path, issues: list[Issue], fmt: str, offset: int = 0, line0: int = 0,
+              header: list[str] | None = None, pos: int = 0) -> Iterator[Raw]:
     """Strict CSV/TSV: a quote that never closes, a stray quote or a row with more or fewer fields
-    than the header is an error naming its line (the default reader would swallow or drop data)."""
+    than the header is an error naming its line (the default reader would swallow or drop data).
+    From byte ``offset`` (line ``line0 + 1``, record ``pos``) with ``header`` where the caller has
+    read the start of the file."""
     delimiter = "\t" if fmt == "tsv" else ","
-    line_of: list[int] = [0]
+    line_of: list[int] = [line0]
 
     def lines() -> Iterator[str]:
-        for lineno, text in _decoded_lines(path, None, fmt):
+        for lineno, text in _decoded_lines(path, None, fmt, offset, line0):
             line_of[0] = lineno
             yield text
 
     reader = csv.reader(lines(), delimiter=delimiter, strict=True)
-    header: list[str] | None = None
-    pos = 0
     while True:
         start = line_of[0] + 1
         try:
@@ -454,6 +458,76 @@ def _iter_csv(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
             continue
         yield Raw(pos, dict(zip(header, cells)), start)
         pos += 1
+
+
+def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int,
+                chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """CSV/TSV in blocks of whole lines read by pyarrow's CSV reader while the file is plain: no quote
+    character, no carriage return, no blank line, a header of distinct names (then each line is one
+    record, split at the delimiter, exactly as Python's reader splits it). From the first block that
+    is not, the rest of the file is read by Python's strict reader (:func:`_iter_csv`)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    delim = b"\t" if fmt == "tsv" else b","
+    with open(path, "rb") as f:
+        first = f.readline()
+    plain_header = first.rstrip(b"\n")
+    if plain_header.startswith(b"\xef\xbb\xbf"):
+        plain_header = plain_header[3:]
+    try:
+        header = plain_header.decode("utf-8").split(delim.decode())
+    except UnicodeDecodeError:
+        header = None
+    if (header is None or not first.endswith(b"\n") or not plain_header or b'"' in first or b"\r" in first
+            or len(set(header)) != len(header)):
+        yield from _record_chunks(_iter_csv(path, issues, fmt), batch_rows)
+        return
+    parse = pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, double_quote=False, escape_char=False,
+                              newlines_in_values=False, ignore_empty_lines=False)
+    convert = pcsv.ConvertOptions(column_types={h: pa.string() for h in header}, strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False, check_utf8=True)
+    limit = csv.field_size_limit()
+    offset, line0, pos = len(first), 1, 0
+    with open(path, "rb") as f:
+        f.seek(offset)
+        buf = b""
+        while True:
+            block = f.read(chunk_bytes)
+            buf += block
+            if block:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    continue
+                data, buf = buf[:cut], buf[cut:]
+            else:
+                data, buf = buf, b""
+            if not data:
+                return
+            lines = data.count(b"\n") + (not data.endswith(b"\n"))
+            table = None
+            if b'"' not in data and b"\r" not in data and b"\n\n" not in data and not data.startswith(b"\n"):
+                try:
+                    table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(
+                        column_names=header, block_size=len(data) + 1), parse_options=parse, convert_options=convert)
+                except (pa.ArrowException, ValueError):
+                    table = None
+                import pyarrow.compute as pc
+
+                if table is not None and (table.num_rows != lines or any(
+                        (pc.max(pc.binary_length(c)).as_py() or 0) > limit for c in table.columns)):
+                    table = None  # (a field over Python's limit: its reader names it)
+            if table is None:  # from here on, Python's strict reader
+                yield from _record_chunks(_iter_csv(path, issues, fmt, offset, line0, header, pos), batch_rows)
+                return
+            yield Chunk(pos, table.num_rows, table,
+                        lambda t=table, p0=pos, l0=line0: [Raw(p0 + i, r, l0 + i + 1) for i, r in enumerate(t.to_pylist())],
+                        line0)
+            offset += len(data)
+            pos += table.num_rows
+            line0 += lines
+            if not block:
+                return
 
 
 def _parquet_chunks(path: Path, batch_rows: int) -> Iterator[Chunk]:
