@@ -190,7 +190,8 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
-def _jsonl_chunks(path: Path, issues: list[Issue], chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+def _jsonl_chunks(path: Path, issues: list[Issue]) -> Iterator[Chunk]:
+    chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
     buf = b""
     first = True
@@ -460,8 +461,7 @@ def _iter_csv(path: Path, issues: list[Issue], fmt: str, offset: int = 0, line0:
         pos += 1
 
 
-def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int,
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> Iterator[Chunk]:
     """CSV/TSV in blocks of whole lines read by pyarrow's CSV reader while the file is plain: no quote
     character, no carriage return, no blank line, a header of distinct names (then each line is one
     record, split at the delimiter, exactly as Python's reader splits it). From the first block that
@@ -470,6 +470,7 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int,
     import pyarrow.csv as pcsv
 
     delim = b"\t" if fmt == "tsv" else b","
+    chunk_bytes = CHUNK_BYTES
     with open(path, "rb") as f:
         first = f.readline()
     plain_header = first.rstrip(b"\n")
