@@ -2,19 +2,25 @@
 
 The import runs in stages, each a function of its own:
 
-1. **read** (:func:`iter_raw`): records in batches, each with its location (``line 7`` / ``row 7``);
-   JSONL, CSV/TSV and Parquet stream with bounded memory, ``.json`` is one document and is loaded
+1. **read** (:func:`iter_chunks`): the records in :class:`Chunk` s, each a pyarrow table where
+   pyarrow reads the block exactly (JSONL in 4 MB blocks by ``pyarrow.json``, plain CSV/TSV by
+   ``pyarrow.csv``, Parquet batches) and Python's reading of it (:class:`Raw` records with their
+   location, ``line 7`` / ``row 7``) otherwise or on demand. ``.json`` is one document and is loaded
    whole. Malformed input is reported by line: invalid JSON, a non-UTF-8 byte, an integer too long to
-   convert, an unterminated quote or a ragged CSV row.
-2. **map fields** (:func:`scan_columns` -> :func:`detect_fields`): the question, answer, id and
-   metadata columns, auto-detected over the whole input (:data:`QUESTION_FIELDS`, ...) unless named;
+   convert, JSON nested too deeply, an unterminated quote or a ragged CSV row.
+2. **map fields** (:class:`ColumnStats` -> :func:`detect_fields`): the question, answer, id and
+   metadata columns, auto-detected (:data:`QUESTION_FIELDS`, ...) unless named, from the first
+   chunk and checked against the whole input's columns at the end (a second pass if they differ);
    multiple-choice layouts (GPQA, ARC, MMLU / MMLU-Pro) are recognised; ``from_verl`` reads verl's
    own layout (``prompt[-1].content``, ``reward_model.ground_truth``, ``extra_info.index``).
 3. **normalise** (:func:`normalise_target`, :class:`KeyBuilder`): the final target (``#### 42``, the
    last ``\\boxed{}``), numbers as canonical decimal strings (``1e-07`` -> ``0.0000001``), keys.
    A target no answer can ever match (a bool, a non-finite number, unbalanced braces, longer than
    the verifier extracts) is *refused*: the row is left out and listed with its field and reason.
-4. **validate** (:func:`build_record`): label modes and per-row errors; every bad row at once.
+   Lengths are checked before any pattern runs, and the patterns are linear.
+4. **validate** (:func:`build_record`, or :func:`fast_rows` for a whole chunk pyarrow read, with the
+   same result): label modes and per-row errors; every bad row at once. ``dedupe="exact"``
+   (:class:`Deduper`) leaves out exact repeats of a prompt and its target.
 5. **write** (:func:`import_file`): one dataset version through :mod:`.versions` (Parquet +
    manifest whose parent is the raw input's hash); :func:`import_raw` returns the rows instead.
 
@@ -136,20 +142,23 @@ class Chunk:
         return self._raw
 
 
-def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[Chunk]:
+def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True) -> Iterator[Chunk]:
     """The records of a file as :class:`Chunk` s (bounded memory: JSONL in blocks of
     :data:`CHUNK_BYTES`, CSV/TSV and Parquet in ``batch_rows`` records; ``.json`` is one document and
     is loaded whole); raises :class:`RecordError` listing every malformed line, after reading to the
-    end (or to :data:`MAX_READ_ISSUES`), so that all of them are reported at once."""
+    end (or to :data:`MAX_READ_ISSUES`), so that all of them are reported at once. ``arrow=False``:
+    no pyarrow reading (for a caller that wants the records only)."""
     path = Path(path)
     fmt = raw_format(path)
     check_input(path, "input file")
     issues: list[Issue] = []
     try:
         if fmt == "jsonl":
-            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues)
+            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow)
         elif fmt == "parquet":
             chunks = _parquet_chunks(path, batch_rows)
+        elif fmt in ("csv", "tsv") and not arrow:
+            chunks = _record_chunks(_iter_csv(path, issues, fmt), batch_rows)
         elif fmt in ("csv", "tsv"):
             chunks = _csv_chunks(path, issues, fmt, batch_rows)
         else:
@@ -169,7 +178,7 @@ def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> I
 
 def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[list[Raw]]:
     """Batches of :class:`Raw` records from a file (see :func:`iter_chunks` for the errors)."""
-    for chunk in iter_chunks(path, batch_rows):
+    for chunk in iter_chunks(path, batch_rows, arrow=False):
         recs = chunk.raw()
         for i in range(0, len(recs), batch_rows):
             yield recs[i:i + batch_rows]
@@ -190,7 +199,7 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
-def _jsonl_chunks(path: Path, issues: list[Issue]) -> Iterator[Chunk]:
+def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
     chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
     buf = b""
@@ -211,7 +220,7 @@ def _jsonl_chunks(path: Path, issues: list[Issue]) -> Iterator[Chunk]:
             first = False
             if data:
                 lines = data.count(b"\n") + (not data.endswith(b"\n"))
-                table = _arrow_jsonl(data, lines)
+                table = _arrow_jsonl(data, lines) if arrow else None
                 recs = (lambda d=data, l0=line0, p0=pos: list(_jsonl_records(d, l0, p0, issues))) if table is not None \
                     else list(_jsonl_records(data, line0, pos, issues))
                 chunk = Chunk(pos, table.num_rows if table is not None else len(recs), table, recs, line0)
