@@ -361,3 +361,20 @@ def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_pat
     monkeypatch.setattr(importer, "CHUNK_BYTES", 1 << 22)
     import_file(j, tmp_path / "b.parquet", source="m", labeled="auto", progress=False)
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
+def test_a_column_whose_values_start_late_is_detected_over_the_whole_input(tmp_path, monkeypatch):
+    """The field map is taken from the first block and checked against the whole input's at the end;
+    where they differ (answers only in later blocks) the import converts again with the whole one."""
+    from devenus.records import importer
+
+    recs = [{"question": f"What is {i}?"} for i in range(100)] + [{"question": f"Why {i}?", "answer": str(i)} for i in range(20)]
+    src = jsonl(tmp_path / "late.jsonl", recs)
+    expect = import_raw(src, source="l", labeled="auto")  # one block: the whole input at once
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    summary, m = import_file(src, tmp_path / "d.parquet", source="l", labeled="auto", progress=False)
+    assert summary.answer_field == "answer" and summary.labeled == 20 and m.output["rows"] == 120
+    assert read_records(tmp_path / "d.parquet") == expect
+    assert import_raw(src, source="l", labeled="auto") == expect
+    with pytest.raises(RecordError, match="no answer column detected"):  # labeled=True: the whole input decides
+        import_raw(jsonl(tmp_path / "none.jsonl", recs[:100]), source="l")
