@@ -249,8 +249,9 @@ def _batch_sizes(monkeypatch):
     real = versions.VersionWriter.write
 
     def spy(self, rows):
-        rows = list(rows)
-        sizes.append(len(rows))
+        if not hasattr(rows, "num_rows"):  # (a records table, as the import hands it over, counts its rows)
+            rows = list(rows)
+        sizes.append(rows.num_rows if hasattr(rows, "num_rows") else len(rows))
         return real(self, rows)
 
     monkeypatch.setattr(versions.VersionWriter, "write", spy)
@@ -282,3 +283,98 @@ def test_import_and_hide_labels_show_a_progress_bar(tmp_path, capsys):
     assert "rows" in err and "hide" in err, err[-500:]
     import_file(src, tmp_path / "q.parquet", progress=False, source="t")
     assert "rows" not in capsys.readouterr().err  # --no-progress means none
+
+
+# --- issue 21, bad-input classes 3 and 5: deep nesting and long fields --------------------------------
+@pytest.mark.timeout(20)
+def test_a_10mb_answer_is_refused_by_its_length_before_any_pattern_runs(tmp_path):
+    """A 10 MB digit string ran the scientific-notation pattern for ~10 minutes (it backtracked over
+    every split of the digits); the length limit now comes first and the patterns are linear."""
+    from devenus.records.importer import _SCIENTIFIC, MAX_ANSWER_FIELD_CHARS, normalise_target
+
+    big = "1" * 10_000_000
+    p = jsonl(tmp_path / "long.jsonl", [{"question": "ok?", "answer": "7"}, {"question": "long?", "answer": big},
+                                        {"question": "hash?", "answer": "#### " + big},
+                                        {"question": "mid?", "answer": "2" * 90_000}])
+    rows, s = import_raw_with_summary(p, source="l")
+    assert [r["reward_model"]["ground_truth"] for r in rows] == ["7"]
+    assert [(r.where, r.field) for r in s.refusals] == [("line 2", "answer"), ("line 3", "answer"), ("line 4", "answer")]
+    assert f"10000000 characters; an answer field holds at most {MAX_ANSWER_FIELD_CHARS}" in s.refusals[0].why
+    assert "90000 characters; the verifier extracts answers of at most" in s.refusals[2].why
+    # the patterns themselves are linear: a long near-miss fails in one scan
+    assert _SCIENTIFIC.fullmatch("1" * 200_000 + "x") is None
+    assert normalise_target("3" * 99_000 + "e", "answer")[2].startswith("99001 characters")
+
+
+def test_deeply_nested_json_is_one_error_naming_the_line_and_field(tmp_path):
+    deep = "[" * 5000 + "]" * 5000
+    p = jsonl(tmp_path / "deep.jsonl", ['{"question": "a?", "answer": "1"}',
+                                        '{"question": "b?", "answer": "2", "meta": ' + deep + "}"])
+    with pytest.raises(RecordError) as ei:
+        import_raw(p, source="d")
+    assert "line 2: field 'meta' is nested too deeply to read (over 500 levels" in str(ei.value)
+    j = tmp_path / "deep.json"
+    j.write_text('[{"question": "a?", "answer": "1"}, {"question": "b?", "answer": "2", "meta": ' + deep + "}]")
+    with pytest.raises(RecordError, match=r"record 1, field 'meta' is nested too deeply to read"):
+        import_raw(j, source="d")
+    ok = jsonl(tmp_path / "ok.jsonl", ['{"question": "a?", "answer": "1", "meta": ' + "[" * 200 + "]" * 200 + "}"])
+    assert len(import_raw(ok, source="d")) == 1  # nesting the reader handles is still fine
+
+
+# --- issue 21, item 8: the pyarrow blocks give what the record-by-record reading gives ---------------
+def _mixed_inputs(tmp_path):
+    """Files whose blocks differ: plain ones (pyarrow's) and ones with a refusal, a float answer, a
+    blank line, a quoted CSV field or a ragged row (Python's), the latter late in the file."""
+    recs = [{"question": f"What is {i} + 1?", "answer": str(i + 1), "level": i % 5} for i in range(300)]
+    recs[150]["answer"] = True  # refused
+    recs[200]["answer"] = 2.5  # a float: Python keeps it as a Decimal
+    lines = [json.dumps(r) for r in recs]
+    lines.insert(250, "   ")  # a blank line
+    j = tmp_path / "mixed.jsonl"
+    j.write_text("\n".join(lines) + "\n")
+    c = tmp_path / "mixed.csv"
+    c.write_text("question,answer\n" + "".join(f"What is {i} + 2?,{i + 2}\n" for i in range(200))
+                 + '"What is 1, 2, 3?",3\n' + "".join(f"What is {i} + 3?,{i + 3}\n" for i in range(50)))
+    bad = tmp_path / "ragged.csv"
+    bad.write_text("question,answer\n" + "".join(f"What is {i} + 2?,{i + 2}\n" for i in range(200)) + "What?,1,2\n")
+    return j, c, bad
+
+
+def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_path, monkeypatch):
+    from devenus.records import importer
+
+    j, c, bad = _mixed_inputs(tmp_path)
+    whole = {p: import_raw_with_summary(p, source="m", labeled="auto") for p in (j, c)}
+    with pytest.raises(RecordError) as whole_err:
+        import_raw(bad, source="m")
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 512)  # many blocks: most read by pyarrow
+    for p in (j, c):
+        rows, s = import_raw_with_summary(p, source="m", labeled="auto")
+        assert rows == whole[p][0] and s == whole[p][1]
+    assert [(r.where, r.field) for r in whole[j][1].refusals] == [("line 151", "answer")]
+    assert {r["extra_info"]["question"]: r["reward_model"]["ground_truth"] for r in whole[j][0]}["What is 200 + 1?"] == "2.5"
+    with pytest.raises(RecordError) as err:
+        import_raw(bad, source="m")
+    assert str(err.value) == str(whole_err.value) and "line 202: expected 2 fields" in str(err.value)
+    # and the written version is the same bytes
+    import_file(j, tmp_path / "a.parquet", source="m", labeled="auto", progress=False)
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 1 << 22)
+    import_file(j, tmp_path / "b.parquet", source="m", labeled="auto", progress=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
+def test_a_column_whose_values_start_late_is_detected_over_the_whole_input(tmp_path, monkeypatch):
+    """The field map is taken from the first block and checked against the whole input's at the end;
+    where they differ (answers only in later blocks) the import converts again with the whole one."""
+    from devenus.records import importer
+
+    recs = [{"question": f"What is {i}?"} for i in range(100)] + [{"question": f"Why {i}?", "answer": str(i)} for i in range(20)]
+    src = jsonl(tmp_path / "late.jsonl", recs)
+    expect = import_raw(src, source="l", labeled="auto")  # one block: the whole input at once
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    summary, m = import_file(src, tmp_path / "d.parquet", source="l", labeled="auto", progress=False)
+    assert summary.answer_field == "answer" and summary.labeled == 20 and m.output["rows"] == 120
+    assert read_records(tmp_path / "d.parquet") == expect
+    assert import_raw(src, source="l", labeled="auto") == expect
+    with pytest.raises(RecordError, match="no answer column detected"):  # labeled=True: the whole input decides
+        import_raw(jsonl(tmp_path / "none.jsonl", recs[:100]), source="l")

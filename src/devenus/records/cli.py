@@ -58,6 +58,10 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--prompt-template",
                         help="user message template with a {question} placeholder (default: the question, then "
                              "a request to put the final answer in \\boxed{}; '{question}' = the bare question)")
+    parser.add_argument("--dedupe", choices=["exact"], default=None,
+                        help="exact: a record whose prompt and target repeat an earlier one's is left out (the "
+                             "first is kept, with its key); the same prompt with another target is kept and "
+                             "reported (default: every record is a row)")
     parser.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -84,6 +88,7 @@ def run_import(args: argparse.Namespace) -> int:
         prompt_template=args.prompt_template,
         hidden_answers=not args.no_hidden_answers,
         from_verl=args.from_verl,
+        dedupe=args.dedupe,
     )
     print(summary.describe())
     print(f"wrote {summary.rows} rows ({summary.labeled} labeled) to {args.out}; manifest {manifest.path}")

@@ -2,19 +2,25 @@
 
 The import runs in stages, each a function of its own:
 
-1. **read** (:func:`iter_raw`): records in batches, each with its location (``line 7`` / ``row 7``);
-   JSONL, CSV/TSV and Parquet stream with bounded memory, ``.json`` is one document and is loaded
+1. **read** (:func:`iter_chunks`): the records in :class:`Chunk` s, each a pyarrow table where
+   pyarrow reads the block exactly (JSONL in 4 MB blocks by ``pyarrow.json``, plain CSV/TSV by
+   ``pyarrow.csv``, Parquet batches) and Python's reading of it (:class:`Raw` records with their
+   location, ``line 7`` / ``row 7``) otherwise or on demand. ``.json`` is one document and is loaded
    whole. Malformed input is reported by line: invalid JSON, a non-UTF-8 byte, an integer too long to
-   convert, an unterminated quote or a ragged CSV row.
-2. **map fields** (:func:`scan_columns` -> :func:`detect_fields`): the question, answer, id and
-   metadata columns, auto-detected over the whole input (:data:`QUESTION_FIELDS`, ...) unless named;
+   convert, JSON nested too deeply, an unterminated quote or a ragged CSV row.
+2. **map fields** (:class:`ColumnStats` -> :func:`detect_fields`): the question, answer, id and
+   metadata columns, auto-detected (:data:`QUESTION_FIELDS`, ...) unless named, from the first
+   chunk and checked against the whole input's columns at the end (a second pass if they differ);
    multiple-choice layouts (GPQA, ARC, MMLU / MMLU-Pro) are recognised; ``from_verl`` reads verl's
    own layout (``prompt[-1].content``, ``reward_model.ground_truth``, ``extra_info.index``).
 3. **normalise** (:func:`normalise_target`, :class:`KeyBuilder`): the final target (``#### 42``, the
    last ``\\boxed{}``), numbers as canonical decimal strings (``1e-07`` -> ``0.0000001``), keys.
    A target no answer can ever match (a bool, a non-finite number, unbalanced braces, longer than
    the verifier extracts) is *refused*: the row is left out and listed with its field and reason.
-4. **validate** (:func:`build_record`): label modes and per-row errors; every bad row at once.
+   Lengths are checked before any pattern runs, and the patterns are linear.
+4. **validate** (:func:`build_record`, or :func:`fast_rows` for a whole chunk pyarrow read, with the
+   same result): label modes and per-row errors; every bad row at once. ``dedupe="exact"``
+   (:class:`Deduper`) leaves out exact repeats of a prompt and its target.
 5. **write** (:func:`import_file`): one dataset version through :mod:`.versions` (Parquet +
    manifest whose parent is the raw input's hash); :func:`import_raw` returns the rows instead.
 
@@ -26,7 +32,9 @@ order. Label modes: ``labeled=True`` (every row needs an answer), ``"auto"`` (la
 
 from __future__ import annotations
 
+import bisect
 import csv
+import functools
 import hashlib
 import json
 import math
@@ -115,22 +123,49 @@ def raw_format(path: str | os.PathLike[str]) -> str:
     return fmt
 
 
-def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[list[Raw]]:
-    """Batches of :class:`Raw` records from a file; raises :class:`RecordError` listing every
-    malformed line (after reading to the end, so all of them are reported at once)."""
+@dataclass
+class Chunk:
+    """A run of consecutive records: ``table`` (pyarrow's reading of them, or None where pyarrow
+    cannot read them exactly as Python does) and :meth:`raw` (the same records as :class:`Raw`,
+    read by Python: exact, with each record's line). Stages 2 and 4 use the table when they can and
+    the records otherwise, so the table is only ever a faster route to the same result."""
+
+    pos: int  # records before this chunk
+    rows: int  # records in it
+    table: Any = None
+    _raw: Any = None  # list[Raw], or a function returning it
+    line0: int | None = None  # JSONL with a table: the table's row i is on line line0 + i + 1
+
+    def raw(self) -> list[Raw]:
+        if callable(self._raw):
+            self._raw = self._raw()
+        return self._raw
+
+
+def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True) -> Iterator[Chunk]:
+    """The records of a file as :class:`Chunk` s (bounded memory: JSONL in blocks of
+    :data:`CHUNK_BYTES`, CSV/TSV and Parquet in ``batch_rows`` records; ``.json`` is one document and
+    is loaded whole); raises :class:`RecordError` listing every malformed line, after reading to the
+    end (or to :data:`MAX_READ_ISSUES`), so that all of them are reported at once. ``arrow=False``:
+    no pyarrow reading (for a caller that wants the records only)."""
     path = Path(path)
     fmt = raw_format(path)
     check_input(path, "input file")
     issues: list[Issue] = []
-    reader = {"jsonl": _iter_jsonl, "json": _iter_json, "csv": _iter_csv, "tsv": _iter_csv,
-              "parquet": _iter_parquet}[fmt]
-    batch: list[Raw] = []
     try:
-        for rec in reader(path, issues, fmt):
-            batch.append(rec)
-            if len(batch) >= batch_rows:
-                yield batch
-                batch = []
+        if fmt == "jsonl":
+            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow)
+        elif fmt == "parquet":
+            chunks = _parquet_chunks(path, batch_rows)
+        elif fmt in ("csv", "tsv") and not arrow:
+            chunks = _record_chunks(_iter_csv(path, issues, fmt), batch_rows)
+        elif fmt in ("csv", "tsv"):
+            chunks = _csv_chunks(path, issues, fmt, batch_rows)
+        else:
+            chunks = _record_chunks(_iter_json(path, issues, fmt), batch_rows)
+        for chunk in chunks:
+            if chunk.rows:
+                yield chunk
             if len(issues) >= MAX_READ_ISSUES:
                 break
     except RecordError:
@@ -139,8 +174,139 @@ def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iter
         raise RecordError(f"cannot read {path} as {fmt}: {exc}") from exc
     if issues:
         raise RecordError(issues, header=f"cannot read {path} as {fmt}")
+
+
+def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[list[Raw]]:
+    """Batches of :class:`Raw` records from a file (see :func:`iter_chunks` for the errors)."""
+    for chunk in iter_chunks(path, batch_rows, arrow=False):
+        recs = chunk.raw()
+        for i in range(0, len(recs), batch_rows):
+            yield recs[i:i + batch_rows]
+
+
+def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
+    batch: list[Raw] = []
+    for rec in records:
+        batch.append(rec)
+        if len(batch) >= batch_rows:
+            yield Chunk(batch[0].pos, len(batch), None, batch)
+            batch = []
     if batch:
-        yield batch
+        yield Chunk(batch[0].pos, len(batch), None, batch)
+
+
+#: JSONL bytes read (and parsed by pyarrow) at a time, in whole lines: memory is bounded by this
+CHUNK_BYTES = 4 << 20
+
+
+def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
+    chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
+    pos = line0 = 0
+    buf = b""
+    first = True
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk_bytes)
+            buf += block
+            if block:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    continue  # one line longer than a block: read on to its end
+                data, buf = buf[:cut], buf[cut:]
+            else:
+                data, buf = buf, b""
+            if first and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            first = False
+            if data:
+                lines = data.count(b"\n") + (not data.endswith(b"\n"))
+                table = _arrow_jsonl(data, lines) if arrow else None
+                recs = (lambda d=data, l0=line0, p0=pos: list(_jsonl_records(d, l0, p0, issues))) if table is not None \
+                    else list(_jsonl_records(data, line0, pos, issues))
+                chunk = Chunk(pos, table.num_rows if table is not None else len(recs), table, recs, line0)
+                yield chunk
+                pos += chunk.rows
+                line0 += lines
+            if not block:
+                break
+
+
+def _arrow_jsonl(data: bytes, lines: int) -> Any:
+    """pyarrow's table of a block of JSONL lines, or None where Python must read it (pyarrow refuses
+    it, a line is blank, a byte is not UTF-8, a value nests deeply). pyarrow refuses a control byte
+    in a string as Python does (checked), but does not check UTF-8 (so that is checked here)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if _deep_brackets(data):
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=len(data) + 1))
+        table.validate(full=True)  # the UTF-8 of every string: pyarrow's reader does not check it
+    except (pa.ArrowException, ValueError, OverflowError):
+        return None
+    if table.num_rows != lines or any(_deeper_than(f.type, _ARROW_MAX_DEPTH) for f in table.schema):
+        return None  # (a deep value: Python's reader decides, and names it if it is too deep)
+    return table
+
+
+#: nesting a block read by pyarrow may have; deeper values are read (and judged) by Python's reader
+_ARROW_MAX_DEPTH = 32
+#: a run of opening brackets deeper than that (seen in the block's brackets alone, strings included:
+#: a false alarm only sends the block to Python): pyarrow's type inference is quadratic in the depth
+#: (35 s for 5000 levels), so such a block never reaches it
+_DEEP_OPEN = re.compile(rb"[\[{]{%d}" % (_ARROW_MAX_DEPTH + 1))
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _deep_brackets(data: bytes) -> bool:
+    return _DEEP_OPEN.search(data.translate(None, _NOT_BRACKETS)) is not None
+
+
+def _deeper_than(t: Any, limit: int) -> bool:
+    """Whether the pyarrow type ``t`` nests more than ``limit`` levels (iteratively: no recursion)."""
+    todo = [(t, 1)]
+    while todo:
+        t, depth = todo.pop()
+        if depth > limit:
+            return True
+        todo.extend((t.field(i).type, depth + 1) for i in range(t.num_fields))
+    return False
+
+
+def _jsonl_records(data: bytes, line0: int, pos: int, issues: list[Issue]) -> Iterator[Raw]:
+    """Python's reading of a block of JSONL lines: each record with its line, each bad line an issue."""
+    pieces = data.split(b"\n")
+    last = len(pieces) - 1
+    for i, raw in enumerate(pieces):
+        if i == last and not raw:
+            break
+        lineno = line0 + i + 1
+        if i < last:
+            raw += b"\n"  # the line as the file holds it (a decoder's column numbers count it)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            issues.append(_line_issue(lineno, f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"))
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = _loads(line)
+        except json.JSONDecodeError as exc:
+            issues.append(_line_issue(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except ValueError as exc:
+            issues.append(_line_issue(lineno, _json_value_error(exc)))
+            continue
+        except RecursionError:
+            issues.append(_line_issue(lineno, _deep_message(line)))
+            continue
+        if not isinstance(obj, dict):
+            issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
+            continue
+        yield Raw(pos, obj, lineno)
+        pos += 1
 
 
 def read_raw(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -152,12 +318,14 @@ def _line_issue(line: int, message: str) -> Issue:
     return Issue(None, None, f"line {line}", message)
 
 
-def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "") -> Iterator[tuple[int, str]]:
-    """(line number, text) per physical line, decoded one line at a time so that a bad byte is
-    reported by its line and column, not by a decoder-chunk offset. With ``issues`` a bad line is
-    recorded and skipped; without, it raises."""
+def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "", offset: int = 0,
+                   line0: int = 0) -> Iterator[tuple[int, str]]:
+    """(line number, text) per physical line (from byte ``offset``, which is line ``line0 + 1``),
+    decoded one line at a time so that a bad byte is reported by its line and column, not by a
+    decoder-chunk offset. With ``issues`` a bad line is recorded and skipped; without, it raises."""
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+        f.seek(offset)
+        for lineno, raw in enumerate(f, start=line0 + 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -176,29 +344,51 @@ def _json_value_error(exc: ValueError) -> str:
     return f"invalid JSON: {text}"
 
 
+#: JSON tokens for :func:`_too_deep` (strings whole, possessively: linear on any input)
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
+#: a value nested deeper than this is reported as too deep (Python's JSON reader stops near 1000)
+MAX_JSON_DEPTH = 500
+
+
+def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> str:
+    """Where ``text`` (JSON that the reader refused with a RecursionError) first nests deeper than
+    ``limit``: ``"field 'meta'"`` or ``"record 3, field 'meta'"``, for a one-line error."""
+    stack: list[list] = []  # per open container: [kind, key or index, expecting a key]
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok in "{[":
+            stack.append(["o", None, True] if tok == "{" else ["l", 0, False])
+            if len(stack) > limit:
+                path = [f[1] for f in stack[:-1]]
+                if path and isinstance(path[0], int) and len(path) > 1:  # a list of records (.json)
+                    return f"record {path[0]}, field {path[1]!r}"
+                return f"field {path[0]!r}" if path else "the document"
+        elif tok in "]}":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and stack[-1][0] == "l":
+                stack[-1][1] += 1
+            elif stack:
+                stack[-1][2] = True
+        elif tok == ":":
+            if stack:
+                stack[-1][2] = False
+        elif stack and stack[-1][0] == "o" and stack[-1][2]:
+            try:
+                stack[-1][1] = json.loads(tok)
+            except ValueError:
+                stack[-1][1] = tok
+    return "the document"
+
+
+def _deep_message(text: str) -> str:
+    return f"{_too_deep(text)} is nested too deeply to read (over {MAX_JSON_DEPTH} levels of lists/objects)"
+
+
 def _loads(text: str) -> Any:
     # Decimal keeps 1e400 and 0.1 exactly (a float turns them into inf and 0.1000000000000000055...)
     return json.loads(text, parse_float=Decimal)
-
-
-def _iter_jsonl(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
-    pos = 0
-    for lineno, line in _decoded_lines(path, issues):
-        if not line.strip():
-            continue
-        try:
-            obj = _loads(line)
-        except json.JSONDecodeError as exc:
-            issues.append(_line_issue(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        except ValueError as exc:
-            issues.append(_line_issue(lineno, _json_value_error(exc)))
-            continue
-        if not isinstance(obj, dict):
-            issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
-            continue
-        yield Raw(pos, obj, lineno)
-        pos += 1
 
 
 def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
@@ -216,6 +406,8 @@ def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
     except json.JSONDecodeError as exc:
         hint = " (one JSON object per line? name the file .jsonl)" if "Extra data" in exc.msg else ""
         raise RecordError(f"cannot read {path} as JSON: {exc}{hint}") from exc
+    except RecursionError:
+        raise RecordError(f"cannot read {path} as JSON: {_deep_message(text)}") from None
     except ValueError as exc:
         m = re.search(r"\d{4301,}", text)
         where = f"line {text.count(chr(10), 0, m.start()) + 1}: " if m else ""
@@ -240,20 +432,21 @@ def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
         yield Raw(i, r)
 
 
-def _iter_csv(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+def _iter_csv(path: Path, issues: list[Issue], fmt: str, offset: int = 0, line0: int = 0,
+              header: list[str] | None = None, pos: int = 0) -> Iterator[Raw]:
     """Strict CSV/TSV: a quote that never closes, a stray quote or a row with more or fewer fields
-    than the header is an error naming its line (the default reader would swallow or drop data)."""
+    than the header is an error naming its line (the default reader would swallow or drop data).
+    From byte ``offset`` (line ``line0 + 1``, record ``pos``) with ``header`` where the caller has
+    read the start of the file."""
     delimiter = "\t" if fmt == "tsv" else ","
-    line_of: list[int] = [0]
+    line_of: list[int] = [line0]
 
     def lines() -> Iterator[str]:
-        for lineno, text in _decoded_lines(path, None, fmt):
+        for lineno, text in _decoded_lines(path, None, fmt, offset, line0):
             line_of[0] = lineno
             yield text
 
     reader = csv.reader(lines(), delimiter=delimiter, strict=True)
-    header: list[str] | None = None
-    pos = 0
     while True:
         start = line_of[0] + 1
         try:
@@ -277,7 +470,77 @@ def _iter_csv(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
         pos += 1
 
 
-def _iter_parquet(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
+def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> Iterator[Chunk]:
+    """CSV/TSV in blocks of whole lines read by pyarrow's CSV reader while the file is plain: no quote
+    character, no carriage return, no blank line, a header of distinct names (then each line is one
+    record, split at the delimiter, exactly as Python's reader splits it). From the first block that
+    is not, the rest of the file is read by Python's strict reader (:func:`_iter_csv`)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    delim = b"\t" if fmt == "tsv" else b","
+    chunk_bytes = CHUNK_BYTES
+    with open(path, "rb") as f:
+        first = f.readline()
+    plain_header = first.rstrip(b"\n")
+    if plain_header.startswith(b"\xef\xbb\xbf"):
+        plain_header = plain_header[3:]
+    try:
+        header = plain_header.decode("utf-8").split(delim.decode())
+    except UnicodeDecodeError:
+        header = None
+    if (header is None or not first.endswith(b"\n") or not plain_header or b'"' in first or b"\r" in first
+            or len(set(header)) != len(header)):
+        yield from _record_chunks(_iter_csv(path, issues, fmt), batch_rows)
+        return
+    parse = pcsv.ParseOptions(delimiter=delim.decode(), quote_char=False, double_quote=False, escape_char=False,
+                              newlines_in_values=False, ignore_empty_lines=False)
+    convert = pcsv.ConvertOptions(column_types={h: pa.string() for h in header}, strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False, check_utf8=True)
+    limit = csv.field_size_limit()
+    offset, line0, pos = len(first), 1, 0
+    with open(path, "rb") as f:
+        f.seek(offset)
+        buf = b""
+        while True:
+            block = f.read(chunk_bytes)
+            buf += block
+            if block:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    continue
+                data, buf = buf[:cut], buf[cut:]
+            else:
+                data, buf = buf, b""
+            if not data:
+                return
+            lines = data.count(b"\n") + (not data.endswith(b"\n"))
+            table = None
+            if b'"' not in data and b"\r" not in data and b"\n\n" not in data and not data.startswith(b"\n"):
+                try:
+                    table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(
+                        column_names=header, block_size=len(data) + 1), parse_options=parse, convert_options=convert)
+                except (pa.ArrowException, ValueError):
+                    table = None
+                import pyarrow.compute as pc
+
+                if table is not None and (table.num_rows != lines or any(
+                        (pc.max(pc.binary_length(c)).as_py() or 0) > limit for c in table.columns)):
+                    table = None  # (a field over Python's limit: its reader names it)
+            if table is None:  # from here on, Python's strict reader
+                yield from _record_chunks(_iter_csv(path, issues, fmt, offset, line0, header, pos), batch_rows)
+                return
+            yield Chunk(pos, table.num_rows, table,
+                        lambda t=table, p0=pos, l0=line0: [Raw(p0 + i, r, l0 + i + 1) for i, r in enumerate(t.to_pylist())],
+                        line0)
+            offset += len(data)
+            pos += table.num_rows
+            line0 += lines
+            if not block:
+                return
+
+
+def _parquet_chunks(path: Path, batch_rows: int) -> Iterator[Chunk]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -288,21 +551,23 @@ def _iter_parquet(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
     keep = [n for n in pf.schema_arrow.names if not n.startswith("__index_level_")]
     pos = 0
     try:
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=keep):
-            for r in batch.to_pylist():
-                yield Raw(pos, to_python(r))
-                pos += 1
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=keep):
+            table = pa.Table.from_batches([batch])
+            yield Chunk(pos, table.num_rows, table,
+                        lambda t=table, p0=pos: [Raw(p0 + i, to_python(r)) for i, r in enumerate(t.to_pylist())])
+            pos += table.num_rows
     except pa.ArrowException as exc:
         raise RecordError(f"cannot read {path} as parquet (after row {pos}): {exc}") from exc
 
 
-def _iter_rows(rows: Any) -> Iterator[list[Raw]]:
+def _row_chunks(rows: Any) -> Iterator[Chunk]:
     raw = [to_python(r) for r in as_rows(rows)]
     bad = [Issue(i, None, "<record>", f"expected a dict, found {type(r).__name__}")
            for i, r in enumerate(raw) if not isinstance(r, Mapping)]
     if bad:
         raise RecordError(bad, header="cannot import rows")
-    yield [Raw(i, dict(r)) for i, r in enumerate(raw)]
+    if raw:
+        yield Chunk(0, len(raw), None, [Raw(i, dict(r)) for i, r in enumerate(raw)])
 
 
 # ===================================================================================================
@@ -338,6 +603,45 @@ class ColumnStats:
                 self.present[k] = self.present.get(k, 0) + 1
                 if not isinstance(v, str):
                     self.non_str.add(k)
+
+    def add_table(self, table: Any) -> bool:
+        """:meth:`add` for every row of a pyarrow table, column-wise; False (nothing added) where a
+        column's type is one whose Python values could differ from Python's own reading (a
+        timestamp pyarrow inferred from a string, say): the caller adds the records then."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        counts: dict[str, tuple[int, bool]] = {}
+        for name, col in zip(table.column_names, table.columns):
+            t = col.type
+            if pa.types.is_null(t):
+                counts[name] = (0, False)
+            elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                # (missing = None or whitespace only, as Python's str.strip() sees it: checked in Python
+                # for the few values pyarrow's length and space tests do not settle)
+                n = len(col) - col.null_count
+                if n:
+                    blank = pc.or_(pc.equal(pc.utf8_length(col), 0), pc.utf8_is_space(col))
+                    n -= pc.sum(pc.fill_null(blank, False)).as_py() or 0
+                    if n == 0 or not any(v is not None and v.strip() for v in col.slice(0, 64).to_pylist()):
+                        n = sum(1 for v in col.to_pylist() if v is not None and v.strip())
+                counts[name] = (n, False)
+            elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_struct(t):
+                counts[name] = (len(col) - col.null_count, True)
+            elif pa.types.is_floating(t):
+                counts[name] = (pc.sum(pc.fill_null(pc.invert(pc.is_nan(col)), False)).as_py() or 0, True)
+            elif pa.types.is_list(t) or pa.types.is_large_list(t):
+                counts[name] = (pc.sum(pc.fill_null(pc.greater(pc.list_value_length(col), 0), False)).as_py() or 0, True)
+            else:
+                return False
+        self.rows += table.num_rows
+        for name, (n, non_str) in counts.items():
+            self.columns.setdefault(name, None)
+            if n:
+                self.present[name] = self.present.get(name, 0) + n
+                if non_str:
+                    self.non_str.add(name)
+        return True
 
     def has_values(self, name: str) -> bool:
         return self.present.get(name, 0) > 0
@@ -428,9 +732,15 @@ def _boxed_answer(text: str) -> str | None:
     return got.strip() if isinstance(got, str) and got.strip() else None
 
 
-_NUMBER_WITH_COMMAS = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")
-_SCIENTIFIC = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
-_NON_FINITE = re.compile(r"^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
+# Every pattern is linear in its input: possessive quantifiers (``++``) never give back what they
+# matched, so a long digit run fails in one scan (``\d+\.?\d*`` tried every split of it: a 10 MB
+# answer ran for minutes). The length limits below are checked before any of them runs anyway.
+_NUMBER_WITH_COMMAS = re.compile(r"[-+]?+\d{1,3}+(?:,\d{3})++(?:\.\d++)?+")
+_SCIENTIFIC = re.compile(r"[-+]?+(?:\d++(?:\.\d*+)?+|\.\d++)[eE][-+]?+\d++")
+_NON_FINITE = re.compile(r"[-+]?+(?:inf|infinity|nan)", re.IGNORECASE)
+#: a raw answer field longer than this is refused before it is searched for ``####`` or ``\boxed{}``
+#: (a real solution text is a few kB; the verifier extracts at most ``max_answer_chars`` of it)
+MAX_ANSWER_FIELD_CHARS = 100_000
 
 
 def canonical_number(value: int | float | Decimal) -> str | None:
@@ -455,6 +765,11 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     numbers -> canonical decimal strings; a one-element list gives its element. Whether the target
     can be matched at all is :func:`unmatchable`'s question.
     """
+    if isinstance(value, str):  # (the common case first)
+        if len(value) > MAX_ANSWER_FIELD_CHARS:  # before strip, search or extraction touch it
+            return None, f"{len(value)} characters (an answer field holds at most {MAX_ANSWER_FIELD_CHARS})"
+        s = value.strip()
+        return _reduce_text(s, field) if s else (None, "empty")
     if _missing(value):
         return None, "empty"
     if isinstance(value, (list, tuple)):
@@ -468,12 +783,14 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     if isinstance(value, (int, float, Decimal)):
         text = canonical_number(value)
         return (text, None) if text is not None else (str(value), None)
-    if not isinstance(value, str):
-        return None, f"a {type(value).__name__} (expected a str or a number)"
-    s = value.strip()
+    return None, f"a {type(value).__name__} (expected a str or a number)"
+
+
+def _reduce_text(s: str, field: str | None) -> tuple[str | None, str | None]:
+    """:func:`reduce_answer` for a stripped, non-empty text."""
     if "####" in s:
         tail = s.rsplit("####", 1)[1].strip()
-        if _NUMBER_WITH_COMMAS.match(tail):
+        if len(tail) <= _max_answer_chars() and _NUMBER_WITH_COMMAS.fullmatch(tail):
             tail = tail.replace(",", "")
         return (tail, None) if tail else (None, "nothing after '####'")
     if "\\boxed" in s or "\\fbox" in s:
@@ -484,7 +801,9 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
             return None, "its \\boxed{} does not close or is empty"
     if field in SOLUTION_FIELDS:
         return None, "no \\boxed{} final answer (or '####') in the solution"
-    if _SCIENTIFIC.match(s):
+    if len(s) > _max_answer_chars():
+        return s, None  # refused by unmatchable() for its length, before any pattern runs on it
+    if _SCIENTIFIC.fullmatch(s):
         try:
             return canonical_number(Decimal(s)) or s, None
         except InvalidOperation:
@@ -492,6 +811,7 @@ def reduce_answer(value: Any, field: str | None = None) -> tuple[str | None, str
     return s, None
 
 
+@functools.lru_cache(maxsize=1)
 def _max_answer_chars() -> int:
     from devenus.verify.extract import DEFAULT_EXTRACT_CONFIG
 
@@ -499,6 +819,8 @@ def _max_answer_chars() -> int:
 
 
 def _braces_balanced(text: str) -> bool:
+    if "{" not in text and "}" not in text:
+        return True
     depth = 0
     for m in re.finditer(r"\\[\\{}]|[{}]", text):
         tok = m.group(0)
@@ -517,20 +839,22 @@ def unmatchable(raw_value: Any, target: str) -> str | None:
         return f"a bool ({raw_value}) is not an answer a model writes; map it to text (e.g. yes/no) first"
     if isinstance(raw_value, (float, Decimal)) and not (raw_value == raw_value and abs(raw_value) != math.inf):
         return f"a non-finite number ({raw_value})"
-    if _NON_FINITE.match(target):
+    limit = _max_answer_chars()
+    if len(target) > limit:  # first: every check below is linear, but a 10 MB target needs none of them
+        return f"{len(target)} characters; the verifier extracts answers of at most {limit}"
+    if _NON_FINITE.fullmatch(target):
         return f"a non-finite number ({target!r})"
     if not _braces_balanced(target):
         return f"unbalanced braces in {target[:60]!r}"
     if "\\boxed" in target or "\\fbox" in target:
         return f"a \\boxed{{}} that does not close in {target[:60]!r}"
-    limit = _max_answer_chars()
-    if len(target) > limit:
-        return f"{len(target)} characters; the verifier extracts answers of at most {limit}"
     return None
 
 
 def normalise_target(value: Any, field: str | None) -> tuple[str | None, str | None, str | None]:
     """``(target, why_missing, refusal)``: the target, or why there is none, or why it is refused."""
+    if isinstance(value, str) and len(value) > MAX_ANSWER_FIELD_CHARS:  # first: nothing else reads it
+        return None, None, f"{len(value)} characters; an answer field holds at most {MAX_ANSWER_FIELD_CHARS}"
     target, why = reduce_answer(value, field)
     if target is None:
         return None, why, None
@@ -540,7 +864,12 @@ def normalise_target(value: Any, field: str | None) -> tuple[str | None, str | N
 
 def normalize_question(text: str) -> str:
     """Text used for hash keys: NFKC, whitespace runs collapsed to one space, ends stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+    if text.isascii():  # ASCII is NFKC already; printable ASCII has no whitespace but " "
+        if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            return text  # (what the split and join below would give, in one scan)
+    else:
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split())
 
 
 def question_hash(text: str) -> str:
@@ -572,7 +901,9 @@ def _difficulty(value: Any) -> int | None:
             raise ValueError(f"expected a difficulty that fits in 64 bits, found an integer of {len(str(abs(value)))} digits")
         return value
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(?:level\s*)?([-+]?\d{1,18})\s*", value, flags=re.IGNORECASE)
+        if len(value) > 64:  # "Level 5" or " 3 ": a longer text is no difficulty, and is not searched
+            return None
+        m = re.fullmatch(r"\s*+(?:level\s*+)?+([-+]?+\d{1,18}+)\s*+", value, flags=re.IGNORECASE)
         return int(m.group(1)) if m else None
     return None
 
@@ -595,12 +926,55 @@ class KeyBuilder:
             if raw_id in self.seen_ids:
                 return None, Issue(rec.pos, None, self.id_field,
                                    f"expected a unique id, found {raw_id!r} again (first in row {self.seen_ids[raw_id]}){_at(rec)}")
-            self.seen_ids[raw_id] = rec.pos
-            return f"{self.source}/{raw_id}", None
+            return self.id_key(raw_id, rec.pos), None
+        return self.hash_key(question), None
+
+    def id_key(self, raw_id: str, pos: int) -> str:
+        self.seen_ids[raw_id] = pos
+        return f"{self.source}/{raw_id}"
+
+    def hash_key(self, question: str) -> str:
         h = question_hash(question)
         n = self.hash_counts.get(h, 0) + 1
         self.hash_counts[h] = n
-        return (f"{self.source}/{h}" if n == 1 else f"{self.source}/{h}-{n}"), None
+        return f"{self.source}/{h}" if n == 1 else f"{self.source}/{h}-{n}"
+
+
+class Deduper:
+    """``dedupe="exact"``: a record whose prompt and target repeat an earlier record's exactly is
+    dropped (the first is kept, with the key it has without deduplication); the same prompt with
+    another target is a *conflict*: kept as a row of its own (its own key) and reported, since which
+    target is right is not the importer's to decide. Keeps one digest per distinct prompt/target."""
+
+    MAX_LISTED = 20
+
+    def __init__(self) -> None:
+        self.first: dict[bytes, dict[bytes, str]] = {}  # prompt digest -> {target digest: where first}
+        self.duplicates = 0
+        self.conflicts = 0
+        self.listed: list[str] = []
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).digest()
+
+    def repeat(self, prompt: str, target: str | None, where: str) -> bool:
+        """Whether this record repeats an earlier one exactly (then it is left out)."""
+        p = self._digest(prompt)
+        t = b"" if target is None else b"=" + self._digest(target)
+        seen = self.first.get(p)
+        if seen is None:
+            self.first[p] = {t: where}
+            return False
+        if t in seen:
+            self.duplicates += 1
+            return True
+        self.conflicts += 1
+        if len(self.listed) < self.MAX_LISTED:
+            first_where = next(iter(seen.values()))
+            self.listed.append(f"{where}: the prompt of {first_where} with another target ({target!r:.40})")
+        seen[t] = where
+        return False
 
 
 def _at(rec: Raw) -> str:
@@ -666,6 +1040,10 @@ def choice_question(fm: FieldMap, rec: Raw, question: str) -> tuple[str, list[st
 # ===================================================================================================
 # stage 4: validate (one record)
 # ===================================================================================================
+#: the values of ``dedupe``
+DEDUPE_MODES = (None, "exact")
+
+
 @dataclass(frozen=True)
 class ImportOptions:
     """The settings of one import (the arguments of :func:`import_raw`)."""
@@ -682,8 +1060,12 @@ class ImportOptions:
     prompt_template: str | None = None
     hidden_answers: bool = True
     from_verl: bool = False
+    #: None (every record is a row) or "exact": exact repeats of a prompt and its target collapsed
+    dedupe: str | None = None
 
     def check(self) -> None:
+        if self.dedupe not in DEDUPE_MODES:
+            raise ValueError(f"dedupe must be one of {list(DEDUPE_MODES)}, got {self.dedupe!r}")
         if not isinstance(self.source, str) or not self.source.strip():
             raise ValueError(f"source must be a non-empty str, got {self.source!r}")
         if self.labeled not in (True, False, "auto"):
@@ -697,7 +1079,10 @@ class ImportOptions:
 
     def config(self) -> dict[str, Any]:
         """What the manifest records (JSON values)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        cfg = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if cfg["dedupe"] is None:  # (absent when off: an import without it has the manifest it always had)
+            del cfg["dedupe"]
+        return cfg
 
 
 @dataclass
@@ -771,6 +1156,134 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
     )
     row[EXTRA_INFO]["question"] = question
     return Outcome(row=row, hidden=sim is not None)
+
+
+def _is_text(t: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _column(table: Any, name: str | None, ok) -> list | None | bool:
+    """The Python values of a column whose type passes ``ok`` (all None where the chunk lacks it), or
+    False where its type does not."""
+    import pyarrow as pa
+
+    if name is None or name not in table.column_names:
+        return [None] * table.num_rows
+    col = table.column(name)
+    if pa.types.is_null(col.type):
+        return [None] * table.num_rows
+    return col.to_pylist() if ok(col.type) else False
+
+
+def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
+              dedupe: Deduper | None = None) -> tuple[Any, int, list[int]] | None:
+    """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers,
+    each row's record number)``
+    with exactly the rows :func:`build_record` makes, or None (nothing changed) where any record
+    needs more than the plain route: an error, a refusal, a type Python would read otherwise (a
+    float: Python keeps it as a Decimal), multiple choice, verl's layout. The caller then builds the
+    chunk's records one by one; so every check is the per-record one, and this is only faster."""
+    import pyarrow as pa
+
+    from .schema import records_schema
+
+    table = chunk.table
+    if table is None or fm.choices or fm.from_verl:
+        return None
+    n = table.num_rows
+    qcol = table.column(fm.question) if fm.question in table.column_names else None
+    if qcol is None or not _is_text(qcol.type) or qcol.null_count:
+        return None
+    text_or_int = lambda t: _is_text(t) or pa.types.is_integer(t)  # noqa: E731
+    answers = _column(table, fm.answer, text_or_int)
+    ids = _column(table, fm.id, text_or_int) if fm.id else None
+    diffs = _column(table, fm.difficulty, text_or_int)
+    fams = _column(table, fm.family, _is_text)
+    if answers is False or ids is False or diffs is False:
+        return None
+    if fams is False:  # a family that is no text is None in every row
+        fams = [None] * n
+    labeled_mode = opts.labeled
+    questions, targets, difficulty, family = [], [], [], []
+    for q, a, d, fam in zip(qcol.to_pylist(), answers, diffs, fams):
+        q = q.strip()
+        if not q:
+            return None
+        if fm.answer is None:
+            target = None
+        else:
+            target, _, refused = normalise_target(a, fm.answer)
+            if refused:
+                return None
+        if target is None and labeled_mode is True:
+            return None
+        try:
+            difficulty.append(_difficulty(d) if fm.difficulty else None)
+        except ValueError:
+            return None
+        questions.append(q)
+        targets.append(target)
+        family.append(fam.strip() if isinstance(fam, str) and fam.strip() else None)
+    if ids is not None:
+        ids = [_id_str(v) for v in ids]
+        if None in ids or len(set(ids)) < n or not keys.seen_ids.keys().isdisjoint(ids):
+            return None  # a missing or repeated id: the per-record route names it
+
+    # every record is a plain row: now the keys (and the repeats) in file order
+    line0 = chunk.line0
+    keep, index = [], []
+    for i in range(n):
+        if dedupe is not None and dedupe.repeat(questions[i], targets[i],
+                                                f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}"):
+            continue
+        keep.append(i)
+        index.append(keys.id_key(ids[i], chunk.pos + i) if ids is not None else keys.hash_key(questions[i]))
+    if len(keep) < n:
+        questions, targets, difficulty, family = ([v[i] for i in keep] for v in (questions, targets, difficulty, family))
+    m = len(keep)
+    labeled = [t is not None and labeled_mode is not False for t in targets]
+    hidden = [None if lab or t is None or not opts.hidden_answers else t for t, lab in zip(targets, labeled)]
+
+    schema = records_schema()
+    string = pa.string()
+    template = opts.prompt_template or DEFAULT_PROMPT_TEMPLATE
+    users = [template.replace("{question}", q) for q in questions]
+    msg_type = schema.field("prompt").type.value_type
+    if opts.system_prompt:  # (as make_row: a system message first where there is one)
+        roles = ["system", "user"] * m
+        contents = [c for u in users for c in (opts.system_prompt, u)]
+        step = 2
+    else:
+        roles, contents, step = ["user"] * m, users, 1
+    messages = pa.StructArray.from_arrays([pa.array(roles, string), pa.array(contents, string)], fields=list(msg_type))
+    prompt = pa.ListArray.from_arrays(pa.array(range(0, step * m + 1, step), pa.int32()), messages,
+                                      type=schema.field("prompt").type)
+
+    def const(v: Any, t: Any = string) -> Any:
+        return pa.array([v] * m, t)
+
+    reward_model = pa.StructArray.from_arrays(
+        [const("rule"), pa.array([t if lab else "" for t, lab in zip(targets, labeled)], string)],
+        fields=list(schema.field("reward_model").type))
+    ei_type = schema.field(EXTRA_INFO).type
+    ei_values = {
+        "index": pa.array(index, string), "labeled": pa.array(labeled, pa.bool_()),
+        "label_source": pa.array(["gold" if lab else "none" for lab in labeled], string),
+        "source": const(opts.source), "split": const(opts.split), "difficulty": pa.array(difficulty, pa.int64()),
+        "family": pa.array(family, string), "view": const("original"), "pair_key": const(None),
+        "question": pa.array(questions, string),
+    }
+    extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
+    sim_type = schema.field("simulation").type
+    no_sim = pa.array([h is None for h in hidden], pa.bool_())
+    simulation = pa.StructArray.from_arrays([pa.array(hidden, string), pa.array(["none"] * m, string)],
+                                            fields=list(sim_type), mask=no_sim)
+    out = pa.Table.from_arrays(
+        [const(opts.data_source or opts.source), prompt, const(opts.ability or "math"), reward_model, extra_info,
+         simulation], schema=schema)
+    return out, sum(1 for h in hidden if h is not None), [chunk.pos + i for i in keep]
 
 
 _VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}
@@ -882,6 +1395,11 @@ class ImportSummary:
     refusals: tuple[Refusal, ...] = ()
     choices: str | None = None
     from_verl: bool = False
+    read: int = 0  # records read from the input
+    dedupe: str | None = None
+    duplicates: int = 0  # exact repeats left out (dedupe)
+    conflicts: int = 0  # repeats of a prompt with another target, kept (dedupe)
+    conflicts_listed: tuple[str, ...] = ()
 
     def describe(self, max_refusals: int = 20) -> str:
         keys = f"id field {self.id_field!r}" if self.id_field else "question hash"
@@ -892,6 +1410,12 @@ class ImportSummary:
         )
         if self.choices:
             text += f"; multiple choice ({self.choices}), targets are option letters"
+        if self.dedupe:
+            text += (f"\ndedupe {self.dedupe}: {self.read} records read, {self.duplicates} exact repeats collapsed,"
+                     f" {self.conflicts} repeated prompt(s) with another target kept as rows of their own")
+            text += "".join(f"\n  - {c}" for c in self.conflicts_listed)
+            if self.conflicts > len(self.conflicts_listed):
+                text += f"\n  ... and {self.conflicts - len(self.conflicts_listed)} more"
         if self.refusals:
             text += f"\nrefused {len(self.refusals)} row(s) whose target no answer can match:"
             text += "".join(f"\n  - {r}" for r in self.refusals[:max_refusals])
@@ -900,73 +1424,165 @@ class ImportSummary:
         return text
 
 
-class _Pipeline:
-    """Stages 2-4 over a source of batches; yields row batches for stage 5."""
+class _Restart(Exception):
+    """The whole input's field map differs from the one its first chunk gave: convert again with it."""
 
-    def __init__(self, source: Any, opts: ImportOptions, batch_rows: int = BATCH_ROWS, progress=None):
+    def __init__(self, fields: FieldMap):
+        super().__init__(fields)
+        self.fields = fields
+
+
+class _Pipeline:
+    """Stages 2-4 over a source of chunks; yields row batches (row dicts, or a records table where
+    :func:`fast_rows` built them) of at most ``batch_rows`` for stage 5."""
+
+    def __init__(self, source: Any, opts: ImportOptions, batch_rows: int = BATCH_ROWS, progress=None,
+                 fields: FieldMap | None = None):
         opts.check()
         self.opts = opts
         self.progress = progress
+        self.batch_rows = batch_rows
         if isinstance(source, (str, os.PathLike)):
             self.where = str(source)
-            self.batches = lambda: iter_raw(source, batch_rows)
+            self.chunks = lambda: iter_chunks(source, batch_rows)
         else:
             self.where = "<rows>"
-            self.batches = lambda: _iter_rows(source)
+            self.chunks = lambda: _row_chunks(source)
         self.verl_plan = None
+        #: the field map: given (a second pass, after the first found another), or detected as the
+        #: input is read (see __iter__)
+        self.fields = fields
+        self.final = fields is not None
         if opts.from_verl:
-            stats = None
             if isinstance(source, (str, os.PathLike)):
                 self.verl_plan = VerlPlan.of(Path(source))
             self.fields = FieldMap("prompt", "reward_model.ground_truth", "extra_info.index", from_verl=True)
-            self.keys = KeyBuilder(opts.source, "extra_info.index")
-        else:
-            stats = ColumnStats()
-            for batch in self.batches():  # pass 1: the columns, over the whole input
-                for r in batch:
-                    stats.add(r.data)
-                if progress is not None:
-                    progress.update(len(batch))
-            if stats.rows == 0:
-                raise RecordError(f"no records in {self.where}")
-            if progress is not None:
-                progress.reset(total=stats.rows)
-                progress.set_description(f"import {Path(self.where).name}")
-            self.fields = detect_fields(stats, where=self.where, labeled=opts.labeled,
-                                        question_field=opts.question_field, answer_field=opts.answer_field,
-                                        id_field=opts.id_field)
-            self.keys = KeyBuilder(opts.source, self.fields.id)
+            self.final = True
+        self.keys = KeyBuilder(opts.source, self.fields.id) if self.fields is not None else None
+        self.dedupe = Deduper() if opts.dedupe == "exact" else None
         self.rows = self.labeled = self.hidden = self.seen = 0
         self.validate = True  # off when the version writer validates anyway
+        self.as_rows = True  # False: a batch fast_rows built is yielded as its table
         self.refusals: list[Refusal] = []
         self.issues: list[Issue] = []
 
-    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+    def _repeat(self, rec: Raw) -> bool:
+        """``dedupe``: whether ``rec`` repeats an earlier record's prompt and target exactly."""
+        d, fm = rec.data, self.fields
+        if fm.from_verl:
+            prompt = d.get("prompt")
+            rm = d.get("reward_model") if isinstance(d.get("reward_model"), Mapping) else {}
+            ident = json.dumps(to_python(prompt), sort_keys=True, default=str, ensure_ascii=False)
+            gt = rm.get("ground_truth")
+            return self.dedupe.repeat(ident, None if gt is None else str(gt), rec.where)
+        q = d.get(fm.question)
+        if not isinstance(q, str) or not q.strip():
+            return False  # (build_record reports it)
+        if fm.choices:  # the options are part of the prompt; the answer as given
+            opts = [d.get(c) for c in ((GPQA_CORRECT, *GPQA_INCORRECT) if fm.choices == "gpqa" else (fm.options,))]
+            prompt = json.dumps([q.strip(), opts], sort_keys=True, default=str, ensure_ascii=False)
+            raw = d.get(fm.answer) if fm.answer else None
+            return self.dedupe.repeat(prompt, None if _missing(raw) else repr(raw), rec.where)
+        target = normalise_target(d.get(fm.answer), fm.answer)[0] if fm.answer else None
+        return self.dedupe.repeat(q.strip(), target, rec.where)
+
+    def _convert(self, chunk: Chunk) -> tuple[Any, list[int]]:
+        """One chunk's rows (a records table where :func:`fast_rows` made them) and each one's record number."""
+        fast = fast_rows(chunk, self.fields, self.opts, self.keys, self.dedupe)
+        if fast is not None:
+            table, hidden, pos = fast
+            if not self.issues:
+                self.hidden += hidden
+            return table, pos
+        out, pos = [], []
+        for rec in chunk.raw():
+            if self.dedupe is not None and self._repeat(rec):
+                continue
+            o = (build_verl_record(rec, self.opts, self.keys, self.verl_plan) if self.fields.from_verl
+                 else build_record(rec, self.fields, self.opts, self.keys))
+            if o.issue is not None:
+                self.issues.append(o.issue)
+            elif o.refusal is not None:
+                self.refusals.append(o.refusal)
+            elif not self.issues:  # once the import has failed, only errors are still collected
+                out.append(o.row)
+                pos.append(rec.pos)
+                self.hidden += o.hidden
+        return out, pos
+
+    def _batch(self, parts: list) -> Any:
+        """One batch for stage 5 from the parts of consecutive chunks (rows or records tables)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if all(not isinstance(p, list) for p in parts) and not self.as_rows:
+            out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            labeled = pc.sum(pc.struct_field(out.column(EXTRA_INFO), "labeled")).as_py() or 0
+            n = out.num_rows
+        else:
+            out = [r for p in parts for r in (p if isinstance(p, list) else p.to_pylist())]
+            if self.validate:
+                validate_rows(out)
+            labeled, n = sum(1 for r in out if r[EXTRA_INFO]["labeled"]), len(out)
+        self.rows += n
+        self.labeled += labeled
+        return out
+
+    def _detect(self, stats: ColumnStats) -> FieldMap:
+        o = self.opts
+        return detect_fields(stats, where=self.where, labeled=o.labeled, question_field=o.question_field,
+                             answer_field=o.answer_field, id_field=o.id_field)
+
+    def __iter__(self) -> Iterator[Any]:
+        """One pass: stage 2 decides the fields from the first chunk and stages 3-4 convert as the input
+        is read, while the column statistics of the whole input are gathered; if the whole input
+        gives another field map (a column with values only later, say), :class:`_Restart` says so and
+        the caller runs a second pass with it. Without a first chunk's map, nothing is converted."""
+        stats = None if self.final else ColumnStats()
+        undecided = False
         self.seen = seen = 0
-        for batch in self.batches():  # pass 2: convert
-            out = []
-            for rec in batch:
-                o = (build_verl_record(rec, self.opts, self.keys, self.verl_plan) if self.fields.from_verl
-                     else build_record(rec, self.fields, self.opts, self.keys))
-                if o.issue is not None:
-                    self.issues.append(o.issue)
-                elif o.refusal is not None:
-                    self.refusals.append(o.refusal)
-                elif not self.issues:  # once the import has failed, only errors are still collected
-                    out.append(o.row)
-                    self.hidden += o.hidden
-            seen += len(batch)
+        parts: list = []  # the batch being gathered (rows, or records tables), of record group `current`
+        current = -1
+        for chunk in self.chunks():
+            if stats is not None:
+                if chunk.table is None or not stats.add_table(chunk.table):
+                    for r in chunk.raw():
+                        stats.add(r.data)
+                if self.fields is None and not undecided:
+                    try:
+                        self.fields = self._detect(stats)
+                        self.keys = KeyBuilder(self.opts.source, self.fields.id)
+                    except RecordError:
+                        undecided = True  # (the whole input decides, below)
+            seen += chunk.rows
             self.seen = seen
             if self.progress is not None:
-                self.progress.update(len(batch))
-            if self.issues:
+                self.progress.update(chunk.rows)
+            if self.fields is None or undecided:
                 continue
-            if out:
-                if self.validate:
-                    validate_rows(out)
-                self.rows += len(out)
-                self.labeled += sum(1 for r in out if r[EXTRA_INFO]["labeled"])
-                yield out
+            out, pos = self._convert(chunk)
+            if self.issues or not pos:
+                continue
+            # batches of the records numbered [k * batch_rows, (k + 1) * batch_rows), whatever the
+            # chunks: the Parquet's row groups are the same however the input was read
+            start = 0
+            while start < len(pos):
+                group = pos[start] // self.batch_rows
+                end = bisect.bisect_left(pos, (group + 1) * self.batch_rows, start)
+                if parts and group != current:
+                    yield self._batch(parts)
+                    parts = []
+                current = group
+                parts.append(out[start:end] if end - start < len(pos) else out)
+                start = end
+        if parts and not self.issues:
+            yield self._batch(parts)
+        if stats is not None:
+            if stats.rows == 0:
+                raise RecordError(f"no records in {self.where}")
+            fields = self._detect(stats)  # (raises what the whole input lacks)
+            if fields != self.fields or undecided:
+                raise _Restart(fields)
         if self.issues:
             raise RecordError(self.issues, header=f"cannot import {self.where}")
         if seen == 0:
@@ -976,19 +1592,28 @@ class _Pipeline:
                               + "".join(f"\n  - {r}" for r in self.refusals[:20]))
 
     def summary(self) -> ImportSummary:
+        d = self.dedupe
         return ImportSummary(
             input=self.where, rows=self.rows, labeled=self.labeled, unlabeled=self.rows - self.labeled,
             hidden_answers=self.hidden, question_field=self.fields.question, answer_field=self.fields.answer,
             id_field=self.fields.id, refusals=tuple(self.refusals), choices=self.fields.choices,
-            from_verl=self.fields.from_verl,
+            from_verl=self.fields.from_verl, read=self.seen, dedupe=self.opts.dedupe,
+            duplicates=d.duplicates if d else 0, conflicts=d.conflicts if d else 0,
+            conflicts_listed=tuple(d.listed) if d else (),
         )
 
 
 def import_raw_with_summary(path_or_rows: Any, **options: Any) -> tuple[list[dict[str, Any]], ImportSummary]:
     """:func:`import_raw`, also returning an :class:`ImportSummary` (with the refused rows)."""
-    pipe = _Pipeline(path_or_rows, ImportOptions(**options))
-    rows = [r for batch in pipe for r in batch]
-    return rows, pipe.summary()
+    opts, fields = ImportOptions(**options), None
+    while True:
+        pipe = _Pipeline(path_or_rows, opts, fields=fields)
+        try:
+            rows = [r for batch in pipe for r in batch]
+        except _Restart as again:
+            fields = again.fields
+            continue
+        return rows, pipe.summary()
 
 
 def import_raw(path_or_rows: Any, **options: Any) -> list[dict[str, Any]]:
@@ -1021,18 +1646,29 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
     check_output(out, [path], force=force)
     opts = ImportOptions(**options)
     bar = _progress(path, progress)
+    fields = None
     try:
-        pipe = _Pipeline(path, opts, batch_rows, progress=bar)
-        pipe.validate = False
-        with VersionWriter(out, rule="import", config=opts.config(), force=force, parents=[parent_of(path, rows=None)],
-                           schema=pipe.verl_plan.schema if pipe.verl_plan is not None else None) as w:
-            for batch in pipe:
-                w.write(batch)
-            for r in pipe.refusals:
-                w.refuse(r)
-            summary = pipe.summary()
-            p0 = w.parents[0]
-            w.parents[0] = Parent(p0.name, p0.sha256, pipe.seen)  # the raw records read
+        while True:
+            pipe = _Pipeline(path, opts, batch_rows, progress=bar, fields=fields)
+            pipe.validate = False
+            pipe.as_rows = False  # the writer checks a table column-wise, with the same result as its rows
+            try:
+                with VersionWriter(out, rule="import", config=opts.config(), force=force,
+                                   parents=[parent_of(path, rows=None)],
+                                   schema=pipe.verl_plan.schema if pipe.verl_plan is not None else None) as w:
+                    for batch in pipe:
+                        w.write(batch)
+                    for r in pipe.refusals:
+                        w.refuse(r)
+                    summary = pipe.summary()
+                    p0 = w.parents[0]
+                    w.parents[0] = Parent(p0.name, p0.sha256, pipe.seen)  # the raw records read
+            except _Restart as again:  # (the writer discarded its temporary files)
+                fields = again.fields
+                if bar is not None:
+                    bar.reset()
+                continue
+            break
     finally:
         if bar is not None:
             bar.close()
@@ -1050,5 +1686,5 @@ def _progress(path: Path, enabled: bool | None):
         from .versions import parquet_rows
 
         total = parquet_rows(path)
-    return tqdm(total=total, desc=f"scan {path.name}", unit=" rows", disable=None if enabled is None else not enabled,
+    return tqdm(total=total, desc=f"import {path.name}", unit=" rows", disable=None if enabled is None else not enabled,
                 mininterval=0.5, leave=False)

@@ -83,7 +83,8 @@ def prepare(data_dir: Path, dapo: str | None, math: str | None, math500: str | N
     made = []
     if dapo:
         full = data_dir / "dapo_math17k.parquet"
-        _devenus("import", dapo, "--from-verl", "--source", "dapo_math17k", "--out", str(full), *f)
+        # (the source file repeats each problem ~100 times: one row per problem, not 100 keys for one question)
+        _devenus("import", dapo, "--from-verl", "--dedupe", "exact", "--source", "dapo_math17k", "--out", str(full), *f)
         for frac, name in ((0.0, "unlabeled"), (0.1, "10pct")):
             _devenus("data", "hide-labels", str(full), "--labeled-fraction", str(frac), "--out",
                      str(data_dir / f"dapo_math17k_{name}.parquet"), *f)
