@@ -228,7 +228,8 @@ def rule_config(name: str, values: dict[str, Any] | None = None):
             try:
                 v = _parse(v.strip(), hints[k])
             except ValueError:
-                raise TransitionError(f"threshold {k} of rule {name!r}: expected {hints[k].__name__}, found {v!r}") from None
+                want = {float: "a number", int: "an integer", bool: "a bool (true/false)"}[hints[k]]
+                raise TransitionError(f"threshold of rule {name!r}: {k} must be {want}, got {v!r}") from None
         out[k] = v
     try:
         return cls(**out)
