@@ -35,6 +35,10 @@ def test_the_shipped_testbed_config_loads():
     ({"out_dir": "o", "data": {"fraction": 1.0}}, "data.fraction: expected in"),
     ({"out_dir": "o", "transition": {"thresholds": {"min_margin": 0.1}}}, "transition.thresholds: rule 'promote' has no threshold"),
     ({"out_dir": "o", "train": {"overrides": "a=b"}}, "train.overrides: expected a list of strings"),
+    ({"out_dir": "o", "transition": {"thresholds": {"min_pass_rate": float("nan")}}},
+     "transition.thresholds: threshold of rule 'promote': min_pass_rate must be a finite number"),
+    ({"out_dir": "o", "method": "nl_olr2", "transition": {"thresholds": {"min_margin": 1.5}}},
+     "transition.thresholds: threshold of rule 'correct': min_margin must be a number >= 0.0 and <= 1.0"),
 ])
 def test_config_errors_name_the_key(doc, message):
     with pytest.raises(LifecycleConfigError, match=message):
