@@ -75,7 +75,8 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
                               f"{unknown[:3]}: this evidence belongs to another dataset")
     proposals: dict[str, list[dict[str, Any]]] = {}
     for e in observed:
-        if e["kind"] == "proposal" and e["values"].get("rule") == rule.name:
+        # values that are not a JSON object name no rule: not this rule's proposal
+        if e["kind"] == "proposal" and isinstance(e["values"], dict) and e["values"].get("rule") == rule.name:
             proposals.setdefault(e["key"], []).append(e)
     changes: list[Change] = []
     refusals: list[Refusal] = []
