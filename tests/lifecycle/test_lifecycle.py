@@ -35,6 +35,10 @@ def test_the_shipped_testbed_config_loads():
     ({"out_dir": "o", "data": {"fraction": 1.0}}, "data.fraction: expected in"),
     ({"out_dir": "o", "transition": {"thresholds": {"min_margin": 0.1}}}, "transition.thresholds: rule 'promote' has no threshold"),
     ({"out_dir": "o", "train": {"overrides": "a=b"}}, "train.overrides: expected a list of strings"),
+    ({"out_dir": "o", "transition": {"thresholds": {"min_pass_rate": float("nan")}}},
+     "transition.thresholds: threshold of rule 'promote': min_pass_rate must be a finite number"),
+    ({"out_dir": "o", "method": "nl_olr2", "transition": {"thresholds": {"min_margin": 1.5}}},
+     "transition.thresholds: threshold of rule 'correct': min_margin must be a number >= 0.0 and <= 1.0"),
 ])
 def test_config_errors_name_the_key(doc, message):
     with pytest.raises(LifecycleConfigError, match=message):
@@ -78,7 +82,7 @@ def fake_train(calls: list):
                 if k == 0 or key in ("k5",):  # round 1 sees only k5 again: one more promotion there
                     w.append(key, 1, "proposal", majority_answer=after, majority_pass_rate=0.9,
                              values={"rule": "promote", "field": "reward_model.ground_truth", "before": "",
-                                     "after": after, "slope": 0.1, "probes": 2})
+                                     "after": after, "slope": 0.1, "probes": 2, "answered": 2})
         return {"held_out": {"ID": 0.5 + k / 10}, "wall_s": 1.0}
     return train
 
@@ -97,7 +101,7 @@ def test_rounds_chain_datasets_write_reports_and_skip_what_is_done(tmp_path):
             with EvidenceWriter(evidence_dir(cfg, 0), method="trapo2", round=0) as w:
                 w.append("k5", 1, "proposal", majority_answer="5", majority_pass_rate=0.1,
                          values={"rule": "promote", "field": "reward_model.ground_truth", "before": "",
-                                 "after": "5", "slope": 0.1, "probes": 2})
+                                 "after": "5", "slope": 0.1, "probes": 2, "answered": 2})
         return out
 
     reps = run_lifecycle(cfg, train=train_holding_k5, log=lambda s: None)

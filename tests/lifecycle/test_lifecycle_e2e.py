@@ -20,11 +20,12 @@ def test_two_rounds_on_the_testbed(base_testbed, tmp_path):
     from devenus.records.versions import verify_manifest
 
     cfg = {"out_dir": str(tmp_path / "out"), "rounds": 2, "method": "trapo2", "steps_per_round": 2,
-           "method_config": {"min_pass_rate": 0.0, "min_slope": -1.0, "slope_probes": 2, "min_probes": 1},
+           "method_config": {"min_pass_rate": 0.0, "min_slope": -1.0, "slope_probes": 2, "min_probes": 1,
+                             "min_answered": 1},
            "data": {"testbed": "semi", "rows": 16, "fraction": 0.5},
            "train": {"prompts_per_step": 4, "rollouts_per_prompt": 4, "val_rows": 4, "val_n": 1,
                      "probe_every_k_steps": 1, "probe_sample_size": 4},
-           "transition": {"thresholds": {"min_pass_rate": 0.0, "min_slope": -1.0}}}
+           "transition": {"thresholds": {"min_pass_rate": 0.0, "min_slope": -1.0, "min_answered": 1}}}
     path = tmp_path / "lifecycle.yaml"
     path.write_text(yaml.safe_dump(cfg))
     cmd = [sys.executable, "-m", "devenus.cli", "lifecycle", str(path)]

@@ -106,3 +106,52 @@ def test_states_round_trip():
         a.construct_targets(step_batch(groups, 4))
         b.construct_targets(step_batch(groups, 4))
         assert a.state_dict() == b.state_dict() and a.pop_evidence() == b.pop_evidence()
+
+
+def _visits(seq, labeled=False, target=""):
+    """Visits from (majority, majority pass rate, target pass rate) tuples, steps 1, 2, ..."""
+    from devenus.online.refine.common import Visit
+
+    return [Visit(i + 1, maj, mp, tp, target, labeled) for i, (maj, mp, tp) in enumerate(seq)]
+
+
+def test_trapo2_does_not_promote_on_one_answered_probe():
+    from devenus.online.refine.trapo2 import promotion
+
+    cfg = TraPO2Config()
+    # probes without a majority are left out of the mode: '7' is its mode on its own, the rate rises
+    one = _visits([(None, 0.0, None), (None, 0.0, None), ("7", 0.875, None)])
+    assert promotion(one, cfg)[0] is None
+    assert promotion(one, TraPO2Config(min_answered=1))[0] == "7"  # the key is what refuses it
+    two = _visits([(None, 0.0, None), ("7", 0.5, None), ("7", 0.875, None)])
+    assert promotion(two, cfg)[0] == "7"  # two probes agreeing on '7' are enough by default
+    assert promotion(two, TraPO2Config(min_answered=3))[0] is None
+
+
+def test_trapo2_proposal_records_its_answered_probes():
+    m = TraPO2()
+    rules = StepRules(m, grade=exact_grade)
+    for s, (maj, n) in enumerate([("7", 3), ("7", 5), ("7", 7)]):
+        rules.targets(step_batch([("u", False, "", answers(maj, n))], s + 1))
+        props = [e for e in m.pop_evidence() if e["kind"] == "proposal"]
+    assert [p["values"]["answered"] for p in props] == [3]
+
+
+def test_nan_and_empty_histories_never_promote_or_correct():
+    from devenus.online.refine.nl_olr2 import correction_proposal, correction_refusal
+    from devenus.online.refine.trapo2 import promotion, promotion_refusal
+
+    nan = float("nan")
+    t, n = TraPO2Config(), NLOLR2Config()
+    assert promotion([], t) == (None, 0.0, None) and correction_proposal([], n) == (None, [])
+    # a NaN pass rate at the current probe, or one inside the slope's window (the slope is NaN)
+    assert promotion(_visits([("7", 0.25, None), ("7", 0.5, None), ("7", nan, None)]), t)[0] is None
+    assert promotion(_visits([("7", nan, None), ("7", 0.5, None), ("7", 1.0, None)]), t)[0] is None
+    for rate, slope, answered in ((nan, 0.1, 3), (1.0, nan, 3)):
+        assert "min_" in promotion_refusal(t, rate, slope, answered)
+    ok = [("3", 0.875, 0.0)] * 3
+    assert correction_proposal(_visits(ok, True, "9"), n)[0] == "3"
+    for bad in ([("3", nan, 0.0)] + ok[1:], ok[:2] + [("3", 0.875, nan)], ok[:2] + [("3", nan, 0.0)]):
+        assert correction_proposal(_visits(bad, True, "9"), n)[0] is None, bad
+    for cand, label, margins in ((nan, 0.0, [0.5]), (1.0, nan, [0.5]), (1.0, 0.0, [nan]), (1.0, 0.0, [])):
+        assert correction_refusal(n, cand, label, margins) is not None

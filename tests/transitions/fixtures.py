@@ -40,10 +40,10 @@ def make_evidence(folder: Path, data: Path, n: int = 40, round: int = 0) -> Path
             w.append(f"k{i}", 3, "visit", majority_answer=str(i), majority_pass_rate=rate)
             w.append(f"k{i}", 3, "proposal", majority_answer=str(i), majority_pass_rate=rate,
                      values={"rule": "promote", "field": "reward_model.ground_truth", "before": "",
-                             "after": str(i), "slope": 0.1, "probes": 3})
+                             "after": str(i), "slope": 0.1, "probes": 3, "answered": 3})
         w.append("k1", 5, "proposal", majority_answer="1", majority_pass_rate=1.0,
                  values={"rule": "promote", "field": "reward_model.ground_truth", "before": "", "after": "1",
-                         "slope": 0.05, "probes": 4})
+                         "slope": 0.05, "probes": 4, "answered": 4})
     with EvidenceWriter(folder, method="nl_olr2", round=round) as w:
         for i in range(0, n, 4):
             wrong = i % 12 == 0  # k0, k12, k24, k36: a wrong candidate

@@ -39,7 +39,7 @@ def test_promote_applies_the_latest_proposal_that_passes_the_thresholds(inputs, 
     for k in want:
         assert rows[k]["extra_info"]["labeled"] is True and rows[k]["reward_model"]["ground_truth"] == k[1:]
     m = verify_manifest(tmp_path / "d1.parquet", [data])
-    assert m.rule == "transition-promote" and m.config["thresholds"] == {"min_pass_rate": 0.75, "min_slope": 0.02}
+    assert m.rule == "transition-promote" and m.config["thresholds"] == {"min_pass_rate": 0.75, "min_slope": 0.02, "min_answered": 2}
     ch = [c for c in m.changes if c.key == "k1"]
     assert {c.field for c in ch} == {"reward_model.ground_truth", "extra_info.labeled", "extra_info.label_source"}
     gt = next(c for c in ch if c.field == "reward_model.ground_truth")

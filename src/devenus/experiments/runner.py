@@ -631,7 +631,7 @@ def _weights_line(records: Iterable[dict]) -> str:
 
 
 def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
-    from devenus.transitions.build import RULE_METHODS, TransitionError, rule_config
+    from devenus.transitions.rules import TransitionError, get, rule_config
 
     t = arm.transition
     src = arms.get(t.source)
@@ -644,8 +644,8 @@ def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
         rule_config(t.rule, dict(t.thresholds))
     except TransitionError as e:
         raise ValueError(f"arm {arm.name!r}: {e}") from None
-    if src.method != RULE_METHODS[t.rule]:
-        raise ValueError(f"arm {arm.name!r}: rule {t.rule!r} applies {RULE_METHODS[t.rule]}'s proposals, but the "
+    if src.method != get(t.rule).method:
+        raise ValueError(f"arm {arm.name!r}: rule {t.rule!r} applies {get(t.rule).method}'s proposals, but the "
                          f"source arm {t.source!r} trains {src.method}")
 
 

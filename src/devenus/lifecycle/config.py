@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devenus.transitions.build import RULE_METHODS, TransitionError, rule_config
-
-METHOD_RULES = {m: r for r, m in RULE_METHODS.items()}
+# method -> the rule that applies its proposals: the rule registry's, read when a config is parsed (the
+# rule modules import torch, which `devenus --help` must not)
+from devenus.transitions.rules import TransitionError, method_rules, rule_config
 
 
 class LifecycleConfigError(ValueError):
@@ -80,7 +80,7 @@ class LifecycleConfig:
 
     @property
     def rule(self) -> str:
-        return METHOD_RULES[self.method]
+        return method_rules()[self.method]
 
 
 def _typed(cls, values: Any, where: str):
@@ -127,8 +127,8 @@ def parse_config(values: Any, base: Path | None = None) -> LifecycleConfig:
     parts = {k: _typed(c, values.pop(k, None), k) for k, c in nested.items()}
     cfg = _typed(LifecycleConfig, values, "")
     cfg = dataclasses.replace(cfg, **parts)
-    if cfg.method not in METHOD_RULES:
-        raise LifecycleConfigError(f"method: {cfg.method!r} proposes no dataset changes; one of {sorted(METHOD_RULES)}")
+    if cfg.method not in method_rules():
+        raise LifecycleConfigError(f"method: {cfg.method!r} proposes no dataset changes; one of {sorted(method_rules())}")
     for name, v, lo in (("rounds", cfg.rounds, 1), ("steps_per_round", cfg.steps_per_round, 1),
                         ("train.prompts_per_step", cfg.train.prompts_per_step, 1),
                         ("train.rollouts_per_prompt", cfg.train.rollouts_per_prompt, 2),

@@ -1,4 +1,4 @@
-"""``devenus transition D(k) --evidence DIR --rule {promote,correct} --out D(k+1)``."""
+"""``devenus transition D(k) --evidence DIR --rule RULE --out D(k+1)``."""
 
 from __future__ import annotations
 
@@ -13,22 +13,23 @@ def _threshold(text: str) -> tuple[str, str]:
 
 
 def add_parser(subparsers) -> None:
-    from devenus.transitions.build import CONFIGS, RULE_METHODS
+    # the registry's names only: building the parser imports no rule module (those import torch)
+    from devenus.transitions.rules import names
 
-    helps = "; ".join(f"{r}: {', '.join(f'{k}={v}' for k, v in vars(c()).items())}" for r, c in CONFIGS.items())
     t = subparsers.add_parser(
         "transition", help="derive D(k+1) from D(k) and the evidence of a training round",
         description="Apply one rule's proposals from an evidence table to D(k); write D(k+1) and its manifest "
                     "(every accepted change with its evidence, every rejected proposal with the reason).")
     t.add_argument("data", help="D(k): the records Parquet the evidence was collected on")
     t.add_argument("--evidence", required=True, help="the evidence directory of the round (devenus.evidence_dir)")
-    t.add_argument("--rule", required=True, choices=sorted(RULE_METHODS),
-                   help=", ".join(f"{r} applies {m}'s proposals" for r, m in sorted(RULE_METHODS.items())))
+    t.add_argument("--rule", required=True, help=f"the rule to apply, one of: {', '.join(names())} "
+                   "(promote: TraPO v2's proposals, correct: NL-OLR v2's; docs/lifecycle.md)")
     t.add_argument("--round", type=int, default=0, help="k, the round of the evidence to read (default: 0)")
     t.add_argument("--set", dest="thresholds", action="append", type=_threshold, default=[], metavar="NAME=VALUE",
-                   help=f"a threshold (repeatable); defaults: {helps}")
+                   help="a threshold of the rule (repeatable; defaults: its method's, listed by "
+                        "`devenus methods <method>`); an unknown name is an error that lists them")
     t.add_argument("--out", required=True, help="D(k+1): records Parquet to write (a manifest is written beside it)")
-    t.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
+    t.add_argument("--force", action="store_true", help="replace --out if it exists (never an input)")
     t.set_defaults(fn=cmd_transition)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+from devenus.records.evidence import _parts
 from devenus.records.io import commit_temp, discard_temp, temp_path
 from devenus.records.versions import parent_of
 
@@ -50,13 +52,47 @@ def record_dataset(folder: str | os.PathLike[str], train_files: list[str], round
 
 
 def read_provenance(folder: str | os.PathLike[str], round: int) -> dict[str, Any]:
+    """The provenance of round ``round`` under ``folder``; missing or malformed is one
+    :class:`EvidenceProvenanceError` line naming the file and what was expected."""
     path = provenance_path(folder, round)
     if not path.is_file():
         raise EvidenceProvenanceError(f"no {path.name} in {folder}: which dataset this evidence was collected on is "
                                       f"unknown (it is written by the trainer with the first evidence of a round)")
+    want = ('expected {"round": <int>, "datasets": [{"name": <str>, "sha256": <64 hex>, "rows": <int|null>}, ...]}')
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["datasets"] = [dict(p) for p in doc["datasets"]]
-        return doc
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise EvidenceProvenanceError(f"{path} is not a provenance file: {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise EvidenceProvenanceError(f"{path} is not a provenance file: not JSON ({exc}); {want}") from None
+    problem = _provenance_problem(doc)
+    if problem:
+        raise EvidenceProvenanceError(f"{path} is not a provenance file: {problem}; {want}")
+    return {"round": doc["round"], "datasets": [dict(p) for p in doc["datasets"]]}
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _provenance_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return f"a {type(doc).__name__}, not an object"
+    if isinstance(doc.get("round"), bool) or not isinstance(doc.get("round"), int):
+        return f"round: {doc.get('round')!r:.40}"
+    ds = doc.get("datasets")
+    if not isinstance(ds, list) or not ds:
+        return f"datasets: {ds!r:.40}"
+    for i, p in enumerate(ds):
+        if not isinstance(p, dict):
+            return f"datasets[{i}]: {p!r:.40}"
+        rows = p.get("rows")
+        if (not isinstance(p.get("name"), str) or not isinstance(p.get("sha256"), str)
+                or not _SHA256.fullmatch(p["sha256"])
+                or not (rows is None or (isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0))):
+            return f"datasets[{i}]: {json.dumps(p)[:80]}"
+    return None
+
+
+def evidence_parts(folder: str | os.PathLike[str], round: int) -> list[Path]:
+    """The evidence part files of round ``round`` under ``folder``, in the order the reader reads them
+    (:func:`devenus.records.evidence.evidence_table` reads every part of the round, whatever its method)."""
+    tag = re.compile(rf"^part-\d+-r{round}-s")
+    return [p for _, p in _parts(Path(folder)) if tag.match(p.name)]

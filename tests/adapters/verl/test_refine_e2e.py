@@ -29,7 +29,8 @@ CASES = {
     "geomin": ("semi", ["+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
                         "+devenus.method_config.top_layers=2"]),
     "trapo2": ("semi", ["+devenus.method_config.min_pass_rate=0.0", "+devenus.method_config.min_slope=-1.0",
-                        "+devenus.method_config.slope_probes=2", "+devenus.method_config.min_probes=1"]),
+                        "+devenus.method_config.slope_probes=2", "+devenus.method_config.min_probes=1",
+                        "+devenus.method_config.min_answered=1"]),
 }
 
 

@@ -9,7 +9,13 @@ at this probe,
 - the majority pass rate >= ``min_pass_rate`` (0.75),
 - the least-squares slope of the majority pass rate over the last ``slope_probes`` probes > ``min_slope``
   (0.02, strict), and
-- the majority answer is equivalent to the unique mode of its history, over >= ``min_probes`` (3) probes.
+- the majority answer is equivalent to the unique mode of its history, over >= ``min_probes`` (3) probes,
+  of which >= ``min_answered`` (2) had a majority answer (probes without one are left out of the mode, so
+  without this key ``[None, None, '7']`` would promote '7' on one answered probe).
+
+NaN pass rates or slopes never pass (every threshold is a positive comparison); an empty history
+proposes nothing. The offline rule ``promote`` (:class:`PromoteRule`, below) re-checks the same
+thresholds (:func:`promotion_refusal`) on the numbers the proposal recorded.
 
 Besides the sampler's visits, probe passes (``+devenus.probe.every_k_steps=K``: generation-only passes
 over the unlabeled pool or a seeded sample of it) reach the method as visits; their evidence rows are
@@ -27,35 +33,64 @@ from devenus.online.config import MethodConfig, option
 from devenus.online.refine.common import EPS, Histories, RefineMethod, Visit, equivalent, ls_slope, observe_groups, unique_mode
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
+from devenus.transitions.rules import RATE, SLOPE, TransitionRule, answer, number
 
 RULE = "promote"
 
 
 @dataclass
-class TraPO2Config(MethodConfig):
+class PromotionThresholds(MethodConfig):
+    """The keys a promotion is decided on whose numbers a proposal records: the online method's and,
+    re-checked on the proposal, the offline rule ``promote``'s (``devenus transition --set``)."""
+
     min_pass_rate: float = option(0.75, "majority pass rate at this probe must be >= this", ge=0.0, le=1.0)
-    min_slope: float = option(0.02, "slope of the majority pass rate over the last slope_probes probes must be > this")
+    min_slope: float = option(0.02, "slope of the majority pass rate over the last slope_probes probes must be > this",
+                              ge=-1.0, le=1.0)
+    min_answered: int = option(2, "probes of the history with a majority answer (the mode is taken over these) "
+                                  "must be >= this", ge=1)
+
+
+@dataclass
+class TraPO2Config(PromotionThresholds):
     slope_probes: int = option(3, "probes the slope is fitted over", ge=2)
     min_probes: int = option(3, "probes of history the mode is taken over (fewer: no proposal)", ge=1)
-    window: int = option(8, "probes kept per sample; bounds memory (>= slope_probes and min_probes)", ge=2)
+    window: int = option(8, "probes kept per sample; bounds memory (>= slope_probes, min_probes, min_answered)", ge=2)
 
     def check(self) -> None:
         from devenus.online.config import ConfigError
 
-        if self.window < max(self.slope_probes, self.min_probes):
+        if self.window < max(self.slope_probes, self.min_probes, self.min_answered):
             raise ConfigError(f"devenus.method_config.window={self.window} must be >= slope_probes "
-                              f"({self.slope_probes}) and min_probes ({self.min_probes})")
+                              f"({self.slope_probes}), min_probes ({self.min_probes}) and min_answered "
+                              f"({self.min_answered})")
+
+
+def promotion_refusal(config: PromotionThresholds, pass_rate: float, slope: float, answered: int) -> str | None:
+    """Why these numbers do not promote (None: they do). Positive comparisons, so NaN never passes."""
+    if not pass_rate >= config.min_pass_rate - EPS:
+        return f"majority pass rate {pass_rate} < min_pass_rate {config.min_pass_rate}"
+    if not slope > config.min_slope + EPS:
+        return f"slope {slope} <= min_slope {config.min_slope}"
+    if not answered >= config.min_answered:
+        return f"{answered} answered probe(s) < min_answered {config.min_answered}"
+    return None
+
+
+def answered_probes(history: list[Visit]) -> int:
+    """Probes with a majority answer: the ones the mode is taken over."""
+    return sum(v.majority is not None for v in history)
 
 
 def promotion(history: list[Visit], config: TraPO2Config) -> tuple[str | None, float, str | None]:
-    """(the answer to promote or None, slope over the last ``slope_probes``, mode), the current probe last."""
+    """(the answer to promote or None, slope over the last ``slope_probes``, mode), the current probe last;
+    an empty history gives (None, 0.0, None)."""
+    if not history:
+        return None, 0.0, None
     cur = history[-1]
     slope = ls_slope([v.majority_pass_rate for v in history[-config.slope_probes:]])
     mode = unique_mode([v.majority for v in history])
-    ok = (cur.majority is not None and len(history) >= config.min_probes
-          and len(history) >= config.slope_probes
-          and cur.majority_pass_rate >= config.min_pass_rate - EPS
-          and slope > config.min_slope + EPS
+    ok = (cur.majority is not None and len(history) >= max(config.min_probes, config.slope_probes)
+          and promotion_refusal(config, cur.majority_pass_rate, slope, answered_probes(history)) is None
           and equivalent(mode, cur.majority))
     return (cur.majority if ok else None), slope, mode
 
@@ -84,7 +119,8 @@ class TraPO2(RefineMethod):
             if candidate is not None:
                 proposed += 1
                 self.evidence(key, visit, kind="proposal", rule=RULE, field="reward_model.ground_truth",
-                              before="", after=candidate, slope=slope, mode=mode, probes=len(h))
+                              before="", after=candidate, slope=slope, mode=mode, probes=len(h),
+                              answered=answered_probes(h))
         self.log(probes=probes, promotions_proposed=proposed, tracked_samples=len(self.history.by_key))
         return None  # unlabeled rows get no target: they are dropped by admit()
 
@@ -96,3 +132,27 @@ class TraPO2(RefineMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.history.load_state_dict(state["history"])
+
+
+class PromoteRule(TransitionRule):
+    """Offline: an unlabeled row gets TraPO v2's proposed answer as its target (``label_source`` ->
+    ``promoted``), if the proposal's recorded numbers pass :func:`promotion_refusal` under this config."""
+
+    name = RULE
+    method = TraPO2.name
+    config_class = PromotionThresholds
+    label_source = "promoted"
+
+    def check(self, proposal: dict[str, Any], row: dict[str, Any]) -> str | None:
+        _, why = answer(proposal)
+        if why:
+            return why
+        if row["extra_info"].get("labeled"):
+            return "the row is labeled already"
+        rate, why_rate = number(proposal, "majority_pass_rate", RATE)
+        slope, why_slope = number(proposal, "slope", SLOPE)
+        answered, why_answered = number(proposal, "answered", (0, None), integer=True)
+        return why_rate or why_slope or why_answered or promotion_refusal(self.config, rate, slope, answered)
+
+    def fixable(self, row: dict[str, Any], truth: str, equivalent) -> bool:
+        return not row["extra_info"]["labeled"]

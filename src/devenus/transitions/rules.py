@@ -1,0 +1,240 @@
+"""Offline rules: what turns one method's proposals into dataset edits, registered by name.
+
+A rule is a :class:`TransitionRule` subclass that lives beside the method that proposes (TraPO v2's
+``promote`` in ``online/refine/trapo2.py``, NL-OLR v2's ``correct`` in ``online/refine/nl_olr2.py``). It
+names the method whose proposals it applies, its config (the method config's own base class of the keys a
+proposal records, so the defaults are declared once), ``check(proposal, row)`` (why the proposal cannot be
+applied, reusing the method's online threshold check) and ``apply(proposal, row, why)`` (the new row and
+its :class:`~devenus.records.versions.Change` entries). :func:`devenus.transitions.build.build_transition`
+loops over a rule's proposals without knowing which rule it runs.
+
+Registration: built-in rules are named here by import path (:data:`BUILTIN`), so listing the names (the
+CLI's parser) imports no method module (and so no torch); :func:`register` adds a rule class at run time
+(a plugin, a test). Adding a rule = one module with the class + one line in :data:`BUILTIN` (docs/adding_a_rule.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import importlib
+import json
+import math
+import typing
+from typing import Any, ClassVar
+
+#: rule name -> "module:Class"; imported on first :func:`get`
+BUILTIN: dict[str, str] = {
+    "promote": "devenus.online.refine.trapo2:PromoteRule",
+    "correct": "devenus.online.refine.nl_olr2:CorrectRule",
+}
+_classes: dict[str, type["TransitionRule"]] = {}
+_paths: dict[str, str] = dict(BUILTIN)
+
+
+class TransitionError(ValueError):
+    """Inputs a transition refuses as a whole (one line: what, where, what was expected)."""
+
+
+class TransitionRule:
+    """One offline rule; subclasses set the class attributes and implement :meth:`check`."""
+
+    name: ClassVar[str] = ""
+    #: the online method whose ``proposal`` evidence rows (``values.rule == name``) this rule applies
+    method: ClassVar[str] = ""
+    #: a :class:`devenus.online.config.MethodConfig` subclass declared with ``option()`` (bounds included)
+    config_class: ClassVar[type] = type(None)
+    #: ``extra_info.label_source`` of a row the rule changed
+    label_source: ClassVar[str] = ""
+
+    def __init__(self, config=None):
+        self.config = self.config_class() if config is None else config
+
+    def check(self, proposal: dict[str, Any], row: dict[str, Any]) -> str | None:
+        """Why ``proposal`` cannot be applied to ``row`` (None: it can)."""
+        raise NotImplementedError
+
+    def fixable(self, row: dict[str, Any], truth: str, equivalent) -> bool:
+        """Whether ``row`` is one the rule is there to fix, given the simulation's hidden answer (recall's
+        denominator)."""
+        raise NotImplementedError
+
+    def apply(self, proposal: dict[str, Any], row: dict[str, Any], why: str):
+        """(the new row, its changes): the target becomes the proposed answer, the row labeled, its
+        ``label_source`` this rule's. ``row`` is not modified."""
+        from devenus.records.versions import Change
+
+        new = copy.deepcopy(row)
+        new["reward_model"]["ground_truth"] = proposal["values"]["after"]
+        new["extra_info"]["labeled"] = True
+        new["extra_info"]["label_source"] = self.label_source
+        key = row["extra_info"]["index"]
+        changes = [Change(key, f"{part}.{field}", row[part][field], new[part][field], why)
+                   for part, field in (("reward_model", "ground_truth"), ("extra_info", "labeled"),
+                                       ("extra_info", "label_source"))
+                   if row[part][field] != new[part][field]]
+        return new, changes
+
+    def summary(self, proposal: dict[str, Any], n: int) -> str:
+        """The evidence behind one change, as one sorted JSON line (the manifest's ``why``)."""
+        p = proposal
+        v = {k: p["values"][k] for k in sorted(p["values"]) if k not in ("after", "before", "field", "rule")}
+        return json.dumps({"rule": self.name, "method": p["method"], "round": p["round"], "step": p["step"],
+                           "proposals": n, "majority_pass_rate": p["majority_pass_rate"],
+                           "target_pass_rate": p["target_pass_rate"], "values": v}, sort_keys=True, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading a proposal's numbers: evidence values are JSON written by a run, read unchecked until here
+# ---------------------------------------------------------------------------------------------------
+RATE = (0.0, 1.0)
+#: a least-squares slope of pass rates in [0, 1] over >= 2 evenly spaced points lies in [-1, 1]
+SLOPE = (-1.0, 1.0)
+#: a margin is a difference of two pass rates
+MARGIN = (-1.0, 1.0)
+
+
+def answer(proposal: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(the proposed answer, None) or (None, why the proposal names none)."""
+    after = (proposal.get("values") or {}).get("after")
+    if not isinstance(after, str) or not after.strip():
+        return None, f"the proposal names no answer (values.after = {after!r:.40})"
+    return after, None
+
+
+def number(proposal: dict[str, Any], name: str, bounds: tuple[float | None, float | None],
+           integer: bool = False) -> tuple[Any, str | None]:
+    """(the proposal's number ``name``, None) or (None, why it is not usable): looked up among the
+    evidence row's columns, then in ``values``; missing, non-numeric, NaN or out of ``bounds`` is a reason."""
+    where = proposal if name in proposal else proposal.get("values") or {}
+    if name not in where or where[name] is None:
+        return None, f"the proposal records no {name}"
+    v = where[name]
+    lo, hi = bounds
+    ok = (not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
+          and math.isfinite(v) and (lo is None or v >= lo) and (hi is None or v <= hi))
+    if not ok:
+        want = "an integer" if integer else "a finite number"
+        rng = f" in [{lo}, {hi}]" if lo is not None and hi is not None else f" >= {lo}" if lo is not None else ""
+        return None, f"{name}: expected {want}{rng}, found {v!r:.40}"
+    return (int(v) if integer else float(v)), None
+
+
+def numbers(proposal: dict[str, Any], name: str, bounds: tuple[float, float]) -> tuple[list[float] | None, str | None]:
+    """Like :func:`number` for a non-empty list of numbers."""
+    v = (proposal.get("values") or {}).get(name)
+    if not isinstance(v, list) or not v:
+        return None, f"{name}: expected a non-empty list of numbers, found {v!r:.40}"
+    out = []
+    for x in v:
+        x, why = number({name: x}, name, bounds)
+        if why:
+            return None, f"{why} (an item of {name})"
+        out.append(x)
+    return out, None
+
+
+# ---------------------------------------------------------------------------------------------------
+# the registry
+# ---------------------------------------------------------------------------------------------------
+def register(rule_cls: type[TransitionRule]) -> type[TransitionRule]:
+    """Add a rule class (usable as a decorator); a second class under a taken name is an error."""
+    name = rule_cls.name
+    if not name or not rule_cls.method or not dataclasses.is_dataclass(rule_cls.config_class):
+        raise ValueError(f"{rule_cls.__qualname__}: a rule needs a name, a method and a dataclass config_class")
+    known = _classes.get(name)
+    if (known is not None and known is not rule_cls) or (known is None and name in _paths
+                                                         and _paths[name] != f"{rule_cls.__module__}:{rule_cls.__qualname__}"):
+        raise ValueError(f"rule {name!r} is already registered ({_paths.get(name) or known.__qualname__})")
+    _classes[name] = rule_cls
+    _paths.setdefault(name, f"{rule_cls.__module__}:{rule_cls.__qualname__}")
+    return rule_cls
+
+
+def unregister(name: str) -> None:
+    """Remove a rule added by :func:`register` (tests); a built-in rule stays."""
+    if name not in BUILTIN:
+        _classes.pop(name, None)
+        _paths.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every registered rule name (imports nothing)."""
+    return sorted(_paths)
+
+
+def get(name: str) -> type[TransitionRule]:
+    """The rule class registered as ``name``; an unknown name is a :class:`TransitionError` with the known ones."""
+    if name not in _paths:
+        close = difflib.get_close_matches(str(name), names(), n=1)
+        raise TransitionError(f"unknown rule {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                              + f"; registered rules: {', '.join(names())}")
+    if name not in _classes:
+        module, _, attr = _paths[name].partition(":")
+        cls = getattr(importlib.import_module(module), attr)
+        if cls.name != name:
+            raise ValueError(f"{_paths[name]} names itself {cls.name!r}, registered as {name!r}")
+        _classes[name] = cls
+    return _classes[name]
+
+
+def for_method(method: str) -> list[str]:
+    """The rules that apply ``method``'s proposals (imports every rule module)."""
+    return [n for n in names() if get(n).method == method]
+
+
+def method_rules() -> dict[str, str]:
+    """method -> its rule, for callers that pair one method with one rule (lifecycle, experiments)."""
+    out: dict[str, str] = {}
+    for n in names():
+        out.setdefault(get(n).method, n)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# a rule's config from --set NAME=VALUE (text) or a YAML mapping (typed values)
+# ---------------------------------------------------------------------------------------------------
+def _parse(text: str, tp) -> Any:
+    """A ``--set`` value as the key's type (the config's own checks then refuse NaN, bounds, ...)."""
+    if tp is float:
+        return float(text)
+    if tp is int:
+        return int(text)
+    if tp is bool:
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise ValueError(text)
+    return text
+
+
+def rule_config(name: str, values: dict[str, Any] | None = None):
+    """The config of rule ``name`` from ``values``; an unknown key, a value of the wrong type, NaN or a
+    value out of its declared bounds is one :class:`TransitionError` naming the key."""
+    from devenus.online.config import ConfigError
+
+    cls = get(name).config_class
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    defaults = cls()
+    keys = ", ".join(f"{k}={getattr(defaults, k)}" for k in fields)
+    out = {}
+    for k, v in (values or {}).items():
+        if k not in fields:
+            close = difflib.get_close_matches(str(k), list(fields), n=1)
+            raise TransitionError(f"rule {name!r} has no threshold {k!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                                  + f"; its thresholds (defaults): {keys}")
+        if isinstance(v, str) and hints[k] is not str:
+            try:
+                v = _parse(v.strip(), hints[k])
+            except ValueError:
+                want = {float: "a number", int: "an integer", bool: "a bool (true/false)"}[hints[k]]
+                raise TransitionError(f"threshold of rule {name!r}: {k} must be {want}, got {v!r}") from None
+        out[k] = v
+    try:
+        return cls(**out)
+    except ConfigError as e:
+        # the config names its keys as the training override; here they are --set NAME=VALUE
+        # (goes away once the config module takes a per-class key path)
+        text = str(e).split(" (set it with", 1)[0].replace("devenus.method_config.", "")
+        raise TransitionError(f"threshold of rule {name!r}: {text}") from None

@@ -1,0 +1,252 @@
+"""Offline rules as registered units, and the bad inputs of ``devenus transition`` (one test per class):
+a threshold out of its declared range, evidence values that are not usable, a malformed provenance file,
+an evidence folder without parts; and the audit recipe of docs/records.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fixtures import cli, make_dataset, make_evidence  # noqa: E402
+
+from devenus.online.config import MethodConfig, option  # noqa: E402
+from devenus.records.evidence import EvidenceWriter, read_evidence  # noqa: E402
+from devenus.records.io import read_records  # noqa: E402
+from devenus.records.versions import VersionError, read_manifest, sha256_file, verify_manifest  # noqa: E402
+from devenus.transitions import TransitionError, build_transition, rules  # noqa: E402
+from devenus.transitions.evidence import evidence_parts, provenance_path  # noqa: E402
+
+
+@pytest.fixture()
+def inputs(tmp_path):
+    data = make_dataset(tmp_path / "d0.parquet")
+    ev = make_evidence(tmp_path / "evidence", data)
+    return data, ev
+
+
+# ---- the registry ---------------------------------------------------------------------------------
+@dataclass
+class FlagConfig(MethodConfig):
+    min_pass_rate: float = option(0.5, "majority pass rate of the proposal must be >= this", ge=0.0, le=1.0)
+
+
+class FlagRule(rules.TransitionRule):
+    """A rule only this test knows: labels an unlabeled row with a trapo2 proposal of rule 'flag'."""
+
+    name = "flag"
+    method = "trapo2"
+    config_class = FlagConfig
+    label_source = "annotated"  # one of the record contract's label sources
+
+    def check(self, proposal, row):
+        rate, why = rules.number(proposal, "majority_pass_rate", rules.RATE)
+        if why:
+            return why
+        return None if rate >= self.config.min_pass_rate else f"rate {rate} < {self.config.min_pass_rate}"
+
+    def fixable(self, row, truth, equivalent):
+        return not row["extra_info"]["labeled"]
+
+
+def test_a_rule_registered_here_is_applied_by_build_transition(inputs, tmp_path):
+    data, ev = inputs
+    with EvidenceWriter(ev, method="trapo2") as w:
+        for key, rate in (("k3", 0.9), ("k5", 0.25)):
+            w.append(key, 7, "proposal", majority_answer="x", majority_pass_rate=rate,
+                     values={"rule": "flag", "after": f"flag-{key}"})
+    rules.register(FlagRule)
+    try:
+        assert "flag" in rules.names() and rules.get("flag") is FlagRule
+        assert rules.for_method("trapo2") == ["flag", "promote"]
+        r = build_transition(data, ev, tmp_path / "d1.parquet", "flag", thresholds={"min_pass_rate": "0.5"})
+        m = read_manifest(tmp_path / "d1.parquet")
+        rows = {x["extra_info"]["index"]: x for x in read_records(tmp_path / "d1.parquet")}
+        assert (r.proposals, r.accepted, r.rejected) == (2, 1, 1)
+        assert rows["k3"]["reward_model"]["ground_truth"] == "flag-k3" and rows["k3"]["extra_info"]["label_source"] == "annotated"
+        assert [(f.key, f.why) for f in m.refusals] == [("k5", "rate 0.25 < 0.5")]
+        assert m.rule == "transition-flag" and m.config["thresholds"] == {"min_pass_rate": 0.5}
+        with pytest.raises(ValueError, match="already registered"):
+            rules.register(type("Other", (FlagRule,), {}))
+    finally:
+        rules.unregister("flag")
+    assert "flag" not in rules.names()
+
+
+def test_builtin_rules_are_named_without_importing_their_methods():
+    code = ("import sys; from devenus.transitions import rules; n = rules.names(); "
+            "print(n, 'devenus.online.refine.trapo2' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['correct', 'promote'] False False"
+    from devenus.online.refine.nl_olr2 import CorrectionThresholds, NLOLR2Config
+    from devenus.online.refine.trapo2 import PromotionThresholds, TraPO2Config
+
+    # the rule's config is the method config's own base: one declaration of each default
+    assert rules.get("promote").config_class is PromotionThresholds and issubclass(TraPO2Config, PromotionThresholds)
+    assert rules.get("correct").config_class is CorrectionThresholds and issubclass(NLOLR2Config, CorrectionThresholds)
+    assert rules.method_rules() == {"nl_olr2": "correct", "trapo2": "promote"}
+    with pytest.raises(TransitionError, match="unknown rule 'promot' \\(did you mean 'promote'\\?\\); registered rules: correct, promote"):
+        rules.get("promot")
+
+
+# ---- class 1: a threshold out of the range its option declares -------------------------------------
+@pytest.mark.parametrize("rule, key, value, message", [
+    ("promote", "min_pass_rate", "nan", "min_pass_rate must be a finite number"),
+    ("promote", "min_pass_rate", "-1", "min_pass_rate must be a number >= 0.0 and <= 1.0, got -1.0"),
+    ("promote", "min_pass_rate", "1.5", "min_pass_rate must be a number >= 0.0 and <= 1.0, got 1.5"),
+    ("promote", "min_slope", "inf", "min_slope must be a finite number"),
+    ("promote", "min_answered", "0", "min_answered must be an integer >= 1"),
+    ("promote", "min_answered", "2.5", "threshold of rule 'promote': min_answered must be an integer, got '2.5'"),
+    ("correct", "min_margin", "abc", "threshold of rule 'correct': min_margin must be a number, got 'abc'"),
+    ("promote", "min_pass_rat", "0.5", "no threshold 'min_pass_rat' \\(did you mean 'min_pass_rate'\\?\\); its "
+                                        "thresholds \\(defaults\\): min_pass_rate=0.75, min_slope=0.02, min_answered=2"),
+])
+def test_a_threshold_outside_its_declared_range_is_refused(inputs, tmp_path, rule, key, value, message):
+    data, ev = inputs
+    with pytest.raises(TransitionError, match=message):
+        build_transition(data, ev, tmp_path / "d1.parquet", rule, thresholds={key: value})
+    with pytest.raises(TransitionError, match=f"rule '{rule}'.*{key}"):  # typed values (lifecycle YAML) too
+        build_transition(data, ev, tmp_path / "d1.parquet", rule, thresholds={key: _typed(value)})
+    assert not (tmp_path / "d1.parquet").exists()
+
+
+def _typed(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return float(text) if text in ("nan", "inf") else text
+
+
+def test_cli_refuses_nan_in_one_line(inputs, tmp_path):
+    data, ev = inputs
+    r = subprocess.run(cli(str(data), "--evidence", str(ev), "--rule", "promote", "--set", "min_pass_rate=nan",
+                           "--out", str(tmp_path / "d1.parquet")), capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("error: threshold of rule 'promote': min_pass_rate must be a finite number, got nan")
+    assert not (tmp_path / "d1.parquet").exists()
+
+
+# ---- class 1: evidence values read from the run are checked per proposal ---------------------------
+def _raw_part(ev: Path, rows: list[dict], seq: int = 900) -> Path:
+    """A part file written around EvidenceWriter's checks (what a foreign or damaged writer leaves)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from devenus.records.evidence import evidence_schema
+
+    full = [{"round": 0, "majority_answer": None, "target_pass_rate": None, **r} for r in rows]
+    path = ev / f"part-{seq:06d}-r0-s9-9.parquet"
+    pq.write_table(pa.Table.from_pylist(full, schema=evidence_schema()), str(path))
+    return path
+
+
+PROMOTE = {"rule": "promote", "after": "1", "slope": 0.1, "answered": 3}
+CORRECT = {"rule": "correct", "before": "9", "after": "4", "margins": [0.5, 0.5, 0.5], "candidate_pass_rate": 0.9,
+           "label_pass_rate": 0.0}
+
+
+@pytest.mark.parametrize("rule, method, key, values, why", [
+    ("promote", "trapo2", "k1", dict(PROMOTE, slope=[0.1]), "slope: expected a finite number in [-1.0, 1.0], found [0.1]"),
+    ("promote", "trapo2", "k1", dict(PROMOTE, slope="NaN"), "slope: expected a finite number"),
+    ("promote", "trapo2", "k1", '{"rule": "promote", "after": "1", "slope": NaN, "answered": 3}', "slope: expected a finite number"),
+    ("promote", "trapo2", "k1", dict(PROMOTE, slope=True), "slope: expected a finite number"),
+    ("promote", "trapo2", "k1", {k: v for k, v in PROMOTE.items() if k != "answered"}, "the proposal records no answered"),
+    ("promote", "trapo2", "k1", dict(PROMOTE, answered=1), "1 answered probe(s) < min_answered 2"),
+    ("promote", "trapo2", "k1", dict(PROMOTE, after=["1"]), "the proposal names no answer"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, candidate_pass_rate=7.0), "candidate_pass_rate: expected a finite number in [0.0, 1.0], found 7.0"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, margins=0.5), "margins: expected a non-empty list of numbers"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, margins=[0.5, "x"]), "margins: expected a finite number"),
+    ("correct", "nl_olr2", "k4", {k: v for k, v in CORRECT.items() if k != "label_pass_rate"}, "the proposal records no label_pass_rate"),
+])
+def test_unusable_evidence_values_refuse_that_proposal_with_the_reason(inputs, tmp_path, rule, method, key, values, why):
+    data, ev = inputs
+    text = values if isinstance(values, str) else json.dumps(values)
+    _raw_part(ev, [{"key": key, "step": 9, "kind": "proposal", "method": method, "majority_pass_rate": 0.9,
+                    "values": text}])
+    r = build_transition(data, ev, tmp_path / "d1.parquet", rule)
+    m = read_manifest(tmp_path / "d1.parquet")
+    refused = {f.key: f for f in m.refusals}
+    assert refused[key].why.startswith(why) and refused[key].where == "proposal at step 9", refused[key].why
+    assert key not in {c.key for c in m.changes} and r.accepted > 0  # the round's other proposals still count
+
+
+# ---- class 3: a malformed provenance file -----------------------------------------------------------
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "not JSON"),
+    ("[1, 2]", "a list, not an object"),
+    ('{"round": 0, "datasets": ["d0.parquet"]}', "datasets\\[0\\]: 'd0.parquet'"),
+    ('{"round": 0, "datasets": [{"name": "d0.parquet"}]}', "datasets\\[0\\]"),
+    ('{"round": 0, "datasets": [{"name": "d0.parquet", "sha256": "abc", "rows": 3}]}', "datasets\\[0\\]"),
+    ('{"round": 0, "datasets": []}', "datasets: \\[\\]"),
+    ('{"datasets": []}', "round: None"),
+])
+def test_a_malformed_provenance_file_is_one_error_line(inputs, tmp_path, text, problem):
+    data, ev = inputs
+    provenance_path(ev, 0).write_text(text)
+    with pytest.raises(TransitionError, match=f"dataset-r0.json is not a provenance file: {problem}") as e:
+        build_transition(data, ev, tmp_path / "d1.parquet", "promote")
+    assert "\n" not in str(e.value)
+    r = subprocess.run(cli(str(data), "--evidence", str(ev), "--rule", "promote", "--out", str(tmp_path / "d1.parquet")),
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+# ---- class 4: an evidence folder without parts -------------------------------------------------------
+def test_an_evidence_folder_without_parts_of_the_round_is_an_error(inputs, tmp_path):
+    data, ev = inputs
+    for p in evidence_parts(ev, 0):
+        p.unlink()
+    r = subprocess.run(cli(str(data), "--evidence", str(ev), "--rule", "promote", "--out", str(tmp_path / "d1.parquet")),
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "error: no evidence part of round 0 in" in r.stderr
+    assert not (tmp_path / "d1.parquet").exists()
+    # parts of another round are not this round's evidence either
+    from devenus.transitions.evidence import record_dataset
+
+    record_dataset(ev, [str(data)], 1)
+    with EvidenceWriter(ev, method="trapo2", round=1) as w:
+        w.append("k1", 1, "visit", majority_answer="1", majority_pass_rate=1.0)
+    with pytest.raises(TransitionError, match="no evidence part of round 0"):
+        build_transition(data, ev, tmp_path / "d1.parquet", "promote")
+    assert len(evidence_parts(ev, 1)) == 1 and evidence_parts(ev, 0) == []
+
+
+# ---- class 7: the audit recipe of docs/records.md ----------------------------------------------------
+def test_the_audit_recipe_of_docs_records_holds(inputs, tmp_path):
+    data, ev = inputs
+    d1 = tmp_path / "d1.parquet"
+    build_transition(data, ev, d1, "promote")
+    parts = evidence_parts(ev, 0)
+    assert len(parts) == 2  # trapo2's and nl_olr2's part: the reader reads every part of the round
+    m = verify_manifest(d1, parents=[data, *parts])  # the files are the ones the decision used
+    assert [(p.name, p.sha256) for p in m.parents] == [(f.name, sha256_file(f)) for f in (data, *parts)]
+    change = next(c for c in m.changes if c.key == "k1" and c.field == "reward_model.ground_truth")
+    why = json.loads(change.why)
+    behind = read_evidence(ev, keys=["k1"], round=0)  # the observations behind the change
+    deciding = [e for e in behind if e["kind"] == "proposal" and e["step"] == why["step"]]
+    assert len(deciding) == 1 and deciding[0]["values"]["after"] == change.after
+    # re-running the rule with the manifest's config on the same parents gives the same bytes
+    again = tmp_path / "again" / "d1.parquet"
+    build_transition(data, ev, again, m.config["rule"], round=m.config["round"], thresholds=m.config["thresholds"])
+    assert again.read_bytes() == d1.read_bytes()
+    # an evidence part changed after the transition: the audit says which
+    with EvidenceWriter(ev, method="trapo2") as w:
+        w.append("k1", 99, "visit", majority_answer="1", majority_pass_rate=1.0)
+    new_part = evidence_parts(ev, 0)[-1]
+    parts[0].write_bytes(new_part.read_bytes())
+    with pytest.raises(VersionError, match=f"parent .*{parts[0].name} does not match"):
+        verify_manifest(d1, parents=[data, *parts])
+
+
+def test_an_evidence_part_is_never_the_output(inputs):
+    data, ev = inputs
+    part = evidence_parts(ev, 0)[0]
+    before = part.read_bytes()
+    with pytest.raises(VersionError, match="is the input"):
+        build_transition(data, ev, part, "promote", force=True)
+    assert part.read_bytes() == before
