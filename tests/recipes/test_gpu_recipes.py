@@ -143,7 +143,7 @@ def test_every_recipe_keeps_a_bounded_number_of_checkpoints(name):
 
 
 def test_the_testbed_recipe_keeps_a_bounded_number_of_checkpoints():
-    from devenus.recipes.testbed_train import RunConfig, overrides
+    from devenus.runs.testbed import RunConfig, overrides
 
     class _Tb:  # overrides() reads only the paths of the model and the splits
         model_dir = "/tb/model"
