@@ -140,15 +140,16 @@ def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
         return value, None
     if tp is bool:
         return value, None if isinstance(value, bool) else "a bool (true/false)"
+    bounds = f" {_bounds(meta)}" if _bounds(meta) else ""
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            return value, "an integer"
+            return value, "an integer" + bounds
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return value, "a number"
+            return value, "a number" + bounds
         value = float(value)
         if not math.isfinite(value):
-            return value, "a finite number"
+            return value, "a finite number" + bounds
     elif not isinstance(value, tp):
         return value, "a string" if tp is str else f"a {_type_name(tp)}"
     if tp in (int, float):
@@ -156,7 +157,7 @@ def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
         bad = ((m.get("ge") is not None and value < m["ge"]) or (m.get("le") is not None and value > m["le"])
                or (m.get("gt") is not None and value <= m["gt"]) or (m.get("lt") is not None and value >= m["lt"]))
         if bad:
-            return value, f"{'an integer' if tp is int else 'a number'} {_bounds(meta)}"
+            return value, f"{'an integer' if tp is int else 'a number'}{bounds}"
     if meta.get("choices") is not None and value not in meta["choices"]:
         return value, f"one of {list(meta['choices'])}"
     return value, None
