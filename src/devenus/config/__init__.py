@@ -181,7 +181,8 @@ def _coerce(root: type, rel: str, tp, value, meta: Mapping[str, Any]):
     if origin in (list, tuple):
         item = args[0] if args else Any
         if not isinstance(value, (list, tuple)):
-            raise _Bad("a list")
+            plural = {str: "strings", int: "integers", float: "numbers", bool: "bools"}.get(item)
+            raise _Bad(f"a list of {plural}" if plural else "a list")
         if meta.get("length") is not None and len(value) != meta["length"]:
             raise _Bad(f"a list of {meta['length']} items")
         out = []
