@@ -289,6 +289,28 @@ def describe(config_cls: type, _root: str | None = None, _prefix: str = "") -> l
 
 
 # ----------------------------------------------------------------------------- files and overrides
+@functools.lru_cache(maxsize=None)
+def _yaml_loader():
+    """PyYAML's safe loader, reading ``1e-5`` as a number as YAML 1.2 and Hydra do (YAML 1.1 wants ``1.0e-5``
+    and would make it the string '1e-5')."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"""^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$""",
+                                                                        re.X), list("-+0123456789"))
+    return Loader
+
+
+def _yaml_load(text: str):
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506  (a SafeLoader subclass)
+
+
 def _yaml_problem(e: Exception) -> str:
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or str(e)
@@ -305,7 +327,7 @@ def load_file(path: str | Path, error: type[ConfigError] = ConfigError) -> dict[
     if not p.is_file():
         raise error(f"{p}: no such config file")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = _yaml_load(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise error(f"{p}: cannot read the config: {e}") from None
     except yaml.YAMLError as e:
@@ -329,7 +351,7 @@ def parse_override(text: str, error: type[ConfigError] = ConfigError) -> tuple[s
     if not sep or not key:
         raise error(f"expected KEY=VALUE, got {text!r}")
     try:
-        return key, yaml.safe_load(value)
+        return key, _yaml_load(value)
     except yaml.YAMLError as e:
         raise error(f"{key}={value}: the value is not YAML: {_yaml_problem(e)}") from None
 
