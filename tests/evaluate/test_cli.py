@@ -92,3 +92,25 @@ def test_errors_are_clear(base_testbed, tmp_path, capsys):
     assert "--k names math500, not among this run's benchmarks" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _run(["testbed", "--protocol", "nope"])
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--limit", "-5", "argument --limit: must be an integer >= 1, got -5"),
+    ("--limit", "0", "argument --limit: must be an integer >= 1, got 0"),
+    ("--max-new-tokens", "0", "argument --max-new-tokens: must be an integer >= 1"),
+    ("--temperature", "nan", "argument --temperature: must be a finite number >= 0.0, got nan"),
+    ("--temperature", "-1", "argument --temperature: must be a number >= 0.0"),
+    ("--top-p", "1.5", "argument --top-p: must be a number > 0.0 and <= 1.0"),
+    ("--batch-size", "0", "argument --batch-size: must be an integer >= 1"),
+    ("--tensor-parallel-size", "0", "argument --tensor-parallel-size: must be an integer >= 1"),
+    ("--bootstrap", "0", "argument --bootstrap: must be an integer >= 1"),
+    ("--seed", "-1", "argument --seed: must be an integer >= 0"),
+    ("--testbed-seed", "x", "argument --testbed-seed: must be an integer, got 'x'"),
+])
+def test_a_number_flag_out_of_range_is_refused_before_anything_runs(flag, value, message, capsys):
+    """Class 4: `--limit -5` used to evaluate all but the last 5 questions; every number flag is checked."""
+    with pytest.raises(SystemExit) as e:
+        _run(["testbed", flag, value])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+    assert _run(["testbed", "--k", "testbed_id=0"]) == 2
+    assert "--k testbed_id=0: samples per question must be an integer >= 1" in capsys.readouterr().err

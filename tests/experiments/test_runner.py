@@ -299,7 +299,7 @@ def test_a_two_round_arm_is_checked_when_the_experiment_is_built(tmp_path):
         build(Arm("d1", transition=Transition("nope", "correct")))
     with pytest.raises(ValueError, match="rule 'promote' applies trapo2's proposals, but the source arm 'a' trains nl_olr2"):
         build(Arm("d1", transition=Transition("a", "promote")))
-    with pytest.raises(ValueError, match="has no threshold 'min_slope'"):
+    with pytest.raises(ValueError, match="rule 'correct': unknown key min_slope"):
         build(Arm("d1", transition=Transition("a", "correct", {"min_slope": 0.1})))
     with pytest.raises(ValueError, match="is itself a two-round arm"):
         build(Arm("d1", transition=Transition("a", "correct")), Arm("d2", transition=Transition("d1", "correct")))

@@ -24,33 +24,38 @@ def test_the_shipped_testbed_config_loads():
 
 
 @pytest.mark.parametrize("doc, message", [
-    ({}, "out_dir: required"),
-    ({"out_dir": "o", "method": "grpo"}, "method: 'grpo' proposes no dataset changes"),
-    ({"out_dir": "o", "rounds": 0}, "rounds: expected >= 1"),
-    ({"out_dir": "o", "rounds": "2"}, "rounds: expected an integer"),
-    ({"out_dir": "o", "round": 2}, "round: unknown key"),
-    ({"out_dir": "o", "train": {"steps": 2}}, "train.steps: unknown key"),
-    ({"out_dir": "o", "train": {"rollouts_per_prompt": 1}}, "train.rollouts_per_prompt: expected >= 2"),
-    ({"out_dir": "o", "data": {"testbed": "clean"}}, "data.testbed: expected semi or noisy"),
-    ({"out_dir": "o", "data": {"fraction": 1.0}}, "data.fraction: expected in"),
-    ({"out_dir": "o", "transition": {"thresholds": {"min_margin": 0.1}}}, "transition.thresholds: rule 'promote' has no threshold"),
-    ({"out_dir": "o", "train": {"overrides": "a=b"}}, "train.overrides: expected a list of strings"),
-    ({"out_dir": "o", "transition": {"thresholds": {"min_pass_rate": float("nan")}}},
-     "transition.thresholds: threshold of rule 'promote': min_pass_rate must be a finite number"),
+    ({}, "out_dir is required"),
+    ({"out_dir": "o", "method": "grpo"}, r"method must be one of \['nl_olr2', 'trapo2'\] \(a method that proposes dataset"),
+    ({"out_dir": "o", "rounds": 0}, "rounds must be an integer >= 1, got 0"),
+    ({"out_dir": "o", "rounds": "2"}, "rounds must be an integer >= 1, got '2'"),
+    ({"out_dir": "o", "round": 2}, r"unknown key round \(did you mean rounds\?\)"),
+    ({"out_dir": "o", "train": {"steps": 2}}, "unknown key train.steps"),
+    ({"out_dir": "o", "train": {"rollouts_per_prompt": 1}}, "train.rollouts_per_prompt must be an integer >= 2"),
+    ({"out_dir": "o", "data": {"testbed": "clean"}}, r"data.testbed must be one of \['semi', 'noisy'\]"),
+    ({"out_dir": "o", "data": {"fraction": 1.0}}, "data.fraction must be a number > 0.0 and < 1.0"),
+    ({"out_dir": "o", "transition": {"thresholds": {"min_margin": 0.1}}}, "transition.thresholds: rule 'promote': unknown key min_margin"),
+    ({"out_dir": "o", "transition": {"thresholds": {"min_pass_rate": float("nan")}}}, "transition.thresholds: rule 'promote': min_pass_rate must be a finite number"),
+    ({"out_dir": "o", "train": {"overrides": "a=b"}}, "train.overrides must be a list of strings"),
+    ({"out_dir": "o", "method_config": {"min_pas_rate": 0.5}}, r"method_config: .*did you mean \+devenus.method_config.min_pass_rate"),
     ({"out_dir": "o", "method": "nl_olr2", "transition": {"thresholds": {"min_margin": 1.5}}},
-     "transition.thresholds: threshold of rule 'correct': min_margin must be a number >= 0.0 and <= 1.0"),
+     "transition.thresholds: rule 'correct': min_margin must be a number >= 0.0 and <= 1.0"),
 ])
 def test_config_errors_name_the_key(doc, message):
     with pytest.raises(LifecycleConfigError, match=message):
         parse_config(doc)
 
 
-def test_a_bad_config_is_one_line_from_the_cli(tmp_path):
+@pytest.mark.parametrize("text, message", [
+    ("out_dir: o\nmethod: nl_olr2\nsteps_per_round: 0\n", "steps_per_round must be an integer >= 1"),
+    ("out_dir: o\ndata: {rows: [1\n", "not valid YAML/JSON"),
+    ("- out_dir\n", "expected a mapping of config keys, got list"),
+])
+def test_a_bad_config_is_one_line_from_the_cli(tmp_path, text, message):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("out_dir: o\nmethod: nl_olr2\nsteps_per_round: 0\n")
+    bad.write_text(text)
     r = subprocess.run([sys.executable, "-m", "devenus.cli", "lifecycle", str(bad)], capture_output=True, text=True)
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert "steps_per_round: expected >= 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert message in r.stderr and str(bad) in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def _data(tmp_path: Path) -> Path:

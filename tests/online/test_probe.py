@@ -21,12 +21,12 @@ def test_config_defaults_off_and_due_every_k_steps():
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"every_k": 2}, "devenus.probe.every_k: unknown setting"),
-    ({"pool": "unlabelled"}, "devenus.probe.pool: expected one of"),
-    ({"every_k_steps": 1.5}, "devenus.probe.every_k_steps: expected an integer"),
-    ({"n": True}, "devenus.probe.n: expected an integer"),
-    ({"sample_size": -1}, "devenus.probe.sample_size: expected >= 0"),
-    ([1, 2], "expected a mapping"),
+    ({"every_k": 2}, r"unknown key devenus.probe.every_k \(did you mean devenus.probe.every_k_steps\?\)"),
+    ({"pool": "unlabelled"}, "devenus.probe.pool must be one of"),
+    ({"every_k_steps": 1.5}, "devenus.probe.every_k_steps must be an integer >= 0, got 1.5"),
+    ({"n": True}, "devenus.probe.n must be an integer"),
+    ({"sample_size": -1}, r"devenus.probe.sample_size must be an integer >= 0, got -1 \(set it with \+devenus.probe.sample_size="),
+    ([1, 2], "must be a mapping"),
 ])
 def test_config_errors_name_the_key(values, message):
     with pytest.raises(ProbeConfigError, match=message):

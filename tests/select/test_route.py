@@ -109,7 +109,7 @@ def test_missing_scores_are_an_error_naming_a_question():
 def test_config_errors():
     with pytest.raises(ValueError, match="rho_annotate"):
         load_config(None, {"route.rho_annotate": 0.7, "route.rho_discard": 0.5})
-    with pytest.raises(ValueError, match="unknown key 'sampels'"):
+    with pytest.raises(ValueError, match=r"unknown key generate.sampels \(did you mean generate.samples\?\)"):
         load_config(None, {"generate.sampels": 4})
     with pytest.raises(ValueError, match="needs the accuracy signal"):
         load_config(None, {"route.selector": "interval", "score.signals": ["entropy"], "route.signal": "entropy"})

@@ -91,7 +91,7 @@ def test_refuses_foreign_keys_another_parent_and_missing_provenance(inputs, tmp_
         build_transition(data, ev2, tmp_path / "x.parquet", "promote")
     with pytest.raises(TransitionError, match="dataset-r3.json"):
         build_transition(data, ev2, tmp_path / "x.parquet", "promote", round=3)
-    with pytest.raises(TransitionError, match="no threshold"):
+    with pytest.raises(TransitionError, match="unknown key min_margin"):
         build_transition(data, ev, tmp_path / "x.parquet", "promote", thresholds={"min_margin": 1})
     assert not (tmp_path / "x.parquet").exists()
 

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from devenus.config import arg_type
+
 __all__ = ["add_parser", "run_eval"]
 
 
@@ -24,6 +26,10 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
             raise ValueError(f"{what}: expected NAME=VALUE, got {v!r}")
         out[name.strip()] = rest.strip()
     return out
+
+
+#: samples per question of ``--k NAME=K``
+_SAMPLES = arg_type(int, ge=1)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -41,22 +47,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also evaluate a record-contract Parquet file, e.g. OOD/near=near_ood.parquet (repeatable)")
     p.add_argument("--k", action="append", metavar="NAME=K", help="samples per question for one benchmark "
                    "(off-protocol; e.g. a CPU smoke run)")
-    p.add_argument("--limit", type=int, default=None, help="the first N questions of each benchmark only")
-    p.add_argument("--max-new-tokens", type=int, default=None,
+    p.add_argument("--limit", type=arg_type(int, ge=1), default=None, help="the first N questions of each benchmark only")
+    p.add_argument("--max-new-tokens", type=arg_type(int, ge=1), default=None,
                    help="the training run's max response length (required by the paper protocol)")
-    p.add_argument("--temperature", type=float, default=None, help="override the protocol's (off-protocol)")
-    p.add_argument("--top-p", type=float, default=None, help="override the protocol's (off-protocol)")
+    p.add_argument("--temperature", type=arg_type(float, ge=0.0), default=None,
+                   help="override the protocol's (off-protocol; 0: greedy)")
+    p.add_argument("--top-p", type=arg_type(float, gt=0.0, le=1.0), default=None, help="override the protocol's (off-protocol)")
     p.add_argument("--backend", choices=("auto", "hf", "vllm"), default="auto",
                    help="auto: vllm where importable with a GPU, else hf")
-    p.add_argument("--batch-size", type=int, default=256, help="hf: sequences per generate call")
+    p.add_argument("--batch-size", type=arg_type(int, ge=1), default=256, help="hf: sequences per generate call")
     p.add_argument("--device", default="cpu", help="hf: torch device")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="hf: compute dtype")
-    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
-    p.add_argument("--seed", type=int, default=0, help="sampling and bootstrap seed")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
+    p.add_argument("--tensor-parallel-size", type=arg_type(int, ge=1), default=1, help="vllm")
+    p.add_argument("--seed", type=arg_type(int, ge=0), default=0, help="sampling and bootstrap seed")
+    p.add_argument("--bootstrap", type=arg_type(int, ge=1), default=2000, help="bootstrap resamples for the intervals")
     p.add_argument("--out", default=None, help="output folder (default outputs/eval/<model name>)")
     p.add_argument("--no-plot", action="store_true", help="do not draw accuracy.png")
-    p.add_argument("--testbed-seed", type=int, default=0, help="which testbed ('testbed' model and testbed splits)")
+    p.add_argument("--testbed-seed", type=arg_type(int, ge=0), default=0, help="which testbed ('testbed' model and testbed splits)")
     p.add_argument("--cache-dir", default=None, help="testbed cache (default $DEVENUS_CACHE or ~/.cache/devenus)")
     p.set_defaults(fn=run_eval)
     return p
@@ -123,14 +130,17 @@ def _run(args) -> int:
         extra.append((record_benchmark(name, group, 4), path))
     protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(b for b, _ in extra))
     files = _pairs(args.file, "--file") | {b.name: p for b, p in extra}
-    ks = {n: int(v) for n, v in _pairs(args.k, "--k").items()}
+    ks = {}
+    for n, v in _pairs(args.k, "--k").items():
+        try:
+            ks[n] = _SAMPLES(v)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"--k {n}={v}: samples per question {e}") from None
     known = {b.name for b in protocol.benchmarks}
     for flag, names_given in (("--k", ks), ("--file", files)):
         unknown = sorted(set(names_given) - known)
         if unknown:
             raise ValueError(f"{flag} names {', '.join(unknown)}, not among this run's benchmarks: {', '.join(sorted(known))}")
-    if any(k < 1 for k in ks.values()):
-        raise ValueError(f"--k needs at least one sample per question, got {ks}")
 
     max_new = args.max_new_tokens or protocol.max_new_tokens
     if max_new is None:

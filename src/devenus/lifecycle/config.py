@@ -28,124 +28,99 @@ transition:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-# method -> the rule that applies its proposals: the rule registry's, read when a config is parsed (the
+from devenus.config import Config, ConfigError, config_from_dict, load_file, option
+from devenus.config import section as nested
+
+# method -> the rule that applies its proposals: the rule registry's, read when a config is checked (the
 # rule modules import torch, which `devenus --help` must not)
 from devenus.transitions.rules import TransitionError, method_rules, rule_config
 
 
-class LifecycleConfigError(ValueError):
+
+class LifecycleConfigError(ConfigError):
     """A lifecycle config that cannot run."""
 
 
-@dataclass(frozen=True)
-class DataConfig:
-    path: str | None = None
-    testbed: str = "semi"
-    rows: int = 32
-    fraction: float = 0.5
-    seed: int = 0
+class _Section(Config):
+    """A part of the lifecycle YAML (errors name ``section.key`` and the YAML line that sets it)."""
+
+    error: ClassVar[type[ConfigError]] = LifecycleConfigError
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    prompts_per_step: int = 4
-    rollouts_per_prompt: int = 4
-    val_rows: int = 16
-    val_n: int = 1
-    probe_every_k_steps: int = 1
-    probe_sample_size: int = 0
-    overrides: tuple[str, ...] = ()
+class DataConfig(_Section):
+    key_path: ClassVar[str] = "data"
+
+    path: str | None = option(None, "D(0): a records Parquet (null: derived from the testbed's train split)")
+    testbed: str = option("semi", "semi: labels hidden (keep `fraction`); noisy: inactive noise at rho = `fraction`",
+                          choices=("semi", "noisy"))
+    rows: int = option(32, "training rows taken from the testbed", ge=1)
+    fraction: float = option(0.5, "semi: share of labels kept; noisy: share of targets replaced", gt=0.0, lt=1.0)
+    seed: int = option(0, "seed of the derivation", ge=0)
 
 
 @dataclass(frozen=True)
-class TransitionConfig:
-    thresholds: dict[str, float] = field(default_factory=dict)
+class TrainConfig(_Section):
+    key_path: ClassVar[str] = "train"
+
+    prompts_per_step: int = option(4, "prompts per training step", ge=1)
+    rollouts_per_prompt: int = option(4, "rollouts per prompt (a group needs two)", ge=2)
+    val_rows: int = option(16, "held-out questions per split (test_id, test_ood) for verl's validation", ge=1)
+    val_n: int = option(1, "validation samples per question", ge=1)
+    probe_every_k_steps: int = option(1, "devenus.probe.every_k_steps (0: no probe passes)", ge=0)
+    probe_sample_size: int = option(0, "devenus.probe.sample_size (0: the whole pool)", ge=0)
+    overrides: tuple[str, ...] = option((), "any further devenus.train overrides")
 
 
 @dataclass(frozen=True)
-class LifecycleConfig:
-    out_dir: str
-    rounds: int = 2
-    method: str = "trapo2"
-    steps_per_round: int = 2
-    seed: int = 0
-    method_config: dict[str, Any] = field(default_factory=dict)
-    data: DataConfig = DataConfig()
-    train: TrainConfig = TrainConfig()
-    transition: TransitionConfig = TransitionConfig()
+class TransitionConfig(_Section):
+    key_path: ClassVar[str] = "transition"
+
+    thresholds: dict[str, Any] = option({}, "the rule's thresholds (devenus transition --set)")
+
+
+@dataclass(frozen=True)
+class LifecycleConfig(_Section):
+    out_dir: str = option(help="where rounds, datasets and reports are written")
+    rounds: int = option(2, "rounds of train -> evidence -> transition", ge=1)
+    method: str = option("trapo2", "a method that proposes dataset changes (trapo2: rule promote, nl_olr2: correct)")
+    steps_per_round: int = option(2, "training steps per round", ge=1)
+    seed: int = option(0, "training seed", ge=0)
+    method_config: dict[str, Any] = option({}, "+devenus.method_config.<k>=<v> of every round's training")
+    data: DataConfig = nested(DataConfig)
+    train: TrainConfig = nested(TrainConfig)
+    transition: TransitionConfig = nested(TransitionConfig)
 
     @property
     def rule(self) -> str:
         return method_rules()[self.method]
 
+    def check(self) -> None:
+        if self.method not in method_rules():
+            raise LifecycleConfigError(f"method must be one of {sorted(method_rules())} (a method that proposes dataset "
+                                       f"changes), got {self.method!r} (set it with {self.override('method')})")
+        from devenus.online.config import config_from_dict as method_config
+        from devenus.online.registry import WeakTrainerInterface
 
-def _typed(cls, values: Any, where: str):
-    if values is None:
-        return cls()
-    if not isinstance(values, dict):
-        raise LifecycleConfigError(f"{where}: expected a mapping, found {type(values).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    out = {}
-    for k, v in values.items():
-        if k not in fields:
-            raise LifecycleConfigError(f"{where}.{k}: unknown key; known: {sorted(fields)}")
-        kind = fields[k].type
-        name = f"{where}.{k}".lstrip(".")
-        if kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise LifecycleConfigError(f"{name}: expected an integer, found {v!r}")
-        elif kind == "float":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise LifecycleConfigError(f"{name}: expected a number, found {v!r}")
-            v = float(v)
-        elif kind in ("str", "str | None"):
-            if not (isinstance(v, str) or (v is None and "None" in kind)):
-                raise LifecycleConfigError(f"{name}: expected a string, found {v!r}")
-        elif kind.startswith("tuple"):
-            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                raise LifecycleConfigError(f"{name}: expected a list of strings, found {v!r}")
-            v = tuple(v)
-        elif kind.startswith("dict"):
-            if not isinstance(v, dict):
-                raise LifecycleConfigError(f"{name}: expected a mapping, found {v!r}")
-        out[k] = v
-    return cls(**out)
+        try:  # every round trains with it: a typo fails here, not in round 0's pre-flight
+            method_config(WeakTrainerInterface.get(self.method).method_cls.config_class, self.method_config, self.method)
+        except ConfigError as e:
+            raise LifecycleConfigError(f"method_config: {e}") from None
+        try:
+            rule_config(self.rule, self.transition.thresholds)
+        except TransitionError as e:
+            raise LifecycleConfigError(f"transition.thresholds: {e}") from None
 
 
 def parse_config(values: Any, base: Path | None = None) -> LifecycleConfig:
     """A :class:`LifecycleConfig` from the YAML document ``values``; relative paths resolve against ``base``."""
     if not isinstance(values, dict):
         raise LifecycleConfigError(f"a lifecycle config is a mapping, found {type(values).__name__}")
-    values = dict(values)
-    if "out_dir" not in values:
-        raise LifecycleConfigError("out_dir: required (where rounds, datasets and reports are written)")
-    nested = {"data": DataConfig, "train": TrainConfig, "transition": TransitionConfig}
-    parts = {k: _typed(c, values.pop(k, None), k) for k, c in nested.items()}
-    cfg = _typed(LifecycleConfig, values, "")
-    cfg = dataclasses.replace(cfg, **parts)
-    if cfg.method not in method_rules():
-        raise LifecycleConfigError(f"method: {cfg.method!r} proposes no dataset changes; one of {sorted(method_rules())}")
-    for name, v, lo in (("rounds", cfg.rounds, 1), ("steps_per_round", cfg.steps_per_round, 1),
-                        ("train.prompts_per_step", cfg.train.prompts_per_step, 1),
-                        ("train.rollouts_per_prompt", cfg.train.rollouts_per_prompt, 2),
-                        ("train.val_rows", cfg.train.val_rows, 1), ("train.val_n", cfg.train.val_n, 1),
-                        ("train.probe_every_k_steps", cfg.train.probe_every_k_steps, 0),
-                        ("train.probe_sample_size", cfg.train.probe_sample_size, 0), ("data.rows", cfg.data.rows, 1)):
-        if v < lo:
-            raise LifecycleConfigError(f"{name}: expected >= {lo}, found {v}")
-    if cfg.data.path is None:
-        if cfg.data.testbed not in ("semi", "noisy"):
-            raise LifecycleConfigError(f"data.testbed: expected semi or noisy, found {cfg.data.testbed!r}")
-        if not 0.0 < cfg.data.fraction < 1.0:
-            raise LifecycleConfigError(f"data.fraction: expected in (0, 1), found {cfg.data.fraction}")
-    try:
-        rule_config(cfg.rule, cfg.transition.thresholds)
-    except TransitionError as e:
-        raise LifecycleConfigError(f"transition.thresholds: {e}") from None
+    cfg = config_from_dict(LifecycleConfig, values)
     base = base or Path.cwd()
     out = str((base / cfg.out_dir).resolve())
     data = cfg.data if cfg.data.path is None else dataclasses.replace(cfg.data, path=str((base / cfg.data.path).resolve()))
@@ -153,15 +128,7 @@ def parse_config(values: Any, base: Path | None = None) -> LifecycleConfig:
 
 
 def load_config(path: str | Path) -> LifecycleConfig:
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise LifecycleConfigError(f"{path}: no such config file")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise LifecycleConfigError(f"{path}: not YAML: {e}") from None
+    values = load_file(path, LifecycleConfigError)
     try:
         return parse_config(values)
     except LifecycleConfigError as e:

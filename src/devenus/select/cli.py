@@ -13,27 +13,30 @@ STAGES = ("generate", "score", "route", "materialize", "run", "report")
 
 
 def _override(text: str) -> tuple[str, object]:
-    import yaml
+    from devenus.config import ConfigError, parse_override
 
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), yaml.safe_load(value)
+    try:
+        return parse_override(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def cmd_select(args) -> int:
-    import torch
-
-    from devenus.select import pipeline
     from devenus.select.config import load_config
 
-    torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1") or 1))
     overrides = dict(args.set or [])
     if args.out:
         overrides["out"] = args.out
     cfg = load_config(args.config, overrides)
-    progress = False if args.no_progress else None
     stage = args.select_cmd
+    if stage in ("run", "materialize") or (stage == "route" and cfg.route.selector == "triage"):
+        cfg.check_sources()  # the answers are needed: a missing file fails now, not after the model ran
+    import torch  # after the config: a bad value fails in a second, before torch loads
+
+    from devenus.select import pipeline
+
+    torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1") or 1))
+    progress = False if args.no_progress else None
     if stage == "generate":
         st = pipeline.run_generate(cfg, force=args.force, progress=progress, actors=args.actors)
         print(f"generate: {st.summary()} in {st.folder}")
@@ -63,6 +66,8 @@ def cmd_select(args) -> int:
 
 
 def add_parser(subparsers) -> None:
+    from devenus.config import arg_type
+
     p = subparsers.add_parser("select", help="active data selection: generate -> score -> route -> materialize")
     sub = p.add_subparsers(dest="select_cmd", required=True, metavar="{" + ",".join(STAGES) + "}")
     helps = {
@@ -82,7 +87,7 @@ def add_parser(subparsers) -> None:
         sp.add_argument("--force", action="store_true", help="redo the stage(s) from scratch; replace the output version")
         sp.add_argument("--no-progress", action="store_true", help="no progress bars")
         if name in ("generate", "score", "run"):
-            sp.add_argument("--actors", type=int, default=0,
+            sp.add_argument("--actors", type=arg_type(int, ge=0), default=0,
                             help="run generate/score shards on a local Ray Data pool of this many actors (default 0: in this process)")
         if name == "report":
             sp.add_argument("--report-dir", default=None, help="where to write report.json and the pictures (default: <run>/report)")

@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from devenus.config import Config, ConfigError, load_config_file, option, suggest
+from devenus.config import section as nested
 
 SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
 MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
@@ -26,23 +29,34 @@ RANDOM = "random"
 GENERATORS = ("hf", "vllm")
 
 
+class _Section(Config):
+    """A part of the selection config: its keys are set in the file or with ``--set <path>.<key>=<value>``."""
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"--set {cls.key(key)}={value}"
+
+
 @dataclass
-class GenerateConfig:
-    model: str = "testbed"  # a HF model folder, or "testbed" for the testbed's base model
-    generator: str = "hf"  # hf (CPU, the default) | vllm (GPUs; the optional extra devenus[vllm])
-    samples: int = 8  # G
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 96  # the training max response length
-    batch_size: int = 64  # sequences per generate() call (hf)
-    seed: int = 0
+class GenerateConfig(_Section):
+    key_path: ClassVar[str] = "generate"
+
+    model: str = option("testbed", "a HF model folder, or testbed for the testbed's base model")
+    generator: str = option("hf", "hf (CPU, the default) or vllm (GPUs; the optional extra devenus[vllm])",
+                            choices=GENERATORS)
+    samples: int = option(8, "G: responses sampled per question", ge=1)
+    temperature: float = option(1.0, "sampling temperature", gt=0.0)
+    top_p: float = option(1.0, "nucleus sampling mass", gt=0.0, le=1.0)
+    max_new_tokens: int = option(96, "the training max response length", ge=1)
+    batch_size: int = option(64, "sequences per generate() call (hf)", ge=1)
+    seed: int = option(0, "sampling seed", ge=0)
     # vllm engine; how much of the GPU it takes does not change the samples
-    gpu_memory_utilization: float = 0.85
-    tensor_parallel_size: int = 1
-    max_model_len: int | None = None
+    gpu_memory_utilization: float = option(0.85, "vllm: share of the GPU's memory the engine takes", gt=0.0, le=1.0)
+    tensor_parallel_size: int = option(1, "vllm: GPUs per engine", ge=1)
+    max_model_len: int | None = option(None, "vllm: the engine's context length (null: the model's)", ge=1)
     # resources of each Ray Data actor (--actors N): GPU actors on a cluster, CPU actors here
-    actor_cpus: float = 1.0
-    actor_gpus: float = 0.0
+    actor_cpus: float = option(1.0, "CPUs of each Ray Data actor (--actors N)", ge=0.0)
+    actor_gpus: float = option(0.0, "GPUs of each Ray Data actor (--actors N)", ge=0.0)
 
 
 #: generate keys that do not change the samples: left out of the stage's identity (resuming on another
@@ -53,103 +67,133 @@ IDENTITY_DEFAULTS = {"generator": "hf", "top_p": 1.0, "tensor_parallel_size": 1,
 
 
 @dataclass
-class ScoreConfig:
-    signals: tuple[str, ...] = DEFAULT_SIGNALS
-    aggregation: str = "mean"  # mean | median | majority (mean over the majority cluster's samples)
-    batch_size: int = 32  # sequences per teacher-forced forward
-    token_chunk: int = 512
-    vocab_chunk: int = 8192
-    pivot_window: int = 256  # PivotTrace: attention mass more than this many tokens back
-    pivot_chunk: int = 256  # PivotTrace: queries per chunk
+class ScoreConfig(_Section):
+    key_path: ClassVar[str] = "score"
+
+    signals: tuple[str, ...] = option(DEFAULT_SIGNALS, "the uncertainty signals computed per question",
+                                      choices=SIGNALS)
+    aggregation: str = option("mean", "per-sample to per-question: mean, median, or majority (mean over the "
+                                      "majority cluster's samples)", choices=AGGREGATIONS)
+    batch_size: int = option(32, "sequences per teacher-forced forward", ge=1)
+    token_chunk: int = option(512, "tokens per chunk of the forward's statistics", ge=1)
+    vocab_chunk: int = option(8192, "vocabulary entries per chunk of the entropy", ge=1)
+    pivot_window: int = option(256, "PivotTrace: attention mass more than this many tokens back", ge=1)
+    pivot_chunk: int = option(256, "PivotTrace: queries per chunk", ge=1)
 
 
 @dataclass
-class RouteConfig:
-    selector: str = "ratio"  # interval | ratio
-    signal: str = "consistency"  # the uncertainty that ranks questions; "random": a seeded random order
+class RouteConfig(_Section):
+    key_path: ClassVar[str] = "route"
+
+    selector: str = option("ratio", "interval, ratio or triage", choices=SELECTORS)
+    signal: str = option("consistency", "the uncertainty that ranks questions (one of score.signals), or random: "
+                                        "a seeded random order")
     # interval: keep questions whose pass rate lies in the interval (preset or bounds), then the
     # `budget` most uncertain of them (None: all)
-    interval: str = "dapo"  # dapo | balanced | polaris | custom
-    low: float | None = None
-    high: float | None = None
-    budget: int | None = None
+    interval: str = option("dapo", "interval: a preset pass-rate interval, or custom (route.low, route.high)",
+                           choices=(*INTERVALS, "custom"))
+    low: float | None = option(None, "interval custom: lowest pass rate kept", ge=0.0, le=1.0)
+    high: float | None = option(None, "interval custom: highest pass rate kept", ge=0.0, le=1.0)
+    budget: int | None = option(None, "interval: keep the budget most uncertain inside (null: all)", ge=1)
     # ratio: annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
-    rho_annotate: float = 0.293
-    rho_discard: float = 0.421
-    annotation_budget: int | None = None  # cap on annotated questions, probes included (overflow -> weak)
+    rho_annotate: float = option(0.293, "ratio: share annotated (the most uncertain)", ge=0.0, le=1.0)
+    rho_discard: float = option(0.421, "ratio: share discarded (the least uncertain)", ge=0.0, le=1.0)
+    annotation_budget: int | None = option(None, "cap on annotated questions, probes included (overflow -> weak)",
+                                           ge=0)
     # triage: probes drawn across the ranking, annotated, windowed -> thresholds (methods.md)
-    probe_fraction: float = 0.03
-    min_probes: int = 50
-    window: int | None = None  # default max(5, probes // 10)
-    isotonic: bool = False
-    discard_pass_rate: float = 0.875  # t_discard: largest window u with pass rate >= this
-    annotate_majority_below: float = 0.5  # t_annotate: smallest window u with majority correctness < this
-    calibrate_sign: bool = False  # flip u when labeled rows (or triage probes) say it ranks the wrong way (AUROC < 0.5)
-    seed: int = 0  # breaks ties between equal scores
+    probe_fraction: float = option(0.03, "triage: share of questions probed", ge=0.0, le=1.0)
+    min_probes: int = option(50, "triage: at least this many probes", ge=1)
+    window: int | None = option(None, "triage: probes per window (null: max(5, probes // 10))", ge=1)
+    isotonic: bool = option(False, "triage: isotonic fit of the window curves")
+    discard_pass_rate: float = option(0.875, "triage t_discard: largest window u with pass rate >= this",
+                                      ge=0.0, le=1.0)
+    annotate_majority_below: float = option(0.5, "triage t_annotate: smallest window u with majority "
+                                                 "correctness < this", ge=0.0, le=1.0)
+    calibrate_sign: bool = option(False, "flip u when labeled rows (or triage probes) say it ranks the wrong way "
+                                         "(AUROC < 0.5)")
+    seed: int = option(0, "breaks ties between equal scores (and draws the random order)", ge=0)
+
+
+#: the annotation sources (select/annotate.py): what ``materialize.annotation`` may say
+ANNOTATION_SOURCES = "simulation, file:<path> or callable:<module>:<function>"
+
+
+def annotation_spec(spec: str) -> tuple[str, tuple[str, ...]] | None:
+    """``(kind, arguments)`` of an annotation source spec, or None when it is not one."""
+    if spec == "simulation":
+        return "simulation", ()
+    kind, sep, rest = spec.partition(":")
+    if kind == "file" and sep and rest.strip():
+        return "file", (rest,)
+    if kind == "callable" and sep:
+        module, sep2, fn = rest.partition(":")
+        if sep2 and all(p.isidentifier() for p in module.split(".")) and fn.isidentifier():
+            return "callable", (module, fn)
+    return None
 
 
 @dataclass
-class MaterializeConfig:
-    annotation: str = "simulation"  # simulation | file:<path> | callable:<module>:<function>
-    out: str | None = None  # default: <run>/selected.parquet
+class MaterializeConfig(_Section):
+    key_path: ClassVar[str] = "materialize"
+
+    annotation: str = option("simulation", f"where the answers of annotated questions come from: {ANNOTATION_SOURCES}")
+    out: str | None = option(None, "the output Parquet (null: <run>/selected.parquet)")
+
+    def check(self) -> None:
+        if annotation_spec(self.annotation) is None:
+            raise ConfigError(f"{self.key('annotation')} must be {ANNOTATION_SOURCES}, got {self.annotation!r} "
+                              f"(set it with {self.override('annotation')})")
 
 
 @dataclass
-class SelectConfig:
-    pool: str = "testbed-pool"  # a records Parquet, or "testbed-pool" for the testbed's candidate pool
-    out: str = "outputs/select"
-    shard_size: int = 64  # questions per shard
-    limit: int | None = None  # only the first N questions of the pool (tests, quick looks)
-    generate: GenerateConfig = field(default_factory=GenerateConfig)
-    score: ScoreConfig = field(default_factory=ScoreConfig)
-    route: RouteConfig = field(default_factory=RouteConfig)
-    materialize: MaterializeConfig = field(default_factory=MaterializeConfig)
+class SelectConfig(_Section):
+    key_path: ClassVar[str] = ""
 
-    def validate(self) -> "SelectConfig":
-        g, s, r = self.generate, self.score, self.route
-        if g.samples < 1:
-            raise ValueError(f"generate.samples must be >= 1, got {g.samples}")
-        if g.temperature <= 0:
-            raise ValueError(f"generate.temperature must be > 0, got {g.temperature}")
-        if g.generator not in GENERATORS:
-            raise ValueError(f"generate.generator must be one of {list(GENERATORS)}, got {g.generator!r}")
-        if not 0.0 < g.top_p <= 1.0:
-            raise ValueError(f"generate.top_p must lie in (0, 1], got {g.top_p}")
-        if g.max_new_tokens < 1:
-            raise ValueError(f"generate.max_new_tokens must be >= 1, got {g.max_new_tokens}")
-        if g.actor_cpus < 0 or g.actor_gpus < 0:
-            raise ValueError(f"generate.actor_cpus and generate.actor_gpus must be >= 0, got {g.actor_cpus}, {g.actor_gpus}")
-        if self.shard_size < 1:
-            raise ValueError(f"shard_size must be >= 1, got {self.shard_size}")
-        unknown = [x for x in s.signals if x not in SIGNALS]
-        if unknown:
-            raise ValueError(f"score.signals: unknown {unknown}; known: {list(SIGNALS)}")
-        if s.aggregation not in AGGREGATIONS:
-            raise ValueError(f"score.aggregation must be one of {list(AGGREGATIONS)}, got {s.aggregation!r}")
-        if r.selector not in SELECTORS:
-            raise ValueError(f"route.selector must be one of {list(SELECTORS)}, got {r.selector!r}")
+    pool: str = option("testbed-pool", "a records Parquet, or testbed-pool for the testbed's candidate pool")
+    out: str = option("outputs/select", "the run folder (one subfolder per stage)")
+    shard_size: int = option(64, "questions per shard", ge=1)
+    limit: int | None = option(None, "only the first N questions of the pool (tests, quick looks)", ge=1)
+    generate: GenerateConfig = nested(GenerateConfig)
+    score: ScoreConfig = nested(ScoreConfig)
+    route: RouteConfig = nested(RouteConfig)
+    materialize: MaterializeConfig = nested(MaterializeConfig)
+
+    def check(self) -> None:
+        s, r = self.score, self.route
         if r.signal == RANDOM:
             if r.selector == "triage" or r.calibrate_sign:
-                raise ValueError("route.signal=random has no scores to calibrate: use it with the ratio or interval selector "
-                                 "and calibrate_sign false")
+                raise ConfigError("route.signal=random has no scores to calibrate: use it with the ratio or interval "
+                                  "selector and route.calibrate_sign false")
         elif r.signal not in s.signals:
-            raise ValueError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)} "
-                             f"(or {RANDOM!r}, a seeded random order)")
-        if r.interval not in (*INTERVALS, "custom"):
-            raise ValueError(f"route.interval must be one of {[*INTERVALS, 'custom']}, got {r.interval!r}")
-        if r.interval == "custom" and (r.low is None or r.high is None):
-            raise ValueError("route.interval=custom needs route.low and route.high")
+            close = suggest(r.signal, [*s.signals, RANDOM])
+            raise ConfigError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)} "
+                              f"(or {RANDOM!r}, a seeded random order)" + (f"; did you mean {close!r}?" if close else ""))
+        if r.interval == "custom":
+            if r.low is None or r.high is None:
+                raise ConfigError("route.interval=custom needs route.low and route.high")
+            if r.low > r.high:
+                raise ConfigError(f"route.low={r.low} must be <= route.high={r.high}")
         if r.selector == "interval" and "accuracy" not in s.signals:
-            raise ValueError("route.selector=interval needs the accuracy signal (labels) in score.signals")
-        for name in ("rho_annotate", "rho_discard"):
-            v = getattr(r, name)
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"route.{name} must lie in [0, 1], got {v}")
+            raise ConfigError("route.selector=interval needs the accuracy signal (labels) in score.signals")
         if r.rho_annotate + r.rho_discard > 1.0 + 1e-12:
-            raise ValueError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
-        if not 0.0 <= r.probe_fraction <= 1.0 or r.min_probes < 1:
-            raise ValueError(f"route.probe_fraction must lie in [0, 1] and route.min_probes be >= 1, got "
-                             f"{r.probe_fraction}, {r.min_probes}")
+            raise ConfigError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
+
+    def check_sources(self) -> "SelectConfig":
+        """The annotation source can be read: its file exists, its callable imports. Checked before a stage
+        that needs the answers (routing with probes, materialize) starts, not when it asks for them."""
+        kind, args = annotation_spec(self.materialize.annotation)
+        if kind == "file" and not Path(args[0]).is_file():
+            raise ConfigError(f"materialize.annotation: the answer file {args[0]} does not exist "
+                              f"(set it with {self.override('materialize.annotation', 'file:<path>')})")
+        if kind == "callable":
+            import importlib
+
+            try:
+                fn = getattr(importlib.import_module(args[0]), args[1], None)
+            except ImportError as e:
+                raise ConfigError(f"materialize.annotation: cannot import {args[0]}: {e}") from None
+            if not callable(fn):
+                raise ConfigError(f"materialize.annotation: {args[0]} has no function {args[1]!r}")
         return self
 
     def section(self, *names: str) -> dict[str, Any]:
@@ -171,46 +215,10 @@ def fingerprint(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
-def _build(cls, data: dict[str, Any], where: str):
-    names = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(names))
-    if unknown:
-        raise ValueError(f"{where}: unknown key {unknown[0]!r}; known: {sorted(names)}")
-    kwargs = {}
-    for k, v in data.items():
-        sub = {"generate": GenerateConfig, "score": ScoreConfig, "route": RouteConfig,
-               "materialize": MaterializeConfig}.get(k) if cls is SelectConfig else None
-        if sub is not None:
-            if not isinstance(v, dict):
-                raise ValueError(f"{where}.{k}: expected a mapping, got {type(v).__name__}")
-            v = _build(sub, v, f"{where}.{k}")
-        elif k == "signals":
-            v = tuple([v] if isinstance(v, str) else v)
-        kwargs[k] = v
-    return cls(**kwargs)
-
-
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> SelectConfig:
     """A :class:`SelectConfig` from a YAML/JSON file (missing keys take the defaults) plus dotted
-    ``overrides`` (``{"generate.samples": 4}``)."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        import yaml
-
-        text = Path(path).read_text(encoding="utf-8")
-        loaded = yaml.safe_load(text)
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a mapping of config keys, got {type(loaded).__name__}")
-        data = loaded
-    for dotted, v in (overrides or {}).items():
-        d = data
-        parts = dotted.split(".")
-        for p in parts[:-1]:
-            d = d.setdefault(p, {})
-        d[parts[-1]] = v
-    return _build(SelectConfig, data, str(path or "config")).validate()
+    ``overrides`` (``{"generate.samples": 4}``); every value checked here, before any stage runs."""
+    return load_config_file(SelectConfig, path, overrides)
 
 
 def interval_bounds(cfg: RouteConfig) -> tuple[float, float, bool, bool]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 
 
-def _threshold(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, found {text!r}")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
+def _threshold(text: str) -> tuple[str, object]:
+    from devenus.config import ConfigError, parse_override
+
+    try:
+        return parse_override(text)  # the value as a YAML scalar: 0.5 a number, true a bool
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parser(subparsers) -> None:

@@ -21,7 +21,6 @@ import difflib
 import importlib
 import json
 import math
-import typing
 from typing import Any, ClassVar
 
 #: rule name -> "module:Class"; imported on first :func:`get`
@@ -195,46 +194,22 @@ def method_rules() -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------
 # a rule's config from --set NAME=VALUE (text) or a YAML mapping (typed values)
 # ---------------------------------------------------------------------------------------------------
-def _parse(text: str, tp) -> Any:
-    """A ``--set`` value as the key's type (the config's own checks then refuse NaN, bounds, ...)."""
-    if tp is float:
-        return float(text)
-    if tp is int:
-        return int(text)
-    if tp is bool:
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        raise ValueError(text)
-    return text
-
-
 def rule_config(name: str, values: dict[str, Any] | None = None):
-    """The config of rule ``name`` from ``values``; an unknown key, a value of the wrong type, NaN or a
-    value out of its declared bounds is one :class:`TransitionError` naming the key."""
-    from devenus.online.config import ConfigError
+    """The config of rule ``name`` from ``values`` (a YAML mapping, or ``--set`` values parsed as YAML
+    scalars); an unknown key, a value of the wrong type, NaN or a value out of bounds is one
+    :class:`TransitionError` naming the threshold as the user types it."""
+    from devenus.config import ConfigError, config_from_dict
+
+    class AsSet:  # the rule's thresholds are typed as --set NAME=VALUE, not as the method's overrides
+        key_path = ""
+        error = ConfigError
+
+        @staticmethod
+        def override(key: str, value: str = "<value>") -> str:
+            return f"--set {key}={value}"
 
     cls = get(name).config_class
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    defaults = cls()
-    keys = ", ".join(f"{k}={getattr(defaults, k)}" for k in fields)
-    out = {}
-    for k, v in (values or {}).items():
-        if k not in fields:
-            close = difflib.get_close_matches(str(k), list(fields), n=1)
-            raise TransitionError(f"rule {name!r} has no threshold {k!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                                  + f"; its thresholds (defaults): {keys}")
-        if isinstance(v, str) and hints[k] is not str:
-            try:
-                v = _parse(v.strip(), hints[k])
-            except ValueError:
-                want = {float: "a number", int: "an integer", bool: "a bool (true/false)"}[hints[k]]
-                raise TransitionError(f"threshold of rule {name!r}: {k} must be {want}, got {v!r}") from None
-        out[k] = v
     try:
-        return cls(**out)
-    except ConfigError as e:
-        # the config names its keys as the training override; here they are --set NAME=VALUE
-        # (goes away once the config module takes a per-class key path)
-        text = str(e).split(" (set it with", 1)[0].replace("devenus.method_config.", "")
-        raise TransitionError(f"threshold of rule {name!r}: {text}") from None
+        return config_from_dict(cls, dict(values or {}), view=AsSet)
+    except ConfigError as e:  # a field's check names the --set key; a check across keys, the method's key
+        raise TransitionError(f"rule {name!r}: {e}") from None

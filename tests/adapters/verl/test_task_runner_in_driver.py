@@ -66,5 +66,5 @@ def test_the_cpu_backend_chooses_the_driver_and_the_user_can_choose_ray(monkeypa
 
 
 def test_an_unknown_task_runner_is_refused_before_ray():
-    with pytest.raises(SetupError, match="devenus.task_runner must be one of ray, driver; got 'here'"):
+    with pytest.raises(SetupError, match=r"devenus.task_runner must be one of \['ray', 'driver'\], got 'here'"):
         check_setup(compose("devenus.task_runner=here"))

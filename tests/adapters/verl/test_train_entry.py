@@ -19,7 +19,7 @@ from e2e import PLUGINS, kill_tree, run_train, setup_error, train, train_cmd, tr
         (["devenus.method=ttrl"], "every training row is labeled"),
         # without the full contract check the label states are still counted: TTRL never runs on nothing
         (["devenus.method=ttrl", "devenus.validate_data=false"], "every training row is labeled"),
-        (["+devenus.probe.every_k_step=2"], "devenus.probe.every_k_step: unknown setting"),
+        (["+devenus.probe.every_k_step=2"], "unknown key devenus.probe.every_k_step (did you mean devenus.probe.every_k_steps?)"),
         # docs/methods/intuitor.md, "Differences from the reference" 6: the reference can take SC from fused kernels
         (["devenus.method=intuitor", "actor_rollout_ref.model.use_fused_kernels=True"],
          "method 'intuitor' takes self-certainty from the full logits, which fused kernels never materialise"),

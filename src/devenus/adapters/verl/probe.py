@@ -23,27 +23,35 @@ Config (``+devenus.probe.<key>=<value>``; off unless ``every_k_steps`` > 0):
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
+
+from devenus.config import Config, ConfigError, config_from_dict, option
 
 POOLS = ("unlabeled", "labeled", "all")
 PROBE_KIND = "probe"
 
 
-class ProbeConfigError(ValueError):
+class ProbeConfigError(ConfigError):
     """A ``devenus.probe`` setting that cannot run."""
 
 
 @dataclass(frozen=True)
-class ProbeConfig:
-    every_k_steps: int = 0
-    pool: str = "unlabeled"
-    sample_size: int = 0
-    seed: int = 0
-    n: int = 0
+class ProbeConfig(Config):
+    key_path: ClassVar[str] = "devenus.probe"
+    error: ClassVar[type[ConfigError]] = ProbeConfigError
+
+    every_k_steps: int = option(0, "probe after steps k, 2k, ... (0: never)", ge=0)
+    pool: str = option("unlabeled", "the training rows probed", choices=POOLS)
+    sample_size: int = option(0, "questions per probe, a seeded sample drawn once (0: the whole pool)", ge=0)
+    seed: int = option(0, "the sample's seed", ge=0)
+    n: int = option(0, "rollouts per probed question (0: actor_rollout_ref.rollout.n)", ge=0)
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"+{cls.key(key)}={value}"
 
     @property
     def enabled(self) -> bool:
@@ -59,27 +67,7 @@ class ProbeConfig:
 
 def probe_config(values: Mapping[str, Any] | None) -> ProbeConfig:
     """The typed ``devenus.probe`` config, or :class:`ProbeConfigError` naming the bad key."""
-    if values is None:
-        return ProbeConfig()
-    if not isinstance(values, Mapping):
-        raise ProbeConfigError(f"devenus.probe: expected a mapping of settings, found {type(values).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(ProbeConfig)}
-    out: dict[str, Any] = {}
-    for k, v in values.items():
-        if k not in fields:
-            raise ProbeConfigError(f"devenus.probe.{k}: unknown setting; known: {sorted(fields)}")
-        if k == "pool":
-            if v not in POOLS:
-                raise ProbeConfigError(f"devenus.probe.pool: expected one of {list(POOLS)}, found {v!r}")
-            out[k] = v
-            continue
-        # ints only: a bool or a float here is a typo, not a count
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise ProbeConfigError(f"devenus.probe.{k}: expected an integer, found {type(v).__name__} {v!r}")
-        if v < 0:
-            raise ProbeConfigError(f"devenus.probe.{k}: expected >= 0, found {v}")
-        out[k] = int(v)
-    return ProbeConfig(**out)
+    return config_from_dict(ProbeConfig, values)
 
 
 def probe_set(labeled: Sequence[bool], config: ProbeConfig) -> np.ndarray:

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from devenus.adapters.verl.cpu.launch import BACKENDS
+from devenus.adapters.verl.probe import ProbeConfig
+from devenus.config import Config, ConfigError, config_from_dict, option, section
 
 
 #: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
@@ -18,6 +24,62 @@ TASK_RUNNERS = ("ray", "driver")
 
 class SetupError(RuntimeError):
     """A configuration or data problem found before training starts."""
+
+
+# ----------------------------------------------------------------------------- the devenus overlay
+#: the overlay's keys that config/devenus_trainer.yaml sets (overridden without a ``+``)
+_IN_TRAINER_YAML = ("backend", "method", "method_config", "plugins", "validate_data", "task_runner")
+
+
+@dataclass
+class DevenusConfig(Config):
+    """Every ``devenus.*`` key of the training config (``config/devenus_trainer.yaml``); a key not declared
+    here is an error before Ray starts, not a setting nobody reads. The method's own keys are checked by
+    its config class (``devenus.method_config``), once the method is known."""
+
+    key_path: ClassVar[str] = "devenus"
+
+    backend: str = option("auto", "auto, cpu or gpu (docs/cpu_backend.md)", choices=BACKENDS)
+    method: str = option("grpo", "a method registered with WeakTrainerInterface (devenus methods)")
+    method_config: dict[str, Any] = option({}, "the method's typed config (devenus methods NAME)")
+    plugins: list[str] = option([], "modules imported before the method lookup (third-party methods)")
+    validate_data: bool = option(True, "check train/val files against the record contract before Ray starts")
+    task_runner: str = option("ray", "where verl's task runner runs: ray (its own actor) or driver",
+                              choices=TASK_RUNNERS)
+    probe: ProbeConfig = section(ProbeConfig, "probe passes (docs/trainer.md)")
+    evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
+    round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"{'' if key in _IN_TRAINER_YAML else '+'}{cls.key(key)}={value}"
+
+
+def check_overlay(config) -> DevenusConfig:
+    """The composed ``devenus`` overlay, typed: an unknown key (``+devenus.metod=ttrl``: did you mean
+    devenus.method?) or a bad value is a :class:`SetupError` naming the key path."""
+    from omegaconf import OmegaConf
+
+    raw = config.get("devenus")
+    values = OmegaConf.to_container(raw, resolve=True) if raw is not None else {}
+    try:
+        return config_from_dict(DevenusConfig, values)
+    except ConfigError as e:
+        raise SetupError(str(e)) from None
+
+
+def verl_check(config) -> None:
+    """verl's own ``validate_config``: its rules are assertions; one :class:`SetupError` line instead."""
+    from hydra.errors import InstantiationException
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    # verl states its config rules as assertions, or as ValueErrors of its config dataclasses (which Hydra's
+    # instantiate wraps); the message may span lines
+    except (AssertionError, ValueError, TypeError, InstantiationException) as e:
+        raise SetupError(f"verl's config check: {' '.join(str(e).split())}") from None
 
 
 def _cpu_setup(argv: list[str]) -> list[str]:
@@ -65,21 +127,13 @@ def check_setup(config) -> None:
     from devenus.adapters.verl.task_runner import build_method
     from devenus.online.rollouts import RowKeyError, row_identity
 
-    where = config.devenus.get("task_runner", "ray")
-    if where not in TASK_RUNNERS:
-        raise SetupError(f"devenus.task_runner must be one of {', '.join(TASK_RUNNERS)}; got {where!r}")
+    check_overlay(config)
     try:
         spec, method = build_method(config)
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
     _check_engine(config, spec.name, method)
-    from devenus.adapters.verl.probe import ProbeConfigError, probe_config
-
-    try:
-        probe_config(config.devenus.get("probe"))
-    except ProbeConfigError as e:  # a typo in a probe key fails here, not inside Ray after start-up
-        raise SetupError(str(e)) from None
     validate = bool(config.devenus.get("validate_data", True))
     labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):
@@ -168,8 +222,7 @@ def preflight(overrides: list[str]):
     from devenus.adapters.verl.cluster_rules import import_verl_quietly
 
     import_verl_quietly()  # before any verl import: its optional engines' warnings would bury the result
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
+    from verl.trainer.ppo.utils import need_reference_policy
 
     from devenus.adapters.verl.cluster_rules import choose_attention, cluster_errors, plugin_problem
 
@@ -186,10 +239,7 @@ def preflight(overrides: list[str]):
     errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
     if errors:  # rules verl checks only after Ray starts
         raise SetupError(errors[0] if len(errors) == 1 else "; ".join(errors))
-    try:
-        validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    except (AssertionError, ValueError) as e:  # verl states its config rules as assertions
-        raise SetupError(f"verl's config check: {e}") from None
+    verl_check(config)
     return config
 
 
@@ -205,9 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     @hydra.main(config_path="pkg://devenus.config", config_name="devenus_trainer", version_base=None)
     def _run(config) -> None:
         from verl.trainer.main_ppo import run_ppo
-        from verl.trainer.ppo.utils import need_critic, need_reference_policy
-        from verl.utils.config import validate_config
         from verl.utils.device import auto_set_device
+        from verl.trainer.ppo.utils import need_reference_policy
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
 
@@ -220,12 +269,12 @@ def main(argv: list[str] | None = None) -> int:
             errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
             if errors:  # rules verl checks only after Ray starts
                 raise SetupError("; ".join(errors))
+            auto_set_device(config)
+            verl_check(config)  # as preflight() does: one line and exit 2, not verl's traceback
         except SetupError as e:
             print(f"devenus.train: error: {e}", file=sys.stderr)
             result["rc"] = 2
             return
-        auto_set_device(config)
-        validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
         in_driver = config.devenus.get("task_runner", "ray") == "driver"
         run_ppo(config, task_runner_class=InDriverTaskRunner() if in_driver else DeVenusTaskRunner)
         result["rc"] = 0
