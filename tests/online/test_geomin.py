@@ -20,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from refine_batches import answers, exact_grade, step_batch  # noqa: E402
 
 from devenus.online.config import ConfigError, config_from_dict  # noqa: E402
-from devenus.online.refine.geomin import (  # noqa: E402
-    GeoMin, GeoMinConfig, affinity, estimate_kappa, fit_vmf, heldout_aurocs, keep_and_weight, log_bessel_iv,
-    reliable_posteriors, top_layers, unit_rows, vmf_log_normalizer)
+from devenus.online.refine.geomin import GeoMin, GeoMinConfig, affinity, keep_and_weight  # noqa: E402
+from devenus.signals.mixture import reliable_posteriors  # noqa: E402
+from devenus.signals.vmf import (  # noqa: E402
+    estimate_kappa, fit_vmf, heldout_aurocs, log_bessel_iv, top_layers, unit_rows, vmf_log_normalizer)
 from devenus.online.step import StepRules  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def test_kappa_recovered_from_scipy_samples(d, kappa, n):
     assert f.kappa == pytest.approx(kappa, rel=0.03)
     assert float(f.mu @ mu) > 0.99
     # Newton moves Banerjee's approximation towards the MLE: A_d(kappa_hat) = R exactly
-    from devenus.online.refine.geomin import mean_resultant_ratio
+    from devenus.signals.vmf import mean_resultant_ratio
 
     r = float(np.linalg.norm(x.mean(axis=0)))
     assert mean_resultant_ratio(d, f.kappa) == pytest.approx(r, rel=1e-8)

@@ -70,7 +70,7 @@ def drive(m, steps):
 
 
 def test_warmup_then_admission_against_labeled_trajectories_through_the_step():
-    cfg = TraPOConfig(warmup=3, min_score=0.4, top_fraction=0.1)
+    cfg = TraPOConfig(warmup=2, min_score=0.4, top_fraction=0.1)  # two warm-up visits: scored on the third
     m = TraPO(cfg)
     rules = StepRules(m, grade=exact_grade)
     # labeled "L" learns (pass rate rising), unlabeled "up" follows it, "down" falls, "flat" is constant
@@ -98,12 +98,12 @@ def test_warmup_then_admission_against_labeled_trajectories_through_the_step():
 
 
 def test_top_k_admission_does_not_make_a_sample_reliable_and_state_round_trips():
-    m = TraPO(TraPOConfig(warmup=2, min_score=0.9))
+    m = TraPO(TraPOConfig(warmup=1, min_score=0.9))
     steps = [[("L", True, "5", answers("5", 2)), ("d", False, "", answers("7", 6))],
              [("L", True, "5", answers("5", 6)), ("d", False, "", answers("7", 2))]]
-    drive(m, steps)
-    assert m._admit == {"s2u1": True} and m.reliable == set()  # admitted by quota only (score -1)
-    m2 = TraPO(TraPOConfig(warmup=2, min_score=0.9))
+    new, _ = drive(m, steps)
+    assert list(new[8:]) == ["7"] * 8 and m.reliable == set()  # admitted by quota only (score -1)
+    m2 = TraPO(TraPOConfig(warmup=1, min_score=0.9))
     m2.load_state_dict(m.state_dict())
     nxt = [("L", True, "5", answers("5", 8)), ("d", False, "", answers("7", 4))]
     a, b = m.construct_targets(step_batch(nxt, 3)), m2.construct_targets(step_batch(nxt, 3))
@@ -111,7 +111,8 @@ def test_top_k_admission_does_not_make_a_sample_reliable_and_state_round_trips()
 
 
 def test_no_majority_group_is_dropped_even_when_admitted_by_score():
-    m = TraPO(TraPOConfig(warmup=2))
-    drive(m, [[("L", True, "5", answers("5", 2)), ("u", False, "", answers("7", 2))],
-              [("L", True, "5", answers("5", 6)), ("u", False, "", answers("7", 1))]])  # tie: pass rate 0
-    assert m._admit == {"s2u1": False}
+    m = TraPO(TraPOConfig(warmup=1))
+    new, _ = drive(m, [[("L", True, "5", answers("5", 2)), ("u", False, "", answers("7", 2))],
+                       [("L", True, "5", answers("5", 6)), ("u", False, "", answers("7", 1))]])  # tie: pass rate 0
+    assert list(new) == [None] * 16
+    assert [e["values"]["admitted"] for e in m.pop_evidence() if e["key"] == "u" and e["step"] == 2] == [False]
