@@ -238,6 +238,27 @@ def test_buffer_carries_affinities_and_state_round_trips():
     assert a.pop_metrics()["mixture/points"] == 20
 
 
+def test_a_group_with_no_rollout_in_its_majority_has_no_affinity_and_is_not_admitted():
+    assert affinity(np.array([]), np.array([0.5, -1.0])) is None
+    assert affinity(np.array([]), np.array([])) is None
+    m = GeoMin(GeoMinConfig(min_per_class=4, top_layers=1, min_mixture_points=4))
+    batch = semi_batch()
+    odd = np.flatnonzero(np.asarray(batch.key) == "U0")
+    for i in odd:  # the vote says "5" but the grader scores no response of the group correct against it
+        batch.response[i] = "unparseable"
+    out, view, _ = run_step(m, batch)
+    keys = np.asarray(view.key)
+    assert not out.admit[keys == "U0"].any() and out.admit[keys == "U1"].all()
+    assert len(m.buffer) == 9 and m.pop_metrics()["scored_groups"] == 9  # the mixture fitted without it
+    (row,) = [e for e in m.pop_evidence() if e["key"] == "U0"]
+    assert row["values"]["affinity"] is None and row["values"]["posterior"] is None and not row["values"]["admitted"]
+
+
+def test_the_mixture_refuses_non_finite_values():
+    with pytest.raises(ValueError, match="finite"):
+        reliable_posteriors(np.array([0.1, np.nan, 0.3, 0.4]))
+
+
 def test_missing_hidden_states_name_the_engine_extension():
     m = GeoMin(GeoMinConfig())
     rules = StepRules(m, grade=exact_grade)

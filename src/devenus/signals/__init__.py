@@ -37,7 +37,7 @@ from devenus.signals.tokens import (
     self_certainty_from_logits,
     token_stats_from_logits,
 )
-from devenus.signals.attention import far_attention_mass, pivot_count
+from devenus.signals.attention import far_attention_mass, pivot_count, pivot_density
 from devenus.signals.head import token_stats_from_hidden
 from devenus.signals.hidden import KineticsPool, LayerPool, coe_features, coe_scores
 from devenus.signals.verdict import distinct_candidates, verdict_probability
@@ -53,6 +53,7 @@ __all__ = [
     "token_stats_from_logits", "verdict_probability",
     # selection's scorers
     "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count",
+    "pivot_density",
     "token_stats_from_hidden",
     # refinement's statistics
     "Mixture", "cosine", "equivalent", "log_sigmoid", "ls_slope", "reliable_posteriors", "unique_mode", "znorm",

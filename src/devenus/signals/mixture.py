@@ -23,10 +23,15 @@ class Mixture:
 
 def reliable_posteriors(values: np.ndarray, seed: int = 0) -> Mixture | None:
     """A seeded 2-component 1-D Gaussian mixture over ``values``; the higher-mean component is reliable.
-    None when fewer than two distinct values (no mixture to fit)."""
+    None when fewer than two distinct values (no mixture to fit); a NaN or infinite value is an error (the
+    caller leaves unscored items out, it never fits them)."""
     from sklearn.mixture import GaussianMixture
 
     v = np.asarray(values, dtype=np.float64).reshape(-1, 1)
+    if not np.isfinite(v).all():
+        bad = np.flatnonzero(~np.isfinite(v[:, 0]))
+        raise ValueError(f"mixture values must be finite; value {int(bad[0])} is {float(v[bad[0], 0])} "
+                         f"({len(bad)} of {len(v)} non-finite)")
     if len(np.unique(v)) < 2:
         return None
     gm = GaussianMixture(n_components=2, random_state=seed, reg_covar=1e-6 * max(1.0, float(v.var()))).fit(v)
