@@ -25,7 +25,8 @@ import numpy as np
 
 from devenus.online.method import OnlineMethod
 from devenus.online.rollouts import RolloutBatch
-# the shared statistics live in signals/; the rules of every refinement method import them from here
+# the shared statistics live in signals/; re-exported here for the modules that still import them from
+# this one (trapo2, nl_olr2, the probe adapter); new code imports devenus.signals
 from devenus.signals.trajectory import EPS, ls_slope  # noqa: F401
 from devenus.signals.votes import equivalent, unique_mode  # noqa: F401
 

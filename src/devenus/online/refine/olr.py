@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import EPS, Histories, RefineMethod, equivalent, ls_slope, observe_groups, unique_mode
+from devenus.online.refine.common import Histories, RefineMethod, observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
+from devenus.signals.trajectory import EPS, ls_slope
+from devenus.signals.votes import equivalent, unique_mode
 
 
 @dataclass

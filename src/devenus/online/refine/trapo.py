@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import EPS, RefineMethod, observe_groups
+from devenus.online.refine.common import RefineMethod, observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.signals.trajectory import cosine, znorm  # noqa: F401  (znorm: part of this rule's API)
+from devenus.signals.trajectory import EPS, cosine, znorm  # noqa: F401  (znorm: part of this rule's API)
 
 
 @dataclass
