@@ -20,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from refine_batches import answers, exact_grade, step_batch  # noqa: E402
 
 from devenus.online.config import ConfigError, config_from_dict  # noqa: E402
-from devenus.online.refine.geomin import (  # noqa: E402
-    GeoMin, GeoMinConfig, affinity, estimate_kappa, fit_vmf, heldout_aurocs, keep_and_weight, log_bessel_iv,
-    reliable_posteriors, top_layers, unit_rows, vmf_log_normalizer)
+from devenus.online.refine.geomin import GeoMin, GeoMinConfig, affinity, keep_and_weight  # noqa: E402
+from devenus.signals.mixture import reliable_posteriors  # noqa: E402
+from devenus.signals.vmf import (  # noqa: E402
+    estimate_kappa, fit_vmf, heldout_aurocs, log_bessel_iv, top_layers, unit_rows, vmf_log_normalizer)
 from devenus.online.step import StepRules  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def test_kappa_recovered_from_scipy_samples(d, kappa, n):
     assert f.kappa == pytest.approx(kappa, rel=0.03)
     assert float(f.mu @ mu) > 0.99
     # Newton moves Banerjee's approximation towards the MLE: A_d(kappa_hat) = R exactly
-    from devenus.online.refine.geomin import mean_resultant_ratio
+    from devenus.signals.vmf import mean_resultant_ratio
 
     r = float(np.linalg.norm(x.mean(axis=0)))
     assert mean_resultant_ratio(d, f.kappa) == pytest.approx(r, rel=1e-8)
@@ -235,6 +236,27 @@ def test_buffer_carries_affinities_and_state_round_trips():
     assert np.array_equal(out_a.admit, out_b.admit) and np.array_equal(out_a.weight, out_b.weight)
     assert len(a.buffer) == 12  # bounded
     assert a.pop_metrics()["mixture/points"] == 20
+
+
+def test_a_group_with_no_rollout_in_its_majority_has_no_affinity_and_is_not_admitted():
+    assert affinity(np.array([]), np.array([0.5, -1.0])) is None
+    assert affinity(np.array([]), np.array([])) is None
+    m = GeoMin(GeoMinConfig(min_per_class=4, top_layers=1, min_mixture_points=4))
+    batch = semi_batch()
+    odd = np.flatnonzero(np.asarray(batch.key) == "U0")
+    for i in odd:  # the vote says "5" but the grader scores no response of the group correct against it
+        batch.response[i] = "unparseable"
+    out, view, _ = run_step(m, batch)
+    keys = np.asarray(view.key)
+    assert not out.admit[keys == "U0"].any() and out.admit[keys == "U1"].all()
+    assert len(m.buffer) == 9 and m.pop_metrics()["scored_groups"] == 9  # the mixture fitted without it
+    (row,) = [e for e in m.pop_evidence() if e["key"] == "U0"]
+    assert row["values"]["affinity"] is None and row["values"]["posterior"] is None and not row["values"]["admitted"]
+
+
+def test_the_mixture_refuses_non_finite_values():
+    with pytest.raises(ValueError, match="finite"):
+        reliable_posteriors(np.array([0.1, np.nan, 0.3, 0.4]))
 
 
 def test_missing_hidden_states_name_the_engine_extension():

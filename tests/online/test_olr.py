@@ -4,6 +4,7 @@ precision against hidden truth)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -113,3 +114,16 @@ def test_state_round_trip_decides_like_an_uninterrupted_run_and_the_window_bound
     assert a.state_dict() == b.state_dict()
     with pytest.raises(ValueError, match="window"):
         OLR(OLRConfig(window=5)).load_state_dict(a.state_dict())
+
+
+def test_nan_and_empty_histories_never_refine():
+    from devenus.signals import ls_slope, unique_mode
+
+    assert math.isnan(ls_slope([0.1, float("nan"), 0.9])) and math.isnan(ls_slope([float("nan")]))
+    assert ls_slope([]) == 0.0 and ls_slope([0.3]) == 0.0 and unique_mode([]) is None
+    cfg = OLRConfig(start_epoch=0, min_slope=0.0)
+    # a rising series with one NaN point: the slope is undefined, so the label stays
+    got, slope, _ = olr_decision(["7"] * 3, [0.1, float("nan"), 0.9], 3, cfg)
+    assert got is None and math.isnan(slope)
+    assert olr_decision([], [], 0, cfg) == (None, 0.0, None)  # no visit yet: no IndexError
+    assert olr_decision([], [], 5, cfg)[0] is None

@@ -86,3 +86,23 @@ def test_a_probe_of_truncated_responses_counts_no_answer():
     view.truncated = np.array([True, True, False, False])
     (row,) = probe_evidence(OnlineMethod(), view)
     assert row["majority_answer"] is None and row["majority_pass_rate"] == 0.0  # 7 vs 8: a tie, no majority
+
+
+def test_a_probe_reaches_the_method_through_observe_never_construct_targets():
+    """The probe's call site is the explicit ``observe`` hook: a refinement method records the visit as S_y
+    would; a method that only constructs targets is not asked for them on a probe."""
+    from devenus.online.refine.trapo import TraPO, TraPOConfig
+
+    class TargetsOnly(OnlineMethod):
+        name = "targets_only"
+
+        def construct_targets(self, batch):
+            raise AssertionError("a probe must not call construct_targets")
+
+    assert not OnlineMethod.implements("observe") and OnlineMethod().observe(step_batch([])) is None
+    rows = probe_evidence(TargetsOnly(), step_batch([("u1", False, "", answers("7", 3, 4))], step=2))
+    assert [r["kind"] for r in rows] == ["probe"]  # the generic row
+    m = TraPO(TraPOConfig(warmup=1))
+    assert TraPO.implements("observe")
+    probe_evidence(m, step_batch([("u1", False, "", answers("7", 3, 4))], step=2))
+    assert m.trajectories == {"u1": [0.75]} and m.visits == {"u1": 1}  # the probe is one visit of u1

@@ -53,3 +53,19 @@ def test_pivot_count():
     mass2[17:20] = 0.9
     assert pivot_count(mass2, [0, 5, 10, 15, 20], first=2) == 0
     assert pivot_count(mass2, [0, 5, 10, 15, 20], first=5) == 1
+
+
+def test_pivot_density_is_pivots_per_thousand_response_tokens():
+    from devenus.signals.attention import pivot_density
+
+    mass = np.zeros(40)
+    starts = [0, 5, 10, 15, 20, 25]
+    mass[0:5], mass[5:10], mass[10:15], mass[15:20], mass[20:25], mass[25:] = 0.1, 0.12, 0.11, 0.5, 0.1, 0.11
+    assert pivot_density(mass, starts) == pytest.approx(1 * 1000 / 40)  # one pivot in 40 tokens
+    # the same pivot in a response twice as long (quiet steps appended) is half as dense; the count is not
+    longer = np.r_[mass, np.full(40, 0.11)]
+    longer_starts = starts + [40, 45, 50, 55, 60, 65, 70, 75]
+    assert pivot_count(longer, longer_starts) == pivot_count(mass, starts) == 1
+    assert pivot_density(longer, longer_starts) == pytest.approx(0.5 * pivot_density(mass, starts))
+    assert pivot_density(np.full(10, 0.1), [0, 5]) == 0.0  # no pivot
+    assert np.isnan(pivot_density([], [0]))  # no response: no density

@@ -47,6 +47,32 @@ def test_labeled_rows_keep_their_target_unless_the_method_may_change_labels():
     assert list(out.view.target) == ["7"] * 4 and list(out.view.score) == [1.0, 0.0, 1.0, 0.0]
 
 
+def test_later_surfaces_see_the_targets_the_step_accepted_from_s_y():
+    """S_r / S_b / S_a see S_y's outcome in the batch (``constructed``): the substituted rows, not the
+    refused proposals on labeled rows."""
+    seen = {}
+
+    class Reads(Everywhere):
+        name = "test_reads"
+
+        def admit(self, b):
+            seen["admit"] = b.constructed.tolist()
+            return np.ones(len(b), bool)
+
+        def advantage_weights(self, b):
+            seen["weights"] = b.constructed.tolist()
+            return np.ones(len(b))
+
+    rules = StepRules(Reads())
+    out = rules.targets(batch([True, True, False, False], ["7", "1", "7", "3"], ["a", "a", "b", "b"]))
+    assert list(out.view.constructed) == [False, False, True, True] == list(out.regraded)
+    rules.row_surfaces(out.view)
+    assert seen == {"admit": [False, False, True, True], "weights": [False, False, True, True]}
+    plain = StepRules(OnlineMethod()).targets(batch([False, False], ["7", "7"], ["a", "a"]))
+    assert list(plain.view.constructed) == [False, False]  # no S_y: nothing constructed
+    assert list(batch([False], ["7"], ["a"]).constructed) == [False]  # before S_y
+
+
 def test_a_substituted_target_regrades_a_truncated_response_as_no_answer():
     b = batch([False] * 2, ["7", "7"], ["a", "a"], truncated=[True, False])
     out = StepRules(Everywhere()).targets(b)

@@ -70,7 +70,7 @@ def drive(m, steps):
 
 
 def test_warmup_then_admission_against_labeled_trajectories_through_the_step():
-    cfg = TraPOConfig(warmup=3, min_score=0.4, top_fraction=0.1)
+    cfg = TraPOConfig(warmup=2, min_score=0.4, top_fraction=0.1)  # two warm-up visits: scored on the third
     m = TraPO(cfg)
     rules = StepRules(m, grade=exact_grade)
     # labeled "L" learns (pass rate rising), unlabeled "up" follows it, "down" falls, "flat" is constant
@@ -98,12 +98,12 @@ def test_warmup_then_admission_against_labeled_trajectories_through_the_step():
 
 
 def test_top_k_admission_does_not_make_a_sample_reliable_and_state_round_trips():
-    m = TraPO(TraPOConfig(warmup=2, min_score=0.9))
+    m = TraPO(TraPOConfig(warmup=1, min_score=0.9))
     steps = [[("L", True, "5", answers("5", 2)), ("d", False, "", answers("7", 6))],
              [("L", True, "5", answers("5", 6)), ("d", False, "", answers("7", 2))]]
-    drive(m, steps)
-    assert m._admit == {"s2u1": True} and m.reliable == set()  # admitted by quota only (score -1)
-    m2 = TraPO(TraPOConfig(warmup=2, min_score=0.9))
+    new, _ = drive(m, steps)
+    assert list(new[8:]) == ["7"] * 8 and m.reliable == set()  # admitted by quota only (score -1)
+    m2 = TraPO(TraPOConfig(warmup=1, min_score=0.9))
     m2.load_state_dict(m.state_dict())
     nxt = [("L", True, "5", answers("5", 8)), ("d", False, "", answers("7", 4))]
     a, b = m.construct_targets(step_batch(nxt, 3)), m2.construct_targets(step_batch(nxt, 3))
@@ -111,7 +111,65 @@ def test_top_k_admission_does_not_make_a_sample_reliable_and_state_round_trips()
 
 
 def test_no_majority_group_is_dropped_even_when_admitted_by_score():
-    m = TraPO(TraPOConfig(warmup=2))
-    drive(m, [[("L", True, "5", answers("5", 2)), ("u", False, "", answers("7", 2))],
-              [("L", True, "5", answers("5", 6)), ("u", False, "", answers("7", 1))]])  # tie: pass rate 0
-    assert m._admit == {"s2u1": False}
+    m = TraPO(TraPOConfig(warmup=1))
+    new, _ = drive(m, [[("L", True, "5", answers("5", 2)), ("u", False, "", answers("7", 2))],
+                       [("L", True, "5", answers("5", 6)), ("u", False, "", answers("7", 1))]])  # tie: pass rate 0
+    assert list(new) == [None] * 16
+    assert [e["values"]["admitted"] for e in m.pop_evidence() if e["key"] == "u" and e["step"] == 2] == [False]
+
+
+def test_default_warmup_scores_on_the_ninth_visit_as_the_reference():
+    """The reference scores a sample when its 0-based epoch >= warm_up: with warm_up = 8, on visit 9."""
+    m = TraPO()  # warmup=8
+    assert m.config.warmup == 8
+    scored_at = []
+    for s in range(1, 11):
+        b = step_batch([("L", True, "5", answers("5", min(8, s))), ("u", False, "", answers("7", min(8, s)))], s)
+        m.construct_targets(b)
+        if m.pop_metrics()["scored"]:
+            scored_at.append(s)
+    assert scored_at == [9, 10]
+
+
+def test_reference_set_is_live_and_excludes_the_candidate_itself():
+    """Documented differences (docs/methods/trapo.md): a reliable sample is scored against the others only,
+    and every member of the reference set enters with its trajectory as it is now, not a frozen copy."""
+    m = TraPO(TraPOConfig(warmup=1, min_score=0.5))
+    lab, up, late = [2, 4, 6, 8], [2, 4, 8, 6], [8, 6, 6, 8]
+    for s in range(4):
+        m.construct_targets(step_batch([("L", True, "5", answers("5", lab[s])), ("up", False, "", answers("7", up[s])),
+                                        ("late", False, "", answers("9", late[s]))], s + 1))
+        if s == 1:
+            assert m.reliable == {"up"}  # scored 1.0 at visit 2, so a reference from visit 3 on
+    ev = {e["key"]: e["values"]["score"] for e in m.pop_evidence() if e["step"] == 4}
+    t = m.trajectories
+    # "up" is reliable but not in its own reference set; "late" is scored against the live 4-point "up"
+    assert ev["up"] == pytest.approx(reference_score(t["up"], [t["L"]]))
+    assert ev["late"] == pytest.approx(reference_score(t["late"], [t["L"], t["up"]]))
+    assert len(t["up"]) == 4
+
+
+def test_nan_scores_and_points_are_never_admitted():
+    assert admit_scored([float("nan")], 0.4, 0.1) == [False]  # not even by the "at least 1" quota
+    assert admit_scored([float("nan"), 0.1, 0.0], 0.4, 0.5) == [False, True, False]  # n_scored = 2: k = 1
+    assert np.isnan(znorm([0.1, float("nan"), 0.3])).all()
+    assert trajectory_score([0.1, float("nan"), 0.3], [[0.1, 0.2, 0.3]]) is None
+    assert trajectory_score([0.1, 0.2, 0.3], [[0.1, float("nan"), 0.3]]) is None  # the only reference is NaN
+    assert trajectory_score([0.1, 0.2, 0.3], [[0.1, float("nan"), 0.3], [0.1, 0.2, 0.3]]) == pytest.approx(1.0)
+    assert znorm([]).size == 0 and trajectory_score([], [[0.1, 0.2]]) is None  # empty: no IndexError
+
+
+def test_admission_is_exactly_the_groups_s_y_gave_a_target_early_and_late():
+    """S_b reads S_y's outcome from the batch (``constructed``); the adapter carries that column to the
+    placement after the log-prob pass, where a fresh view is built from it."""
+    m = TraPO(TraPOConfig(warmup=1, min_score=0.9))
+    rules = StepRules(m, grade=exact_grade)
+    for s, (lab, u) in enumerate([(2, 2), (6, 6)], 1):
+        t = rules.targets(step_batch([("L", True, "5", answers("5", lab)), ("u", False, "", answers("7", u)),
+                                      ("v", False, "", answers("8", 1))], s))
+    assert list(t.view.constructed) == [False] * 8 + [True] * 8 + [False] * 8
+    assert list(rules.row_surfaces(t.view).admit) == [True] * 16 + [False] * 8
+    late = step_batch([("L", True, "5", answers("5", 6)), ("u", False, "", answers("7", 6)),
+                       ("v", False, "", answers("8", 1))], 2)
+    late.target, late.fields["constructed"] = t.view.target, t.view.constructed  # what the adapter restores
+    assert list(m.admit(late)) == [True] * 16 + [False] * 8

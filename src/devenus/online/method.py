@@ -9,6 +9,14 @@ Surfaces (architecture.md, "The online step"):
   last valid response token.
 - ``advantage_weights`` (S_a): a per-row weight in [0, 1] that scales GRPO advantages.
 
+Surfaces see each other's outcome through the batch the step hands them, never through state keyed by
+``uid``: S_r, S_b and S_a see S_y's as ``batch.target`` (the row's target after S_y) and
+``batch.constructed`` (True where the step accepted a new target from S_y this step), in both the
+early and the late (after the log-prob pass) placement.
+
+``observe`` is the one other hook that sees rollouts: a generation-only visit (a probe pass,
+docs/trainer.md) that nothing trains on. It returns nothing; the default ignores the visit.
+
 What a method requires comes in two sets, both checked before training starts:
 
 - ``data_needs``, what the training data must hold (:data:`DATA_NEEDS`);
@@ -83,6 +91,9 @@ class OnlineMethod:
 
     def advantage_weights(self, batch: RolloutBatch) -> np.ndarray | None:
         return None
+
+    def observe(self, batch: RolloutBatch) -> None:
+        """A generation-only visit (a probe pass): record what later steps need; nothing trains on it."""
 
     @classmethod
     def implements(cls, surface: str) -> bool:

@@ -92,6 +92,13 @@ class RolloutBatch:
         v = self.fields.get("vote_only")
         return np.zeros(len(self), bool) if v is None else np.asarray(v, bool)
 
+    @property
+    def constructed(self) -> np.ndarray:
+        """Rows whose target the step took from S_y this step (``target`` holds it): what S_r, S_b and S_a
+        see of S_y's outcome. All False before S_y has run."""
+        v = self.fields.get("constructed")
+        return np.zeros(len(self), bool) if v is None else np.asarray(v, bool)
+
     def select(self, idx) -> "RolloutBatch":
         """The rows ``idx`` (in that order) of every per-row field; the vote marker and token stats are dropped."""
         idx = np.asarray(idx, dtype=np.int64)

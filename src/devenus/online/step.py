@@ -15,6 +15,8 @@ decides nothing itself. The rules, in the order of the step::
 - Admission is constant within a group (whole groups are admitted or dropped); an update where no
   group is admitted is skipped.
 - Advantage weights lie in [0, 1].
+- S_r/S_b/S_a see S_y's outcome in the view (``target``, and ``constructed``: the rows whose new target
+  was accepted); the adapter carries both to the late placement.
 - S_r/S_b/S_a run right after the rollout, or after the actor's log-prob pass when the method's
   ``step_needs`` include something only that pass computes (:data:`~devenus.online.method.AFTER_LOG_PROB`).
 
@@ -130,6 +132,7 @@ class StepRules:
         if m.implements("construct_targets"):
             self.metrics.update(diag.target_metrics(view, constructed, hidden))
             self.metrics.update(diag.reward_truth_metrics(view, hidden))
+        view.fields["constructed"] = regraded.copy()  # S_y's outcome, as S_r / S_b / S_a see it
         return Targets(view, idx, constructed, regraded)
 
     # ------------------------------------------------------------------------------ S_r, S_b, S_a

@@ -5,13 +5,18 @@ here, never from one another.
 - :mod:`.tokens`    per-token statistics from logits (self-certainty, entropy), chunked
 - :mod:`.sequence`  per-response scores from per-token values (mean self-certainty, -mean entropy, log-probs)
 - :mod:`.group`     per-group normalisation, AUROC (by rank sums, O(n log n)), correlation, neutral filling
-- :mod:`.votes`     vote statistics and majority agreement (the vote itself: ``devenus.verify.majority_vote``)
+- :mod:`.votes`     vote statistics, majority agreement, the unique mode of a history, answer equivalence
+                    (the vote itself: ``devenus.verify.majority_vote``)
+- :mod:`.trajectory` least-squares slope, z-normalisation and cosine of a series over visits
+- :mod:`.vmf`       von Mises-Fisher fits, log-Bessel, held-out AUROC of a vMF LLR (import it from
+                    ``devenus.signals.vmf``: it loads scipy.special, which nothing else here needs)
+- :mod:`.mixture`   the seeded two-component 1-D Gaussian mixture, log-sigmoid
 - :mod:`.verdict`   a model's P(yes) verdict on a candidate answer
 - :mod:`.ema`       EMA weight updates and their schedule
 - :mod:`.collapse`  the confidence-collapse warning
 - :mod:`.head`      entropy / self-certainty from hidden states and the head, chunked over tokens and vocabulary
 - :mod:`.hidden`    layer pooling over response tokens, CoE, CoT-Kinetics (layer by layer, never [L, T, d])
-- :mod:`.attention` far-back attention mass from Q/K in query chunks, PivotTrace pivots
+- :mod:`.attention` far-back attention mass from Q/K in query chunks, PivotTrace pivots and their density
 """
 
 from devenus.signals.collapse import CollapseMonitor
@@ -32,11 +37,13 @@ from devenus.signals.tokens import (
     self_certainty_from_logits,
     token_stats_from_logits,
 )
-from devenus.signals.attention import far_attention_mass, pivot_count
+from devenus.signals.attention import far_attention_mass, pivot_count, pivot_density
 from devenus.signals.head import token_stats_from_hidden
 from devenus.signals.hidden import KineticsPool, LayerPool, coe_features, coe_scores
 from devenus.signals.verdict import distinct_candidates, verdict_probability
-from devenus.signals.votes import VoteStats, majority_agreement
+from devenus.signals.mixture import Mixture, log_sigmoid, reliable_posteriors
+from devenus.signals.trajectory import cosine, ls_slope, znorm
+from devenus.signals.votes import VoteStats, equivalent, majority_agreement, unique_mode
 
 __all__ = [
     "CollapseMonitor", "DEFAULT_CHUNK_SIZE", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "cosine_alpha",
@@ -46,5 +53,8 @@ __all__ = [
     "token_stats_from_logits", "verdict_probability",
     # selection's scorers
     "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count",
+    "pivot_density",
     "token_stats_from_hidden",
+    # refinement's statistics
+    "Mixture", "cosine", "equivalent", "log_sigmoid", "ls_slope", "reliable_posteriors", "unique_mode", "znorm",
 ]

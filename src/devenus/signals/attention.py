@@ -9,6 +9,9 @@ position 0 excluded; computed from captured Q and K in query chunks (GQA: each k
 :func:`pivot_count`: split a response into steps; a step's score is the mean of the per-token mass over
 its first ``first`` tokens; a pivot is a step whose score exceeds the mean of the previous ``history``
 steps by ``z`` standard deviations (population std; at least 2 previous steps needed).
+
+:func:`pivot_density`: the paper's reading (its abstract measures uncertainty by pivot *density*): pivots
+per 1,000 response tokens, so a long response is not more "uncertain" only because it has more steps.
 """
 
 from __future__ import annotations
@@ -68,3 +71,18 @@ def pivot_count(mass: Sequence[float], step_starts: Sequence[int], first: int = 
         if scores[i] > prev.mean() + z * prev.std():
             pivots += 1
     return pivots
+
+
+#: pivot density is per this many response tokens
+DENSITY_TOKENS = 1000
+
+
+def pivot_density(mass: Sequence[float], step_starts: Sequence[int], first: int = 8, history: int = 8,
+                  z: float = 2.0) -> float:
+    """Pivots per 1,000 response tokens (``len(mass)`` is the response length): :func:`pivot_count`
+    x 1000 / tokens. NaN for an empty response (no tokens: no density, left to the scorer's missing-value
+    rule rather than read as "no pivots")."""
+    n = len(mass)
+    if n == 0:
+        return float("nan")
+    return pivot_count(mass, step_starts, first, history, z) * DENSITY_TOKENS / n

@@ -1,8 +1,9 @@
-"""Vote statistics over groups of extracted answers (the votes themselves: :func:`devenus.verify.majority_vote`)."""
+"""Vote statistics over groups of extracted answers (the votes themselves: :func:`devenus.verify.majority_vote`),
+the unique mode of a history of answers, and answer equivalence."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -69,3 +70,24 @@ def majority_agreement(preds: Sequence[str | None], groups: Sequence[np.ndarray]
         if stats is not None and (count is None or count[g]):
             stats.add(vote)
     return out
+
+
+def unique_mode(answers: Iterable[str | None]) -> str | None:
+    """The unique most frequent answer among ``answers`` (equivalent answers count together; None
+    entries, e.g. visits without a majority, are left out rather than counted as an answer); None on a
+    tie or when no entry is an answer."""
+    from devenus.verify import majority_vote
+
+    present = [a for a in answers if a is not None]
+    if not present:
+        return None
+    return majority_vote(present).target
+
+
+def equivalent(a: str | None, b: str | None) -> bool:
+    """Whether two answers are equivalent for the default verifier (None is equivalent to nothing)."""
+    if a is None or b is None:
+        return False
+    from devenus.verify import get_default_verifier
+
+    return get_default_verifier().equivalent(a, b)

@@ -24,7 +24,7 @@ CASES = {
     "nl_olr2": ("noisy", ["+devenus.method_config.margin_visits=1", "+devenus.method_config.min_margin=0.0",
                           "+devenus.method_config.min_candidate_pass_rate=0.0",
                           "+devenus.method_config.max_label_pass_rate=1.0"]),
-    "trapo": ("semi", ["+devenus.method_config.warmup=2", "+devenus.method_config.min_score=0.0"]),
+    "trapo": ("semi", ["+devenus.method_config.warmup=1", "+devenus.method_config.min_score=0.0"]),
     # loosened so that GeoMin can fit on 16 rollouts a step (it still waits when a class has < 2 rollouts)
     "geomin": ("semi", ["+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
                         "+devenus.method_config.top_layers=2"]),

@@ -4,7 +4,7 @@ What a probe is (docs/trainer.md, "Probe passes"): after the actor update of eve
 step, the trainer generates ``n`` rollouts per probed question through verl's own rollout (the same
 ``async_rollout_manager.generate_sequences`` and agent-loop reward as training rollouts) and no actor
 update follows. Each probed question is one visit: it goes to the method exactly like a training visit
-(its ``construct_targets`` sees it, when the method keeps evidence), and its evidence rows are tagged
+(its ``observe`` hook sees it; the refinement methods record it as they record a training visit), and its evidence rows are tagged
 ``kind = probe`` (proposals keep ``kind = proposal``, with ``values.source = "probe"``). Methods that
 keep no evidence get one generic row per question (majority answer, its pass rate, the target's).
 
@@ -96,8 +96,8 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
     """The evidence rows of one probe's rollouts (``view``: a :class:`devenus.online.rollouts.RolloutBatch`
     whose ``step`` is the step the probe ran after).
 
-    A method that keeps evidence sees the probe as a visit (its ``construct_targets``; the targets it
-    returns are dropped: nothing trains on a probe) and its rows are re-tagged: ``visit`` -> ``probe``,
+    A method that observes probes sees the probe as a visit (its ``observe`` hook: nothing trains on a
+    probe) and its evidence rows are re-tagged: ``visit`` -> ``probe``,
     other kinds (proposals) keep their kind and carry ``values.source = "probe"``. Rows the method held
     from before the probe are returned untouched first (the trainer writes them at the update, so
     normally there are none). Any other method gets one generic row per probed question.
@@ -105,9 +105,9 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
     from devenus.online.step import StepRules
 
     view = StepRules.without_truncated_answers(view)  # a truncated response abstains, as in training
-    if method.implements("pop_evidence") and method.implements("construct_targets"):
+    if method.implements("observe"):
         before = method.pop_evidence()
-        method.construct_targets(view)
+        method.observe(view)
         rows = []
         for r in method.pop_evidence():
             r = dict(r)

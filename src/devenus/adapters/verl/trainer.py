@@ -139,6 +139,7 @@ class DeVenusTrainer(RayPPOTrainer):
             surfaces.place_sequence_scores(outputs.batch["rm_scores"], surfaces.response_mask(outputs), view.score,
                                            rows=decided.regraded)
         outputs.non_tensor_batch[surfaces.TARGET_KEY] = view.target.copy()
+        outputs.non_tensor_batch[surfaces.CONSTRUCTED_KEY] = view.constructed.copy()
         if not self.rules.after_log_prob:
             self._write_row_decisions(self.rules.row_surfaces(view), outputs)
         return outputs
@@ -168,6 +169,8 @@ class DeVenusTrainer(RayPPOTrainer):
         view = self._view(batch, batch)
         if surfaces.TARGET_KEY in batch.non_tensor_batch:
             view.target = np.asarray(batch.non_tensor_batch[surfaces.TARGET_KEY], dtype=object)
+        if surfaces.CONSTRUCTED_KEY in batch.non_tensor_batch:
+            view.fields["constructed"] = np.asarray(batch.non_tensor_batch[surfaces.CONSTRUCTED_KEY], bool)
         view.token_stats = {
             "log_probs": old_log_prob.batch["old_log_probs"],
             "entropy": old_log_prob.batch["entropys"],

@@ -1,5 +1,6 @@
 """What the refinement methods share (not a method itself): one visit's observation of a group, the
-bounded per-sample history, the evidence rows a method hands to the adapter, and two small exact rules.
+bounded per-sample history, the evidence rows a method hands to the adapter, and the probe hook. The
+statistics of a history (slope, unique mode, answer equivalence) are in :mod:`devenus.signals`.
 
 A *visit* is one step's group of rollouts for one sample (``extra_info.index``). Its observation:
 
@@ -18,16 +19,16 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from devenus.online.method import OnlineMethod
 from devenus.online.rollouts import RolloutBatch
-
-#: tolerance of threshold comparisons: pass rates are ratios of small integers, and a float64 slope of an
-#: exactly-0.05 series can land 1e-17 below 0.05 (the reference compares a float32 slope and misses it)
-EPS = 1e-9
+# the shared statistics live in signals/; re-exported here for the modules that still import them from
+# this one (trapo2, nl_olr2, the probe adapter); new code imports devenus.signals
+from devenus.signals.trajectory import EPS, ls_slope  # noqa: F401
+from devenus.signals.votes import equivalent, unique_mode  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -63,37 +64,6 @@ def observe_groups(batch: RolloutBatch) -> list[tuple[np.ndarray, Visit]]:
         tp = float(np.mean(np.asarray(batch.score[train]) > 0.5)) if target and len(train) else None
         out.append((rows, Visit(int(batch.step), vote.target, float(mp), tp, target, bool(batch.labeled[first]))))
     return out
-
-
-def ls_slope(values: Iterable[float]) -> float:
-    """Least-squares slope of ``values`` against 0, 1, 2, ... (0 for fewer than two points), in float64."""
-    y = np.asarray(list(values), dtype=np.float64)
-    n = len(y)
-    if n < 2:
-        return 0.0
-    x = np.arange(n, dtype=np.float64)
-    xc = x - x.mean()
-    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
-
-
-def unique_mode(answers: Iterable[str | None]) -> str | None:
-    """The unique most frequent answer among ``answers`` (equivalent answers count together; None
-    entries, i.e. visits without a majority, are left out rather than counted as an answer); None on a
-    tie or when no visit had a majority."""
-    from devenus.verify import majority_vote
-
-    present = [a for a in answers if a is not None]
-    if not present:
-        return None
-    return majority_vote(present).target
-
-
-def equivalent(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return False
-    from devenus.verify import get_default_verifier
-
-    return get_default_verifier().equivalent(a, b)
 
 
 class Histories:
@@ -139,3 +109,8 @@ class RefineMethod(OnlineMethod):
     def pop_evidence(self) -> list[dict[str, Any]]:
         out, self._evidence = self._evidence, []
         return out
+
+    def observe(self, batch: RolloutBatch) -> None:
+        """A probe's rollouts are a visit like a training one: recorded exactly as S_y records a visit
+        (histories, trajectories, evidence), and the targets it would construct are dropped."""
+        self.construct_targets(batch)

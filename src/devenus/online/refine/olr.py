@@ -11,15 +11,18 @@ See docs/methods/olr.md for the differences from the reference code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import EPS, Histories, RefineMethod, equivalent, ls_slope, observe_groups, unique_mode
+from devenus.online.refine.common import Histories, RefineMethod, observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
+from devenus.signals.trajectory import EPS, ls_slope
+from devenus.signals.votes import equivalent, unique_mode
 
 
 @dataclass
@@ -34,11 +37,12 @@ def olr_decision(history_answers: list[str | None], pass_rates: list[float], vis
                  config: OLRConfig) -> tuple[str | None, float, str | None]:
     """(the target to train against or None, slope, mode) after a visit has been appended.
 
-    ``history_answers`` / ``pass_rates``: the window, the current visit last; ``visits``: all visits so far."""
+    ``history_answers`` / ``pass_rates``: the window, the current visit last; ``visits``: all visits so far.
+    An empty history decides nothing; a NaN pass rate makes the slope NaN, which never refines."""
     slope = ls_slope(pass_rates)
     mode = unique_mode(history_answers)
-    current = history_answers[-1]
-    if visits <= config.start_epoch or current is None:
+    current = history_answers[-1] if history_answers else None
+    if visits <= config.start_epoch or current is None or math.isnan(slope):
         return None, slope, mode
     if slope >= config.min_slope - EPS and equivalent(mode, current):
         return current, slope, mode

@@ -1,0 +1,45 @@
+"""S_y's outcome (``constructed``) reaches surfaces placed after the actor's log-prob pass: the adapter
+carries it as a non-tensor column through verl's batch (bare trainer, no Ray)."""
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("verl")
+from verl import DataProto  # noqa: E402
+
+from devenus.adapters.verl import surfaces as S  # noqa: E402
+from devenus.online.method import OnlineMethod  # noqa: E402
+from test_surfaces import bare_trainer, make_batch  # noqa: E402
+
+
+class LateAdmit(OnlineMethod):
+    """Gives unlabeled group "b" the target "3"; admits labeled groups and what S_y gave a target, after
+    the log-prob pass (``token_stats``)."""
+
+    name = "test_late_admit"
+    step_needs = frozenset({"token_stats"})
+
+    def construct_targets(self, b):
+        return np.array(["3" if u == "b" else None for u in b.uid], dtype=object)
+
+    def admit(self, b):
+        return np.asarray(b.labeled, bool) | b.constructed
+
+
+def test_constructed_travels_to_the_late_surfaces():
+    prompts = make_batch([10] * 6, [True] * 2 + [False] * 4, ["1"] * 2 + [""] * 4, ["1", "2", "3", "3", "4", "5"],
+                         ["a", "a", "b", "b", "c", "c"])
+    outputs = DataProto.from_dict(tensors={k: prompts.batch[k].clone() for k in ("responses", "response_mask", "rm_scores")})
+    t = bare_trainer(LateAdmit())
+    assert t.rules.after_log_prob
+    out = t.on_rollouts(prompts, outputs)
+    assert list(out.non_tensor_batch[S.CONSTRUCTED_KEY]) == [False, False, True, True, False, False]
+    assert S.ADMIT_KEY not in out.non_tensor_batch  # S_b waits for the log-prob pass
+    nt = {k: prompts.non_tensor_batch[k] for k in ("uid", "extra_info", "reward_model")}
+    batch = DataProto.from_dict(tensors={k: out.batch[k] for k in ("responses", "response_mask", "rm_scores")},
+                                non_tensors={**nt, **out.non_tensor_batch})
+    batch.reorder(torch.tensor([5, 2, 0, 4, 3, 1]))  # verl balances rows between the two passes
+    entropy = torch.rand(6, 16, generator=torch.Generator().manual_seed(0))
+    t._late_surfaces(batch, DataProto.from_dict(tensors={"old_log_probs": -entropy, "entropys": entropy}))
+    assert list(batch.non_tensor_batch[S.ADMIT_KEY]) == [False, True, True, False, True, True]
