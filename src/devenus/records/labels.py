@@ -85,8 +85,13 @@ def _check_state(key: Any, labeled: Any, edit: str) -> None:
                               f"({edit} applies to {'labeled' if want else 'unlabeled'} rows)")
 
 
-def _relabel(row: dict[str, Any], answer: str, why: str, source: str):
+def relabel(row: dict[str, Any], answer: str, why: str, source: str):
+    """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or :data:`CORRECTED`,
+    whose precondition it checks); the changes. The three named edits below are this with their source."""
     from .versions import row_changes
+
+    if source not in (ANNOTATED, PROMOTED, CORRECTED):
+        raise ValueError(f"label source must be one of {ANNOTATED!r}, {PROMOTED!r}, {CORRECTED!r}, got {source!r}")
 
     _check_state(row[EXTRA_INFO].get("index"), row[EXTRA_INFO].get("labeled"), source)
     new = _copy_label_parts(row)
@@ -98,17 +103,17 @@ def _relabel(row: dict[str, Any], answer: str, why: str, source: str):
 
 def annotate(row: dict[str, Any], answer: str, why: str):
     """An unlabeled ``row`` labeled with an annotator's ``answer`` (``label_source=annotated``); the changes."""
-    return _relabel(row, answer, why, ANNOTATED)
+    return relabel(row, answer, why, ANNOTATED)
 
 
 def promote(row: dict[str, Any], answer: str, why: str):
     """An unlabeled ``row`` labeled with an accepted pseudo label (``label_source=promoted``); the changes."""
-    return _relabel(row, answer, why, PROMOTED)
+    return relabel(row, answer, why, PROMOTED)
 
 
 def correct(row: dict[str, Any], answer: str, why: str):
     """A labeled ``row`` whose target is replaced by ``answer`` (``label_source=corrected``); the changes."""
-    return _relabel(row, answer, why, CORRECTED)
+    return relabel(row, answer, why, CORRECTED)
 
 
 # ---------------------------------------------------------------------------------------------------

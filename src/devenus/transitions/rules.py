@@ -15,7 +15,6 @@ CLI's parser) imports no method module (and so no torch); :func:`register` adds 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import importlib
@@ -61,19 +60,11 @@ class TransitionRule:
 
     def apply(self, proposal: dict[str, Any], row: dict[str, Any], why: str):
         """(the new row, its changes): the target becomes the proposed answer, the row labeled, its
-        ``label_source`` this rule's. ``row`` is not modified."""
-        from devenus.records.versions import Change
+        ``label_source`` this rule's, through the label vocabulary (:func:`devenus.records.labels.relabel`).
+        ``row`` is not modified."""
+        from devenus.records.labels import relabel
 
-        new = copy.deepcopy(row)
-        new["reward_model"]["ground_truth"] = proposal["values"]["after"]
-        new["extra_info"]["labeled"] = True
-        new["extra_info"]["label_source"] = self.label_source
-        key = row["extra_info"]["index"]
-        changes = [Change(key, f"{part}.{field}", row[part][field], new[part][field], why)
-                   for part, field in (("reward_model", "ground_truth"), ("extra_info", "labeled"),
-                                       ("extra_info", "label_source"))
-                   if row[part][field] != new[part][field]]
-        return new, changes
+        return relabel(row, proposal["values"]["after"], why, self.label_source)
 
     def summary(self, proposal: dict[str, Any], n: int) -> str:
         """The evidence behind one change, as one sorted JSON line (the manifest's ``why``)."""
