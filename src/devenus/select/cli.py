@@ -23,13 +23,14 @@ def _override(text: str) -> tuple[str, object]:
 
 def cmd_select(args) -> int:
     from devenus.select.config import load_config
+    from devenus.select.route.router import get_router
 
     overrides = dict(args.set or [])
     if args.out:
         overrides["out"] = args.out
     cfg = load_config(args.config, overrides)
     stage = args.select_cmd
-    if stage in ("run", "materialize") or (stage == "route" and cfg.route.selector == "triage"):
+    if stage in ("run", "materialize") or (stage == "route" and get_router(cfg.route.selector).annotates_while_routing):
         cfg.check_sources()  # the answers are needed: a missing file fails now, not after the model ran
     import torch  # after the config: a bad value fails in a second, before torch loads
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from devenus.config import Config, ConfigError, load_config_file, option, suggest
 from devenus.config import section as nested
+from devenus.select.route.router import get_router, router_names
 
 SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
 MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
@@ -22,7 +23,6 @@ MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", 
 DEFAULT_SIGNALS = SIGNALS[:-1]  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
-SELECTORS = ("interval", "ratio", "triage")
 #: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random
 #: order, drawn by ``route.seed``), the baseline every signal is measured against
 RANDOM = "random"
@@ -85,7 +85,8 @@ class ScoreConfig(_Section):
 class RouteConfig(_Section):
     key_path: ClassVar[str] = "route"
 
-    selector: str = option("ratio", "interval, ratio or triage", choices=SELECTORS)
+    # a registered router's name (not fixed choices: a plugin may register one; checked in SelectConfig.check)
+    selector: str = option("ratio", "the router: interval, ratio, triage, or one registered in devenus.select.route.router")
     signal: str = option("consistency", "the uncertainty that ranks questions (one of score.signals), or random: "
                                         "a seeded random order")
     # interval: keep questions whose pass rate lies in the interval (preset or bounds), then the
@@ -160,8 +161,15 @@ class SelectConfig(_Section):
 
     def check(self) -> None:
         s, r = self.score, self.route
+        if r.selector not in router_names():
+            close = suggest(r.selector, list(router_names()))
+            raise ConfigError(f"route.selector {r.selector!r} is not a router; the routers: {', '.join(router_names())}"
+                              + (f" (did you mean {close!r}?)" if close else ""))
+        why_not = get_router(r.selector).check(self)
+        if why_not is not None:
+            raise ConfigError(why_not)
         if r.signal == RANDOM:
-            if r.selector == "triage" or r.calibrate_sign:
+            if r.calibrate_sign:
                 raise ConfigError("route.signal=random has no scores to calibrate: use it with the ratio or interval "
                                   "selector and route.calibrate_sign false")
         elif r.signal not in s.signals:
@@ -173,8 +181,6 @@ class SelectConfig(_Section):
                 raise ConfigError("route.interval=custom needs route.low and route.high")
             if r.low > r.high:
                 raise ConfigError(f"route.low={r.low} must be <= route.high={r.high}")
-        if r.selector == "interval" and "accuracy" not in s.signals:
-            raise ConfigError("route.selector=interval needs the accuracy signal (labels) in score.signals")
         if r.rho_annotate + r.rho_discard > 1.0 + 1e-12:
             raise ConfigError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
 

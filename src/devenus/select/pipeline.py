@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint, interval_bounds
+from devenus.select.route.router import get_router
 from devenus.select.shards import Stage, write_json, write_table
+from devenus.select.sources import load_model, model_identity, resolve_model, resolve_pool
 
 
 def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
@@ -30,14 +32,7 @@ def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
 
 # ------------------------------------------------------------------------------ inputs
 def pool_path(cfg: SelectConfig) -> Path:
-    if cfg.pool == "testbed-pool":
-        from devenus.select.pool import build_pool
-
-        return build_pool()
-    p = Path(cfg.pool)
-    if not p.is_file():
-        raise FileNotFoundError(2, "No such file or directory", str(p))
-    return p
+    return resolve_pool(cfg.pool)
 
 
 def pool_rows(cfg: SelectConfig) -> list[dict]:
@@ -45,19 +40,6 @@ def pool_rows(cfg: SelectConfig) -> list[dict]:
 
     rows = read_records(pool_path(cfg))
     return rows[: cfg.limit] if cfg.limit is not None else rows
-
-
-def load_model(name: str):
-    import torch
-
-    torch.set_num_threads(max(1, torch.get_num_threads()))
-    if name == "testbed":
-        from devenus.testbed import build_testbed
-
-        return build_testbed(log=lambda *_: None).load_model()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    return AutoModelForCausalLM.from_pretrained(name), AutoTokenizer.from_pretrained(name)
 
 
 def _shards(n: int, size: int) -> list[range]:
@@ -72,25 +54,17 @@ def _pool_identity(cfg: SelectConfig) -> dict[str, Any]:
 
 
 def stage(cfg: SelectConfig, name: str) -> Stage:
-    base = {"input": _pool_identity(cfg), **cfg.generate_identity()}
+    # the model's content hash: a folder whose weights changed in place makes new samples
+    base = {"input": _pool_identity(cfg), **cfg.generate_identity(), "model": model_identity(cfg.generate.model)}
     conf = {"generate": base}
     conf["score"] = {**base, **cfg.section("score")}
     conf["route"] = {**conf["score"], **cfg.section("route")}
-    if cfg.route.selector == "triage":  # the probes' labels are part of the routing
+    if get_router(cfg.route.selector).annotates_while_routing:  # the probes' labels are part of the routing
         conf["route"]["annotation"] = cfg.materialize.annotation
     return Stage(Path(cfg.out) / name, name, conf[name])
 
 
 # ------------------------------------------------------------------------------ generate
-def model_dir(name: str) -> str:
-    """A model folder for engines that load it themselves (vLLM): ``testbed`` -> the testbed's model."""
-    if name == "testbed":
-        from devenus.testbed import build_testbed
-
-        return str(build_testbed(log=lambda *_: None).model_dir)
-    return name
-
-
 def make_generator(cfg: SelectConfig, model=None):
     """The configured generator. ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF
     generator only; vLLM loads the model folder itself, so no HF copy of the model is loaded for it)."""
@@ -98,7 +72,7 @@ def make_generator(cfg: SelectConfig, model=None):
     if g.generator == "vllm":
         from devenus.select.generate.vllm import VLLMGenerator
 
-        return VLLMGenerator(model_dir(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
+        return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
                              max_new_tokens=g.max_new_tokens, seed=g.seed,
                              gpu_memory_utilization=g.gpu_memory_utilization,
                              tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
@@ -300,69 +274,22 @@ def read_questions(st: Stage):
 def route_scores(q: dict[str, np.ndarray], keys: list[str], cfg: SelectConfig,
                  probe_oracle=None) -> tuple[np.ndarray, dict[str, Any]]:
     """Decisions per question from per-question columns (``u_<signal>``, ``pass_rate``,
-    ``majority_correct``): vectorised, the core of the route stage (and of its benchmark).
+    ``majority_correct``) by the configured router (:mod:`devenus.select.route.router`): vectorised, the
+    core of the route stage (and of its benchmark).
 
-    ``probe_oracle(indices) -> (pass_rate, majority_correct, labels)`` annotates the triage probes.
+    ``probe_oracle(indices) -> (pass_rate, majority_correct, labels)`` annotates a router's probes.
     The returned info holds ``u`` (after any sign flip) and, for triage, ``probes`` and ``labels``."""
-    from devenus.select.route import calibrate, check_scores, draw_probes, interval_route, ratio_route, tiebreak, triage_route
-    from devenus.signals import auroc
+    from devenus.select.config import RANDOM
+    from devenus.select.route import tiebreak
+    from devenus.select.route.router import RouteInputs, get_router
 
     r = cfg.route
-    from devenus.select.config import RANDOM
-
     # random: every question equally uncertain, so the seeded tie-breaker alone orders them
     u = np.zeros(len(keys)) if r.signal == RANDOM else np.asarray(q[f"u_{r.signal}"], dtype=np.float64)
     info: dict[str, Any] = {"signal": r.signal, "aggregation": cfg.score.aggregation, "selector": r.selector,
                             "seed": r.seed, "sign": 1}
-
-    def flip_if_wrong(u, wrong, ok, where):
-        auc = auroc(u[ok], wrong[ok])
-        info.update(calibration_auroc=auc, calibration_rows=int(ok.sum()), calibration_on=where)
-        if np.isfinite(auc) and auc < 0.5:
-            info["sign"] = -1
-            return -u
-        return u
-
-    if r.calibrate_sign and r.selector != "triage":
-        mc = q.get("majority_correct")
-        ok = np.isfinite(np.asarray(mc, dtype=np.float64)) if mc is not None else None
-        if ok is None or not ok.any():
-            raise ValueError("route.calibrate_sign needs labeled rows (majority_correct) in the pool, or the triage selector")
-        u = flip_if_wrong(u, np.asarray(mc, dtype=np.float64) == 0.0, ok, "labeled rows")
     ties = tiebreak(keys, r.seed)
-    if r.selector == "interval":
-        p = np.asarray(q["pass_rate"], dtype=np.float64)
-        check_scores(p, keys, "accuracy")
-        bounds = interval_bounds(r)
-        if r.budget is not None:
-            check_scores(u, keys, r.signal)
-        dec = interval_route(p, np.nan_to_num(u, nan=-np.inf), ties, bounds, r.budget)
-        info.update(interval=r.interval, bounds=list(bounds), budget=r.budget)
-    elif r.selector == "ratio":
-        check_scores(u, keys, r.signal)
-        dec = ratio_route(u, ties, r.rho_annotate, r.rho_discard, r.annotation_budget)
-        info.update(rho_annotate=r.rho_annotate, rho_discard=r.rho_discard, annotation_budget=r.annotation_budget)
-    else:
-        check_scores(u, keys, r.signal)
-        if probe_oracle is None:
-            raise ValueError("route.selector=triage needs an annotation source for its probes")
-        probes = draw_probes(u, ties, r.probe_fraction, r.min_probes, r.seed)
-        pass_rate, majority_correct, labels = probe_oracle(probes)
-        pass_rate = np.asarray(pass_rate, dtype=np.float64)
-        majority_correct = np.asarray(majority_correct, dtype=np.float64)
-        if r.calibrate_sign:
-            auc = auroc(u[probes], majority_correct == 0.0)
-            info.update(calibration_auroc=auc, calibration_rows=len(probes), calibration_on="probes")
-            if np.isfinite(auc) and auc < 0.5:
-                u, info["sign"] = -u, -1
-        cal = calibrate(u[probes], pass_rate, majority_correct, window=r.window, isotonic=r.isotonic,
-                        discard_pass_rate=r.discard_pass_rate, annotate_below=r.annotate_majority_below)
-        dec = triage_route(u, ties, probes, cal["t_discard"], cal["t_annotate"], r.annotation_budget)
-        info.update(thresholds={"t_discard": cal["t_discard"], "t_annotate": cal["t_annotate"]},
-                    window=cal["window"], isotonic=cal["isotonic"], calibration_curve=cal["curve"],
-                    probe_keys=[keys[i] for i in probes], annotation_budget=r.annotation_budget,
-                    probe_pass_rate=pass_rate.tolist(), probe_majority_correct=majority_correct.tolist(),
-                    probes=probes, labels=labels)
+    dec, u = get_router(r.selector).route(RouteInputs(q, keys, u, ties, r, probe_oracle), info)
     return dec, {**info, "u": u, "ties": ties}
 
 
@@ -413,7 +340,8 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names
             if name.startswith("u_") or name in ("pass_rate", "majority_correct")}
-    oracle = probe_oracle(cfg, score_st, keys, qt.column("majority").to_pylist()) if cfg.route.selector == "triage" else None
+    oracle = (probe_oracle(cfg, score_st, keys, qt.column("majority").to_pylist())
+              if get_router(cfg.route.selector).annotates_while_routing else None)
     dec, info = route_scores(cols, keys, cfg, oracle)
     u, ties = info.pop("u"), info.pop("ties")
     probes, labels = info.pop("probes", []), info.pop("labels", [])

@@ -40,11 +40,11 @@ def pool_rows(testbed_config=None, config: PoolConfig | None = None) -> list[dic
     from devenus.records.labels import hide_row
     from devenus.testbed import TestbedConfig
     from devenus.testbed import tasks
-    from devenus.testbed.build import _questions, question_rows
+    from devenus.testbed.build import question_sets, question_rows
 
     tcfg = testbed_config or TestbedConfig()
     cfg = config or PoolConfig()
-    used = {q.key for qs in _questions(tcfg).values() for q in qs}
+    used = {q.key for qs in question_sets(tcfg).values() for q in qs}
     qs = tasks.generate("add", tuple(cfg.digits), cfg.size, seed=f"{tcfg.seed}:pool:{cfg.seed}", exclude=used)
     return [hide_row(r) for r in question_rows(qs, "pool")]
 

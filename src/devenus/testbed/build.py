@@ -95,7 +95,7 @@ def default_cache_dir() -> Path:
 
 
 # ------------------------------------------------------------------------------------------ splits
-def _questions(cfg: TestbedConfig) -> dict[str, list[tasks.Question]]:
+def question_sets(cfg: TestbedConfig) -> dict[str, list[tasks.Question]]:
     """All question sets, drawn in a fixed order with held-out keys excluded from everything after them."""
     s, seed, used = cfg.sizes, cfg.seed, set()
 
@@ -177,7 +177,7 @@ def _build_into(out: Path, cfg: TestbedConfig, log: Callable[[str], None], train
     from devenus.records import write_records
 
     t0 = time.perf_counter()
-    qs = _questions(cfg)
+    qs = question_sets(cfg)
     (out / "data").mkdir(parents=True)
     for split in ("train", "dev_id", "test_id", "test_ood"):
         write_records(question_rows(qs[split], split), out / "data" / f"{split}.parquet")

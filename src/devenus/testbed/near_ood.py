@@ -29,7 +29,7 @@ import random
 from pathlib import Path
 
 from devenus.testbed import tasks
-from devenus.testbed.build import Testbed, _questions, question_rows
+from devenus.testbed.build import Testbed, question_rows, question_sets
 
 VERSION = 1  # bump when what this module generates changes
 NEAR_OOD_FAMILIES = ("add_long", "add_mixed")
@@ -110,7 +110,7 @@ def build_heldout(tb: Testbed) -> dict[str, Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if all(p.exists() for p in paths.values()):
             return paths
-        qs = generate(_questions(tb.config), tb.config.seed)
+        qs = generate(question_sets(tb.config), tb.config.seed)
         with atomic_dir(folder) as tmp:  # a partial folder from an older layout is replaced whole
             for name in FILES:
                 write_records(question_rows(qs[name], name), tmp / f"{name}.parquet")

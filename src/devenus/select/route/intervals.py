@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from devenus.select.route.router import Router, RouteInputs
+
 
 def interval_mask(p: np.ndarray, low: float, high: float, low_inclusive: bool = True,
                   high_inclusive: bool = True) -> np.ndarray:
@@ -31,3 +33,29 @@ def interval_route(p: np.ndarray, u: np.ndarray, ties: np.ndarray, bounds: tuple
     order = uncertainty_order(np.where(inside, u, -np.inf), ties)
     out[order[:budget]] = KEEP
     return out
+
+
+class IntervalRouter(Router):
+    """Labeled pools: keep the questions whose pass rate lies in the interval, the ``budget`` most uncertain."""
+
+    name = "interval"
+    needs_signals = ("accuracy",)
+
+    def check(self, config) -> str | None:
+        if "accuracy" not in config.score.signals:
+            return "route.selector=interval needs the accuracy signal (labels) in score.signals"
+        return None
+
+    def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
+        from devenus.select.config import interval_bounds
+        from devenus.select.route.order import check_scores
+
+        r = inputs.config
+        u = self.labeled_rows_sign(inputs, info)
+        p = np.asarray(inputs.columns["pass_rate"], dtype=np.float64)
+        check_scores(p, inputs.keys, "accuracy")
+        bounds = interval_bounds(r)
+        if r.budget is not None:
+            check_scores(u, inputs.keys, r.signal)
+        info.update(interval=r.interval, bounds=list(bounds), budget=r.budget)
+        return interval_route(p, np.nan_to_num(u, nan=-np.inf), inputs.ties, bounds, r.budget), u

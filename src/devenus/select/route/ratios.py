@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from devenus.select.route.router import Router, RouteInputs
+
 
 def ratio_counts(n: int, rho_annotate: float, rho_discard: float, annotation_budget: int | None = None) -> tuple[int, int]:
     n_a = int(round(rho_annotate * n))
@@ -30,3 +32,18 @@ def ratio_route(u: np.ndarray, ties: np.ndarray, rho_annotate: float, rho_discar
     if n_d:
         out[order[n - n_d:]] = DISCARD
     return out
+
+
+class RatioRouter(Router):
+    """Annotate the most uncertain share, discard the least uncertain share, weak supervision between."""
+
+    name = "ratio"
+
+    def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
+        from devenus.select.route.order import check_scores
+
+        r = inputs.config
+        u = self.labeled_rows_sign(inputs, info)
+        check_scores(u, inputs.keys, r.signal)
+        info.update(rho_annotate=r.rho_annotate, rho_discard=r.rho_discard, annotation_budget=r.annotation_budget)
+        return ratio_route(u, inputs.ties, r.rho_annotate, r.rho_discard, r.annotation_budget), u

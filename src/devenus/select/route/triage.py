@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from devenus.select.route.router import Router, RouteInputs, calibrate_sign
+
 
 def draw_probes(u: np.ndarray, ties: np.ndarray, fraction: float = 0.03, minimum: int = 50, seed: int = 0) -> np.ndarray:
     """Indices of the probes, from the least to the most uncertain."""
@@ -96,3 +98,40 @@ def triage_route(u: np.ndarray, ties: np.ndarray, probes: np.ndarray, t_discard:
     out[want] = ANNOTATE
     out[is_probe] = ANNOTATE
     return out
+
+
+class TriageRouter(Router):
+    """Unlabeled pools: thresholds calibrated on annotated probes drawn across the ranking."""
+
+    name = "triage"
+    annotates_while_routing = True
+
+    def check(self, config) -> str | None:
+        from devenus.select.config import RANDOM
+
+        if config.route.signal == RANDOM:
+            return "route.signal=random has no scores to calibrate: use it with the ratio or interval selector"
+        return None
+
+    def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
+        from devenus.select.route.order import check_scores
+
+        r, u, ties = inputs.config, inputs.u, inputs.ties
+        check_scores(u, inputs.keys, r.signal)
+        if inputs.probe_oracle is None:
+            raise ValueError("route.selector=triage needs an annotation source for its probes")
+        probes = draw_probes(u, ties, r.probe_fraction, r.min_probes, r.seed)
+        pass_rate, majority_correct, labels = inputs.probe_oracle(probes)
+        pass_rate = np.asarray(pass_rate, dtype=np.float64)
+        majority_correct = np.asarray(majority_correct, dtype=np.float64)
+        if r.calibrate_sign:
+            u = calibrate_sign(u, majority_correct == 0.0, probes, "probes", info)
+        cal = calibrate(u[probes], pass_rate, majority_correct, window=r.window, isotonic=r.isotonic,
+                        discard_pass_rate=r.discard_pass_rate, annotate_below=r.annotate_majority_below)
+        dec = triage_route(u, ties, probes, cal["t_discard"], cal["t_annotate"], r.annotation_budget)
+        info.update(thresholds={"t_discard": cal["t_discard"], "t_annotate": cal["t_annotate"]},
+                    window=cal["window"], isotonic=cal["isotonic"], calibration_curve=cal["curve"],
+                    probe_keys=[inputs.keys[i] for i in probes], annotation_budget=r.annotation_budget,
+                    probe_pass_rate=pass_rate.tolist(), probe_majority_correct=majority_correct.tolist(),
+                    probes=probes, labels=labels)
+        return dec, u

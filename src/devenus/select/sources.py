@@ -1,0 +1,115 @@
+"""Where a selection run's pool and model come from: named sources, or a path.
+
+``pool``: a records Parquet, or a registered pool name (``testbed-pool``: the testbed's candidate pool,
+built and cached on first use). ``generate.model``: an HF model folder (or hub id), or a registered
+model name (``testbed``: the testbed's base model). The pipeline asks only this module; a new named
+source is one :func:`register_pool` / :func:`register_model` call, never a string in the pipeline.
+
+A model's identity (:func:`model_identity`) is the content hash of its weight files, so a stage made
+with other weights (a folder rewritten in place) is never reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A named model: ``folder()`` gives its HF folder (built or installed on first use)."""
+
+    name: str
+    folder: Callable[[], Path]
+    help: str
+
+
+def _testbed_pool() -> Path:
+    from devenus.select.pool import build_pool
+
+    return build_pool()
+
+
+def _testbed_model() -> Path:
+    from devenus.testbed import build_testbed
+
+    return Path(build_testbed(log=lambda *_: None).model_dir)
+
+
+_POOLS: dict[str, tuple[Callable[[], Path], str]] = {
+    "testbed-pool": (_testbed_pool, "the testbed's candidate pool (unlabeled addition, 1-6 digits)"),
+}
+_MODELS: dict[str, ModelSource] = {
+    "testbed": ModelSource("testbed", _testbed_model, "the testbed's base model (~1M-parameter Qwen3)"),
+}
+
+
+def register_pool(name: str, build: Callable[[], Path], help: str = "") -> None:
+    """Make ``pool=<name>`` resolve to the Parquet ``build()`` returns."""
+    _POOLS[name] = (build, help)
+
+
+def register_model(name: str, folder: Callable[[], Path], help: str = "") -> None:
+    """Make ``generate.model=<name>`` resolve to the HF folder ``folder()`` returns."""
+    _MODELS[name] = ModelSource(name, folder, help)
+
+
+def pool_names() -> list[str]:
+    return sorted(_POOLS)
+
+
+def model_names() -> list[str]:
+    return sorted(_MODELS)
+
+
+def resolve_pool(name: str) -> Path:
+    """The pool's records Parquet (a named pool is built on first use)."""
+    if name in _POOLS:
+        return Path(_POOLS[name][0]())
+    p = Path(name)
+    if not p.is_file():
+        raise FileNotFoundError(2, f"No such file or directory (a records Parquet, or one of {pool_names()})", str(p))
+    return p
+
+
+def resolve_model(name: str) -> str:
+    """A model folder (or hub id) transformers and vLLM can load: named models resolved, others as given."""
+    return str(_MODELS[name].folder()) if name in _MODELS else name
+
+
+def load_model(name: str):
+    """``(model, tokenizer)`` for ``name`` (HF, on the CPU in its stored dtype; the caller places it)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = resolve_model(name)
+    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+_WEIGHTS = ("*.safetensors", "*.bin", "*.gguf", "*.pt")
+_hashes: dict[tuple, str] = {}
+
+
+def model_identity(name: str) -> dict[str, str]:
+    """``{"model": name, "model_sha256": ...}``: the hash covers every weight file's name and bytes and
+    the folder's config.json (hashed once per process for unchanged files: size and mtime are the cache's
+    key, never the identity). A hub id that is not a local folder is identified by its name alone."""
+    folder = Path(resolve_model(name))
+    if not folder.is_dir():
+        return {"model": name}
+    files = sorted({f for pat in _WEIGHTS for f in folder.glob(pat)}) + [f for f in [folder / "config.json"] if f.is_file()]
+    if not files:
+        raise ValueError(f"generate.model {name!r}: {folder} holds no weight file ({', '.join(_WEIGHTS)})")
+    stamp = tuple((f.name, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)])
+    key = (str(folder.resolve()), stamp)
+    if key not in _hashes:
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.name.encode() + b"\0")
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(chunk)
+        _hashes[key] = h.hexdigest()
+    return {"model": name, "model_sha256": _hashes[key]}

@@ -1,0 +1,99 @@
+"""Named pools/models resolve through one registry; a model's identity is its weights' content; selectors are
+registered routers (the route stage never branches on a name)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devenus.config import ConfigError
+from devenus.select import sources
+from devenus.select.config import load_config
+from devenus.select.pipeline import route_scores
+from devenus.select.route.router import BUILTIN, Router, get_router, register, router_names
+
+
+def _folder(tmp_path, weights: bytes):
+    d = tmp_path / "m"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(weights)
+    return d
+
+
+def test_a_model_rewritten_in_place_has_another_identity(tmp_path):
+    d = _folder(tmp_path, b"a" * 1000)
+    first = sources.model_identity(str(d))
+    assert first == sources.model_identity(str(d))  # stable
+    (d / "model.safetensors").write_bytes(b"b" * 1000)  # same size, same path: new weights
+    second = sources.model_identity(str(d))
+    assert second["model_sha256"] != first["model_sha256"]
+
+
+def test_the_stage_identity_holds_the_model_hash(tmp_path, monkeypatch):
+    from devenus.select.pipeline import stage
+
+    d = _folder(tmp_path, b"a" * 64)
+    # the pool's part of the identity is the pipeline's own test's; here only the model's changes
+    monkeypatch.setattr("devenus.select.pipeline._pool_identity", lambda cfg: {"pool": "pool.parquet"})
+    cfg = load_config(None, {"generate.model": str(d), "out": str(tmp_path / "run")})
+    before = stage(cfg, "generate").config
+    (d / "model.safetensors").write_bytes(b"c" * 64)
+    after = stage(cfg, "generate").config
+    assert before["model"]["model_sha256"] != after["model"]["model_sha256"]
+
+
+def test_a_hub_id_is_identified_by_name_and_a_weightless_folder_is_refused(tmp_path):
+    assert sources.model_identity("org/not-a-local-folder") == {"model": "org/not-a-local-folder"}
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no weight file"):
+        sources.model_identity(str(tmp_path / "empty"))
+
+
+def test_named_sources_register_and_unknown_pools_name_the_known_ones(tmp_path):
+    p = tmp_path / "mine.parquet"
+    p.write_bytes(b"")
+    sources.register_pool("my-pool", lambda: p)
+    try:
+        assert sources.resolve_pool("my-pool") == p
+    finally:
+        sources._POOLS.pop("my-pool")
+    with pytest.raises(FileNotFoundError, match="testbed-pool"):
+        sources.resolve_pool(str(tmp_path / "missing.parquet"))
+
+
+def test_every_builtin_router_loads_and_checks():
+    for name in BUILTIN:
+        r = get_router(name)
+        assert r.name == name and isinstance(r, Router)
+    assert get_router("triage").annotates_while_routing and not get_router("ratio").annotates_while_routing
+    with pytest.raises(ConfigError, match="route.selector=interval needs the accuracy signal"):
+        load_config(None, {"route.selector": "interval", "score.signals": ["consistency"]})
+    with pytest.raises(ConfigError, match="did you mean 'triage'"):
+        load_config(None, {"route.selector": "traige"})
+
+
+def test_a_registered_router_is_used_by_the_route_stage():
+    @register
+    class Everything(Router):
+        name = "annotate-all"
+
+        def route(self, inputs, info):
+            from devenus.select.route import ANNOTATE
+
+            info["custom"] = True
+            return np.full(len(inputs.keys), ANNOTATE, dtype=np.int8), inputs.u
+
+    try:
+        assert "annotate-all" in router_names()
+        cfg = load_config(None, {"route.selector": "annotate-all"})
+        keys = ["a", "b", "c"]
+        dec, info = route_scores({"u_consistency": np.array([0.1, 0.5, 0.9])}, keys, cfg)
+        from devenus.select.route import ANNOTATE
+
+        assert (dec == ANNOTATE).all() and info["custom"] and info["selector"] == "annotate-all"
+    finally:
+        from devenus.select.route import router
+
+        router._classes.pop("annotate-all")
+        router._paths.pop("annotate-all")
