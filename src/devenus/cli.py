@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from devenus.commands import fraction, run_command
 from devenus.runs.launch import RunFailed
 
 DESCRIPTION = (
@@ -31,10 +32,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "devenus.transitions.cli",  # transition
     "devenus.lifecycle.cli",  # lifecycle
 )
-
-#: exceptions that are the user's to fix: shown as one line, never as a traceback
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RunFailed)
-
 
 def _testbed_config(args):
     from devenus.testbed import TestbedConfig
@@ -156,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(fn=cmd_testbed_build)
     n = tb.add_parser("noise", help="write a noisy-label copy of the train split (a dataset version with its manifest)")
     testbed_args(n)
-    n.add_argument("--rho", type=_fraction, required=True, help="share of the labeled targets replaced, in [0, 1]")
+    n.add_argument("--rho", type=fraction, required=True, help="share of the labeled targets replaced, in [0, 1]")
     n.add_argument("--regime", choices=("inactive", "active"), required=True,
                    help="inactive: targets the policy never produces; active: wrong answers the base model samples")
     n.add_argument("--samples", type=int, default=8, help="base-model samples per question (active)")
@@ -195,34 +192,6 @@ def _version() -> str:
         return version("devenus")
     except PackageNotFoundError:
         return "unknown (not installed)"
-
-
-def _fraction(text: str) -> float:
-    from devenus.records.cli import fraction
-
-    return fraction(text)
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for a user error: what failed and where, without the exception's class."""
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror[:1].lower() + exc.strerror[1:]
-        return f"{text}: {exc.filename}" if exc.filename else text
-    return str(exc) or type(exc).__name__
-
-
-def run_command(fn, args) -> int:
-    """Run a command function; a user error becomes ``error: ...`` on stderr and exit code 1."""
-    try:
-        return fn(args) or 0
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except USER_ERRORS as exc:
-        if os.environ.get("DEVENUS_DEBUG"):
-            raise
-        print(f"error: {describe_error(exc)}", file=sys.stderr)
-        return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,18 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from devenus.commands import fraction, run_command
+
 _LABELED = {"true": True, "false": False, "auto": "auto"}
-
-
-def fraction(text: str) -> float:
-    """argparse type: a number in [0, 1] (a usage error otherwise)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
-    return v
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -141,8 +132,6 @@ def add_parser(subparsers) -> None:
 
 def main_import(argv: list[str] | None = None) -> int:
     """``devenus import INPUT --out OUT [...]``; returns the exit code (1 with ``error: ...`` on stderr)."""
-    from devenus.cli import run_command
-
     parser = add_import_arguments(
         argparse.ArgumentParser(prog="devenus import", description="Import raw data as DE-Venus records.")
     )

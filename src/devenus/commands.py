@@ -1,0 +1,50 @@
+"""What every command line of DE-Venus shares: which errors are the user's to fix, how one is shown, how
+a command function runs, and the argparse types more than one command uses.
+
+Below both the main CLI (:mod:`devenus.cli`) and the packages' own command lines (``devenus.records.cli``
+runs standalone too), so that neither imports the other for these (no import cycle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from devenus.runs.launch import RunFailed
+
+#: exceptions that are the user's to fix: shown as one line, never as a traceback
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RunFailed)
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number in [0, 1] (a usage error otherwise)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
+    return v
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a user error: what failed and where, without the exception's class."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror[:1].lower() + exc.strerror[1:]
+        return f"{text}: {exc.filename}" if exc.filename else text
+    return str(exc) or type(exc).__name__
+
+
+def run_command(fn, args) -> int:
+    """Run a command function; a user error becomes ``error: ...`` on stderr and exit code 1."""
+    try:
+        return fn(args) or 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as exc:
+        if os.environ.get("DEVENUS_DEBUG"):
+            raise
+        print(f"error: {describe_error(exc)}", file=sys.stderr)
+        return 1
