@@ -71,7 +71,7 @@ def fake_train(calls: list):
     its hidden answer, except k3 which gets a wrong one)."""
     from devenus.records.evidence import EvidenceWriter
     from devenus.records.io import read_records
-    from devenus.transitions.evidence import record_dataset
+    from devenus.records.evidence import record_dataset
 
     def train(cfg, k, data, rd):
         calls.append(k)

@@ -110,7 +110,7 @@ def test_states_round_trip():
 
 def _visits(seq, labeled=False, target=""):
     """Visits from (majority, majority pass rate, target pass rate) tuples, steps 1, 2, ..."""
-    from devenus.online.refine.common import Visit
+    from devenus.online.rollouts import Visit
 
     return [Visit(i + 1, maj, mp, tp, target, labeled) for i, (maj, mp, tp) in enumerate(seq)]
 

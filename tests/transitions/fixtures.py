@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from devenus.records.evidence import EvidenceWriter
+from devenus.records.evidence import EvidenceWriter, record_dataset
 from devenus.records.rows import make_row
 from devenus.records.versions import write_version
-from devenus.transitions.evidence import record_dataset
 
 
 def make_dataset(path: Path, n: int = 40, seed: int = 0) -> Path:

@@ -16,11 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fixtures import cli, make_dataset, make_evidence  # noqa: E402
 
 from devenus.online.config import MethodConfig, option  # noqa: E402
-from devenus.records.evidence import EvidenceWriter, read_evidence  # noqa: E402
+from devenus.records.evidence import EvidenceWriter, evidence_parts, provenance_path, read_evidence  # noqa: E402
 from devenus.records.io import read_records  # noqa: E402
 from devenus.records.versions import VersionError, read_manifest, sha256_file, verify_manifest  # noqa: E402
 from devenus.transitions import TransitionError, build_transition, rules  # noqa: E402
-from devenus.transitions.evidence import evidence_parts, provenance_path  # noqa: E402
 
 
 @pytest.fixture()
@@ -197,7 +196,7 @@ def test_an_evidence_folder_without_parts_of_the_round_is_an_error(inputs, tmp_p
     assert r.returncode == 1 and "error: no evidence part of round 0 in" in r.stderr
     assert not (tmp_path / "d1.parquet").exists()
     # parts of another round are not this round's evidence either
-    from devenus.transitions.evidence import record_dataset
+    from devenus.records.evidence import record_dataset
 
     record_dataset(ev, [str(data)], 1)
     with EvidenceWriter(ev, method="trapo2", round=1) as w:

@@ -139,7 +139,7 @@ def test_killed_at_random_points_the_parent_is_intact_and_a_rerun_is_byte_identi
 
 
 def test_one_evidence_directory_per_dataset_round(inputs, tmp_path):
-    from devenus.transitions.evidence import EvidenceProvenanceError, record_dataset
+    from devenus.records.evidence import EvidenceProvenanceError, record_dataset
 
     data, ev = inputs
     record_dataset(ev, [str(data)], 0)  # the same data again (a resumed run): accepted

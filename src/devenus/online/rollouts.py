@@ -8,6 +8,16 @@ Every row carries its stable sample key ``extra_info.index``: histories, evidenc
 joined on it across steps and rounds, so a row without one is an error, never a positional fallback
 (:func:`row_identity`). The label state follows one rule (:func:`row_identity`), applied by the setup
 check before training and by the step alike.
+
+A *visit* is one step's group of rollouts for one sample (:class:`Visit`, :func:`observe_groups`); the
+refinement methods keep histories of them and the adapter's probe pass summarises probes with them:
+
+- ``majority``: the unique majority answer of the group (:func:`devenus.verify.majority_vote`: equivalent
+  answers cluster, abstentions count in the group size but never win); None on a tie or no answer.
+- ``majority_pass_rate``: share of the group's rollouts in that majority cluster; 0 on a tie or no answer
+  (the TraPO rule: a group without a unique majority has pass rate 0).
+- ``target_pass_rate``: share of the group's training rollouts whose verifier score against the row's
+  current target is > 0.5; None when the row has no target.
 """
 
 from __future__ import annotations
@@ -130,3 +140,38 @@ class RolloutBatch:
         for g, rows in enumerate(self.groups()):
             out[rows] = g
         return out
+
+
+@dataclass(frozen=True)
+class Visit:
+    step: int
+    majority: str | None
+    majority_pass_rate: float
+    target_pass_rate: float | None
+    target: str  # the row's current (given) target, "" when none
+    labeled: bool
+
+    def as_list(self) -> list:
+        return [self.step, self.majority, self.majority_pass_rate, self.target_pass_rate, self.target, self.labeled]
+
+    @classmethod
+    def from_list(cls, v: list) -> "Visit":
+        s, m, mp, tp, t, lab = v
+        return cls(int(s), m, float(mp), None if tp is None else float(tp), str(t), bool(lab))
+
+
+def observe_groups(batch: RolloutBatch) -> list[tuple[np.ndarray, Visit]]:
+    """One :class:`Visit` per group of ``batch`` (in :meth:`RolloutBatch.groups` order), with its rows."""
+    from devenus.verify import majority_vote
+
+    vote_only = batch.vote_only
+    out = []
+    for rows in batch.groups():
+        vote = majority_vote([batch.pred[i] for i in rows])
+        mp = vote.majority_ratio if vote.target is not None else 0.0
+        first = rows[0]
+        target = str(batch.target[first])
+        train = rows[~vote_only[rows]]
+        tp = float(np.mean(np.asarray(batch.score[train]) > 0.5)) if target and len(train) else None
+        out.append((rows, Visit(int(batch.step), vote.target, float(mp), tp, target, bool(batch.labeled[first]))))
+    return out

@@ -27,11 +27,10 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from devenus.records.evidence import read_evidence
+from devenus.records.evidence import EvidenceProvenanceError, evidence_parts, read_evidence, read_provenance
 from devenus.records.io import read_records
 from devenus.records.versions import Change, Manifest, Refusal, parent_of, write_version
 from devenus.transitions import rules
-from devenus.transitions.evidence import EvidenceProvenanceError, evidence_parts, read_provenance
 from devenus.transitions.rules import TransitionError, rule_config
 
 

@@ -67,7 +67,7 @@ DEFAULT = "trapo"
 def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(method, base_testbed, small_data, tmp_path):
     from devenus.records.evidence import read_evidence
     from devenus.records.versions import sha256_file
-    from devenus.transitions.evidence import read_provenance
+    from devenus.records.evidence import read_provenance
 
     which, keys = CASES[method]
     data = small_data[which]

@@ -117,7 +117,7 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
                 r["values"] = {**(r.get("values") or {}), "source": PROBE_KIND}
             rows.append(r)
         return list(before) + rows
-    from devenus.online.refine.common import observe_groups
+    from devenus.online.rollouts import observe_groups
 
     out = []
     for rows_, visit in observe_groups(view):
@@ -131,7 +131,7 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
 def majority_accuracy(rows: list[dict[str, Any]], hidden: Mapping[str, str | None]) -> float | None:
     """Share of probed questions (``kind = probe`` rows) whose majority answer is the hidden answer
     (simulation truth); None without truth."""
-    from devenus.online.refine.common import equivalent
+    from devenus.signals.votes import equivalent
 
     judged = [(r["majority_answer"], hidden[r["key"]]) for r in rows
               if r.get("kind") == PROBE_KIND and hidden.get(r["key"]) is not None]

@@ -291,8 +291,7 @@ class DeVenusTrainer(RayPPOTrainer):
     # ------------------------------------------------------------------------------ evidence
     def _evidence_writer(self):
         if getattr(self, "_evidence", None) is None:
-            from devenus.records.evidence import EvidenceWriter
-            from devenus.transitions.evidence import record_dataset
+            from devenus.records.evidence import EvidenceWriter, record_dataset
 
             dv = self._devenus_config()
             folder = dv.get("evidence_dir") or os.path.join(self.config.trainer.default_local_dir, "evidence")

@@ -23,7 +23,10 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import EPS, Histories, RefineMethod, Visit, equivalent, observe_groups
+from devenus.online.refine.common import Histories, RefineMethod
+from devenus.online.rollouts import Visit, observe_groups
+from devenus.signals.trajectory import EPS
+from devenus.signals.votes import equivalent
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
 from devenus.transitions.rules import MARGIN, RATE, TransitionRule, answer, number, numbers

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import Histories, RefineMethod, observe_groups
+from devenus.online.refine.common import Histories, RefineMethod
+from devenus.online.rollouts import observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
 from devenus.signals.trajectory import EPS, ls_slope

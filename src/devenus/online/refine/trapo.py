@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import RefineMethod, observe_groups
+from devenus.online.refine.common import RefineMethod
+from devenus.online.rollouts import observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
 from devenus.signals.trajectory import EPS, cosine, znorm  # noqa: F401  (znorm: part of this rule's API)

@@ -30,7 +30,10 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import EPS, Histories, RefineMethod, Visit, equivalent, ls_slope, observe_groups, unique_mode
+from devenus.online.refine.common import Histories, RefineMethod
+from devenus.online.rollouts import Visit, observe_groups
+from devenus.signals.trajectory import EPS, ls_slope
+from devenus.signals.votes import equivalent, unique_mode
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
 from devenus.transitions.rules import RATE, SLOPE, TransitionRule, answer, number
