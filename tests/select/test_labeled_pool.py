@@ -6,7 +6,8 @@ import pytest
 from devenus.records import read_records, write_records
 from devenus.records.versions import verify_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import read_questions, run_all, run_materialize, run_route, stage
+from devenus.select.pipeline import read_questions, run_all, run_materialize, run_route
+from devenus.select.work import stage
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,8 @@ import pytest
 from devenus.records import make_row, read_records, write_records
 from devenus.records.versions import manifest_path, verify_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import run_materialize, stage
+from devenus.select.pipeline import run_materialize
+from devenus.select.work import stage
 from devenus.select.shards import write_table
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,11 +31,11 @@ def test_a_model_rewritten_in_place_has_another_identity(tmp_path):
 
 
 def test_the_stage_identity_holds_the_model_hash(tmp_path, monkeypatch):
-    from devenus.select.pipeline import stage
+    from devenus.select.work import stage
 
     d = _folder(tmp_path, b"a" * 64)
     # the pool's part of the identity is the pipeline's own test's; here only the model's changes
-    monkeypatch.setattr("devenus.select.pipeline._pool_identity", lambda cfg: {"pool": "pool.parquet"})
+    monkeypatch.setattr("devenus.select.work.pool_identity", lambda cfg: {"pool": "pool.parquet"})
     cfg = load_config(None, {"generate.model": str(d), "out": str(tmp_path / "run")})
     before = stage(cfg, "generate").config
     (d / "model.safetensors").write_bytes(b"c" * 64)

@@ -178,7 +178,7 @@ def test_one_seeded_request_per_question_with_the_configured_sampling(fake_vllm)
 
 def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm, tmp_path):
     from devenus.select.config import load_config
-    from devenus.select.pipeline import generate_shard
+    from devenus.select.work import generate_shard
 
     class Fixed:  # the HF generator's output shape, without a model
         def generate(self, prompts, keys):
@@ -196,13 +196,13 @@ def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm
 
 def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monkeypatch, tmp_path):
     import devenus.select.generate.ray_data as rd
-    from devenus.select import pipeline
+    from devenus.select import pipeline, work
     from devenus.select.config import load_config
     from devenus.select.generate.vllm import VLLMGenerator as V
 
     cfg = load_config(None, {"generate.generator": "vllm", "generate.model": "/models/x", "generate.top_p": 0.5,
                              "generate.actor_gpus": 1, "generate.max_new_tokens": 7})
-    gen = pipeline.make_generator(cfg)
+    gen = work.make_generator(cfg)
     assert isinstance(gen, V) and gen.model_dir == "/models/x" and gen.top_p == 0.5 and gen.max_new_tokens == 7
     # the stage identity: vllm and top_p count, the GPU share does not
     base = load_config(None, {}).generate_identity()["generate"]
@@ -217,7 +217,7 @@ def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monke
 
     monkeypatch.setattr(rd, "run_shards", run_shards)
     monkeypatch.setattr(pipeline, "pool_rows", lambda cfg: [])
-    monkeypatch.setattr(pipeline, "_pool_identity", lambda cfg: {"pool": "p"})
+    monkeypatch.setattr(work, "pool_identity", lambda cfg: {"pool": "p"})
     cfg.out = str(tmp_path)
     pipeline.run_generate(cfg, actors=2, progress=False)
     assert seen == {"stage": "generate", "actors": 2, "num_gpus": 1, "num_cpus": 1.0}
@@ -231,7 +231,7 @@ def test_testbed_model_through_vllm(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("vLLM is installed but no CUDA GPU is visible")
     from devenus.select.config import load_config
-    from devenus.select.pipeline import generate_shard, make_generator, pool_rows
+    from devenus.select.work import generate_shard, make_generator, pool_rows
 
     cfg = load_config(None, {"limit": 6, "generate.generator": "vllm", "generate.samples": 4,
                              "generate.max_new_tokens": 24, "generate.gpu_memory_utilization": 0.3})

@@ -20,7 +20,9 @@ import numpy as np
 from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint, interval_bounds
 from devenus.select.route.router import get_router
 from devenus.select.shards import Stage, write_json, write_table
-from devenus.select.sources import load_model, model_identity, resolve_model, resolve_pool
+# the per-shard units, which the Ray Data actors run too
+from devenus.select.work import (generate_shard, make_generator, model_pair, pool_identity, pool_path, pool_rows,
+                                 questions_path, score_shard, shard_ranges, stage)
 
 
 def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
@@ -28,83 +30,6 @@ def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
 
     return tqdm(total=total, desc=desc, unit=unit, disable=False if progress else (None if progress is None else True),
                 smoothing=0.1, dynamic_ncols=True)
-
-
-# ------------------------------------------------------------------------------ inputs
-def pool_path(cfg: SelectConfig) -> Path:
-    return resolve_pool(cfg.pool)
-
-
-def pool_rows(cfg: SelectConfig) -> list[dict]:
-    from devenus.records import read_records
-
-    rows = read_records(pool_path(cfg))
-    return rows[: cfg.limit] if cfg.limit is not None else rows
-
-
-def _shards(n: int, size: int) -> list[range]:
-    return [range(s, min(s + size, n)) for s in range(0, n, size)]
-
-
-def _pool_identity(cfg: SelectConfig) -> dict[str, Any]:
-    from devenus.records.versions import parent_of
-
-    p = parent_of(pool_path(cfg))
-    return {"pool": p.name, "pool_sha256": p.sha256, "limit": cfg.limit, "shard_size": cfg.shard_size}
-
-
-def stage(cfg: SelectConfig, name: str) -> Stage:
-    # the model's content hash: a folder whose weights changed in place makes new samples
-    base = {"input": _pool_identity(cfg), **cfg.generate_identity(), "model": model_identity(cfg.generate.model)}
-    conf = {"generate": base}
-    conf["score"] = {**base, **cfg.section("score")}
-    conf["route"] = {**conf["score"], **cfg.section("route")}
-    if get_router(cfg.route.selector).annotates_while_routing:  # the probes' labels are part of the routing
-        conf["route"]["annotation"] = cfg.materialize.annotation
-    return Stage(Path(cfg.out) / name, name, conf[name])
-
-
-# ------------------------------------------------------------------------------ generate
-def make_generator(cfg: SelectConfig, model=None):
-    """The configured generator. ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF
-    generator only; vLLM loads the model folder itself, so no HF copy of the model is loaded for it)."""
-    g = cfg.generate
-    if g.generator == "vllm":
-        from devenus.select.generate.vllm import VLLMGenerator
-
-        return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                             max_new_tokens=g.max_new_tokens, seed=g.seed,
-                             gpu_memory_utilization=g.gpu_memory_utilization,
-                             tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
-    from devenus.select.generate import HFGenerator
-
-    m, tok = _model(model, cfg)
-    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                       max_new_tokens=g.max_new_tokens, batch_size=g.batch_size, seed=g.seed)
-
-
-def generate_shard(cfg: SelectConfig, gen, part: list[dict], path: Path) -> int:
-    """Generate one shard's samples and write them to ``path``; returns the tokens generated."""
-    import pyarrow as pa
-
-    keys = [r["extra_info"]["index"] for r in part]
-    samples = gen.generate([r["prompt"] for r in part], keys)
-    cols: dict[str, list] = {"index": [], "sample": [], "response_ids": [], "response": [], "truncated": [], "n_tokens": []}
-    for k, ss in zip(keys, samples):
-        for j, smp in enumerate(ss):
-            cols["index"].append(k)
-            cols["sample"].append(j)
-            cols["response_ids"].append(smp.response_ids)
-            cols["response"].append(smp.text)
-            cols["truncated"].append(smp.truncated)
-            cols["n_tokens"].append(len(smp.response_ids))
-    table = pa.table({"index": pa.array(cols["index"], pa.string()), "sample": pa.array(cols["sample"], pa.int32()),
-                      "response_ids": pa.array(cols["response_ids"], pa.list_(pa.int32())),
-                      "response": pa.array(cols["response"], pa.string()),
-                      "truncated": pa.array(cols["truncated"], pa.bool_()),
-                      "n_tokens": pa.array(cols["n_tokens"], pa.int32())})
-    write_table(table, path)
-    return sum(cols["n_tokens"])
 
 
 def _todo(st: Stage, shards: list[range], extra=None) -> list[int]:
@@ -120,7 +45,7 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
         import_vllm()  # a missing vLLM is one line now, before the pool is read
     st = stage(cfg, "generate").open(force)
     rows = pool_rows(cfg)
-    shards = _shards(len(rows), cfg.shard_size)
+    shards = shard_ranges(len(rows), cfg.shard_size)
     todo = _todo(st, shards)
     if st.done and not todo:
         return st
@@ -144,94 +69,6 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
     return st
 
 
-# ------------------------------------------------------------------------------ score
-def _questions_path(st: Stage, i: int) -> Path:
-    return st.folder / f"questions-{i:05d}.parquet"
-
-
-def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, st: Stage, i: int) -> None:
-    """Score one shard (its generate output at ``gen_path``); writes the sample and question tables."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from devenus.select.score import aggregate, answer_signals, forward_signals, uncertainty
-
-    sc, signals = cfg.score, cfg.score.signals
-    want_model = [x for x in signals if x in MODEL_SIGNALS]
-    gen = pq.read_table(str(gen_path)).to_pydict()
-    g = cfg.generate.samples
-    n = len(gen["index"])
-    if n != g * len(part) or gen["index"][::g] != [r["extra_info"]["index"] for r in part]:
-        raise ValueError(f"{gen_path} does not match the pool's questions of shard {i}: rerun generate with --force")
-    raw: dict[str, np.ndarray] = {}
-    if want_model:
-        from devenus.select.generate.hf import HFGenerator
-
-        model, tok = model_tok
-        h = HFGenerator(model, tok)
-        pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
-        steps = None
-        if "pivot_trace" in want_model:
-            from devenus.select.score import newline_token_ids, step_starts_of
-
-            nl = newline_token_ids(tok)
-            steps = [step_starts_of(r, nl) for r in gen["response_ids"]]
-        raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
-                              batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk,
-                              step_starts=steps, pivot_window=sc.pivot_window, pivot_chunk=sc.pivot_chunk)
-    s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
-                               "agrees": [], "reward": [], "sim_reward": []}
-    for name in signals:
-        s_cols[f"u_{name}"] = []
-    for name in want_model:
-        s_cols[name] = raw[name].tolist()
-    q_cols: dict[str, list] = {"index": [], "n_samples": [], "pass_rate": [], "majority": [], "majority_ratio": [],
-                               "majority_correct": [], "sim_pass_rate": [], "sim_majority_correct": []}
-    for name in signals:
-        q_cols[f"u_{name}"] = []
-    for qi, r in enumerate(part):
-        sl = slice(qi * g, (qi + 1) * g)
-        target = r["reward_model"]["ground_truth"] if r["extra_info"]["labeled"] else None
-        a = answer_signals(gen["response"][sl], gen["truncated"][sl], target)
-        hidden = (r.get("simulation") or {}).get("hidden_answer")
-        sim = answer_signals(gen["response"][sl], gen["truncated"][sl], hidden) if hidden else None
-        agrees = np.asarray(a["agrees"], bool)
-        s_cols["pred"] += a["preds"]
-        s_cols["cluster"] += a["cluster"]
-        s_cols["agrees"] += a["agrees"]
-        s_cols["reward"] += a["rewards"].tolist() if a["rewards"] is not None else [None] * g
-        s_cols["sim_reward"] += sim["rewards"].tolist() if sim else [None] * g
-        q_cols["index"].append(r["extra_info"]["index"])
-        q_cols["n_samples"].append(g)
-        p = float(a["rewards"].mean()) if a["rewards"] is not None else None
-        q_cols["pass_rate"].append(p)
-        q_cols["majority"].append(a["majority"])
-        q_cols["majority_ratio"].append(a["majority_ratio"])
-        q_cols["majority_correct"].append(a["majority_correct"])
-        q_cols["sim_pass_rate"].append(float(sim["rewards"].mean()) if sim else None)
-        q_cols["sim_majority_correct"].append(sim["majority_correct"] if sim else None)
-        for name in signals:
-            if name == "accuracy":
-                per = (1.0 - a["rewards"]) if a["rewards"] is not None else np.full(g, np.nan)
-                q = float("nan") if p is None else 1.0 - p
-            elif name == "consistency":
-                per, q = a["u_consistency_sample"], a["consistency"]
-            else:
-                per = uncertainty(name, raw[name][sl])
-                q = aggregate(per, sc.aggregation, agrees)
-            s_cols[f"u_{name}"] += [None if np.isnan(x) else float(x) for x in per]
-            q_cols[f"u_{name}"].append(None if np.isnan(q) else float(q))
-    f64 = pa.float64()
-    s_types = {"index": pa.string(), "sample": pa.int32(), "pred": pa.string(), "cluster": pa.int32(),
-               "agrees": pa.bool_(), "reward": f64, "sim_reward": f64}
-    q_types = {"index": pa.string(), "n_samples": pa.int32(), "pass_rate": f64, "majority": pa.string(),
-               "majority_ratio": f64, "majority_correct": pa.bool_(), "sim_pass_rate": f64,
-               "sim_majority_correct": pa.bool_()}
-    # the sample table first: a shard counts as scored once its question table exists
-    write_table(pa.table({k: pa.array(v, s_types.get(k, f64)) for k, v in s_cols.items()}), st.shard_path(i))
-    write_table(pa.table({k: pa.array(v, q_types.get(k, f64)) for k, v in q_cols.items()}), _questions_path(st, i))
-
-
 def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
               actors: int = 0) -> Stage:
     """The score stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
@@ -239,8 +76,8 @@ def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     gen_st.require_done("score")
     st = stage(cfg, "score").open(force)
     rows = pool_rows(cfg)
-    shards = _shards(len(rows), cfg.shard_size)
-    todo = _todo(st, shards, lambda i: _questions_path(st, i))
+    shards = shard_ranges(len(rows), cfg.shard_size)
+    todo = _todo(st, shards, lambda i: questions_path(st, i))
     if st.done and not todo:
         return st
     bar = _bar(len(rows), "score", progress)
@@ -252,7 +89,7 @@ def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
                             num_gpus=cfg.generate.actor_gpus):
             bar.update(len(shards[i]))
     else:
-        model_tok = _model(model, cfg) if any(x in MODEL_SIGNALS for x in cfg.score.signals) else None
+        model_tok = model_pair(model, cfg) if any(x in MODEL_SIGNALS for x in cfg.score.signals) else None
         for i in todo:
             score_shard(cfg, model_tok, [rows[j] for j in shards[i]], gen_st.shard_path(i), st, i)
             bar.update(len(shards[i]))
@@ -427,7 +264,7 @@ def run_materialize(cfg: SelectConfig, *, force: bool = False, progress: bool | 
 
     summary = route_st.summary()
     config = {
-        "pool": _pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
+        "pool": pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
         "score": dataclasses.asdict(cfg.score), "route": dataclasses.asdict(cfg.route),
         "annotation": cfg.materialize.annotation, "routing": summary,
         "run_fingerprint": fingerprint(route_st.config),
@@ -482,17 +319,10 @@ def run_all(cfg: SelectConfig, *, force: bool = False, progress: bool | None = N
 
     def lazy():
         if "m" not in loaded:
-            loaded["m"] = _model(model, cfg)
+            loaded["m"] = model_pair(model, cfg)
         return loaded["m"]
 
     run_generate(cfg, force=force, progress=progress, model=lazy, actors=actors)
     run_score(cfg, force=force, progress=progress, model=lazy, actors=actors)
     run_route(cfg, force=force, progress=progress)
     return run_materialize(cfg, force=force, progress=progress)
-
-
-def _model(model, cfg: SelectConfig):
-    """``(model, tokenizer)`` from a pair, a zero-argument loader, or the config's model name."""
-    if model is None:
-        return load_model(cfg.generate.model)
-    return model() if callable(model) else model

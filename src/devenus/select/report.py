@@ -32,7 +32,8 @@ def windowed(y: np.ndarray, w: int) -> np.ndarray:
 
 
 def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
-    from devenus.select.pipeline import read_questions, stage
+    from devenus.select.pipeline import read_questions
+    from devenus.select.work import stage
     from devenus.signals import auroc
 
     st = stage(cfg, "score").check().require_done("report")

@@ -24,7 +24,7 @@ class ShardWorker:
         import torch
 
         from devenus.select.config import load_config
-        from devenus.select.pipeline import _model, make_generator, pool_rows, stage
+        from devenus.select.work import make_generator, model_pair, pool_rows, stage
 
         torch.set_num_threads(1)
         self.cfg = load_config(None, _flatten(config))
@@ -33,17 +33,17 @@ class ShardWorker:
         self.st = stage(self.cfg, stage_name)
         if stage_name == "generate":
             self.model_tok = None
-            self.gen = make_generator(self.cfg, lambda: _model(None, self.cfg))  # vllm loads no HF copy
+            self.gen = make_generator(self.cfg, lambda: model_pair(None, self.cfg))  # vllm loads no HF copy
         else:
-            self.model_tok = _model(None, self.cfg)
+            self.model_tok = model_pair(None, self.cfg)
             self.gen = None
 
     def __call__(self, batch):
         import numpy as np
 
-        from devenus.select.pipeline import _shards, generate_shard, score_shard, stage
+        from devenus.select.work import generate_shard, score_shard, shard_ranges, stage
 
-        shards = _shards(len(self.rows), self.cfg.shard_size)
+        shards = shard_ranges(len(self.rows), self.cfg.shard_size)
         done = []
         for i in np.asarray(batch["shard"]).tolist():
             part = [self.rows[j] for j in shards[i]]
