@@ -27,7 +27,8 @@ def main() -> None:
 
     from devenus.records import make_row, read_records, write_records
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_materialize, stage
+    from devenus.select.pipeline import run_materialize
+    from devenus.select.work import stage
     from devenus.select.shards import write_table
 
     n = a.questions

@@ -70,13 +70,13 @@ def build_scores(cfg, n: int, g: int) -> None:
     """A finished score stage: per-sample and per-question tables, as ``run_score`` writes them."""
     import pyarrow as pa
 
-    from devenus.select.pipeline import _questions_path, _shards, stage
+    from devenus.select.work import questions_path, shard_ranges, stage
     from devenus.select.shards import write_table
 
     rng = np.random.default_rng(0)
     st = stage(cfg, "score").open(force=True)
     keys = np.char.add("pool/", np.char.zfill(np.arange(n).astype(str), 7)).astype(object)
-    for i, sh in enumerate(_shards(n, cfg.shard_size)):
+    for i, sh in enumerate(shard_ranges(n, cfg.shard_size)):
         m = len(sh)
         u_ent = rng.gamma(2.0, 0.2, size=(m, g))
         cluster = rng.integers(0, 3, size=(m, g))
@@ -89,7 +89,7 @@ def build_scores(cfg, n: int, g: int) -> None:
                               "u_entropy": pa.array(u_ent.ravel())}), st.shard_path(i))
         write_table(pa.table({"index": k, "n_samples": pa.array(np.full(m, g), pa.int32()),
                               "majority_ratio": pa.array(largest / g), "u_consistency": pa.array(1.0 - largest / g),
-                              "u_entropy": pa.array(u_ent.mean(1))}), _questions_path(st, i))
+                              "u_entropy": pa.array(u_ent.mean(1))}), questions_path(st, i))
     st.finish({"questions": n, "signals": list(cfg.score.signals), "aggregation": cfg.score.aggregation})
 
 
@@ -103,7 +103,8 @@ def reference_materialize(cfg, force: bool = True):
     from devenus.records.versions import VersionWriter, check_output, parent_of, row_changes
     from devenus.select.annotate import annotation_source
     from devenus.select.config import fingerprint
-    from devenus.select.pipeline import _pool_identity, output_path, pool_path, stage
+    from devenus.select.pipeline import output_path
+    from devenus.select.work import pool_identity, pool_path, stage
 
     route_st = stage(cfg, "route").check()
     out, src = output_path(cfg), pool_path(cfg)
@@ -118,7 +119,7 @@ def reference_materialize(cfg, force: bool = True):
     answers = dict(zip([r["extra_info"]["index"] for r in annotate],
                        annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
     answers.update(known)
-    config = {"pool": _pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
+    config = {"pool": pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
               "score": dataclasses.asdict(cfg.score), "route": dataclasses.asdict(cfg.route),
               "annotation": cfg.materialize.annotation, "routing": route_st.summary(),
               "run_fingerprint": fingerprint(route_st.config)}

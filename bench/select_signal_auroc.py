@@ -28,7 +28,8 @@ def main() -> None:
     import torch
 
     from devenus.select.config import MODEL_SIGNALS, load_config
-    from devenus.select.pipeline import read_questions, run_generate, run_score, stage
+    from devenus.select.pipeline import read_questions, run_generate, run_score
+    from devenus.select.work import stage
     from devenus.signals import auroc
 
     torch.set_num_threads(1)
