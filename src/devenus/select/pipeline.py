@@ -32,8 +32,36 @@ def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
                 smoothing=0.1, dynamic_ncols=True)
 
 
-def _todo(st: Stage, shards: list[range], extra=None) -> list[int]:
-    return [i for i in range(len(shards)) if not (st.has(i) and (extra is None or extra(i).exists()))]
+def _run_sharded(cfg: SelectConfig, name: str, *, force: bool, progress: bool | None, actors: int,
+                 worker, summary: dict[str, Any], shard_done=None) -> Stage:
+    """The loop every sharded stage runs: open the stage folder, skip the shards already written (and, with
+    ``shard_done(st, i)``, complete), run the rest here (``worker(st) -> work(i, rows) -> tokens or None``)
+    or on a Ray Data actor pool, and mark the stage done with ``summary``."""
+    st = stage(cfg, name).open(force)
+    rows = pool_rows(cfg)
+    shards = shard_ranges(len(rows), cfg.shard_size)
+    todo = [i for i in range(len(shards)) if not (st.has(i) and (shard_done is None or shard_done(st, i)))]
+    if st.done and not todo:
+        return st
+    bar = _bar(len(rows), name, progress)
+    bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
+    if actors:
+        from devenus.select.generate.ray_data import run_shards
+
+        for i in run_shards(cfg, name, todo, actors, num_cpus=cfg.generate.actor_cpus,
+                            num_gpus=cfg.generate.actor_gpus):
+            bar.update(len(shards[i]))
+    else:
+        work, tokens = worker(st), 0
+        for i in todo:
+            n = work(i, [rows[j] for j in shards[i]])
+            bar.update(len(shards[i]))
+            if n:
+                tokens += n
+                bar.set_postfix(tok_s=f"{tokens / max(bar.format_dict['elapsed'], 1e-9):.0f}", refresh=False)
+    bar.close()
+    st.finish({"questions": len(rows), "shards": len(shards), **summary})
+    return st
 
 
 def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
@@ -43,30 +71,13 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
         from devenus.select.generate.vllm import import_vllm
 
         import_vllm()  # a missing vLLM is one line now, before the pool is read
-    st = stage(cfg, "generate").open(force)
-    rows = pool_rows(cfg)
-    shards = shard_ranges(len(rows), cfg.shard_size)
-    todo = _todo(st, shards)
-    if st.done and not todo:
-        return st
-    bar = _bar(len(rows), "generate", progress)
-    bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
-    if actors:
-        from devenus.select.generate.ray_data import run_shards
 
-        for i in run_shards(cfg, "generate", todo, actors, num_cpus=cfg.generate.actor_cpus,
-                            num_gpus=cfg.generate.actor_gpus):
-            bar.update(len(shards[i]))
-    else:
+    def worker(st: Stage):
         gen = make_generator(cfg, model)
-        tokens = 0
-        for i in todo:
-            tokens += generate_shard(cfg, gen, [rows[j] for j in shards[i]], st.shard_path(i))
-            bar.update(len(shards[i]))
-            bar.set_postfix(tok_s=f"{tokens / max(bar.format_dict['elapsed'], 1e-9):.0f}", refresh=False)
-    bar.close()
-    st.finish({"questions": len(rows), "shards": len(shards), "samples_per_question": cfg.generate.samples})
-    return st
+        return lambda i, part: generate_shard(cfg, gen, part, st.shard_path(i))
+
+    return _run_sharded(cfg, "generate", force=force, progress=progress, actors=actors, worker=worker,
+                        summary={"samples_per_question": cfg.generate.samples})
 
 
 def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,
@@ -74,29 +85,15 @@ def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
     """The score stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
     gen_st = stage(cfg, "generate").check()
     gen_st.require_done("score")
-    st = stage(cfg, "score").open(force)
-    rows = pool_rows(cfg)
-    shards = shard_ranges(len(rows), cfg.shard_size)
-    todo = _todo(st, shards, lambda i: questions_path(st, i))
-    if st.done and not todo:
-        return st
-    bar = _bar(len(rows), "score", progress)
-    bar.update(sum(len(shards[i]) for i in range(len(shards)) if i not in todo))
-    if actors:
-        from devenus.select.generate.ray_data import run_shards
 
-        for i in run_shards(cfg, "score", todo, actors, num_cpus=cfg.generate.actor_cpus,
-                            num_gpus=cfg.generate.actor_gpus):
-            bar.update(len(shards[i]))
-    else:
+    def worker(st: Stage):
         model_tok = model_pair(model, cfg) if any(x in MODEL_SIGNALS for x in cfg.score.signals) else None
-        for i in todo:
-            score_shard(cfg, model_tok, [rows[j] for j in shards[i]], gen_st.shard_path(i), st, i)
-            bar.update(len(shards[i]))
-    bar.close()
-    st.finish({"questions": len(rows), "shards": len(shards), "signals": list(cfg.score.signals),
-               "aggregation": cfg.score.aggregation})
-    return st
+        return lambda i, part: score_shard(cfg, model_tok, part, gen_st.shard_path(i), st, i)
+
+    # a shard counts as scored once its question table exists (written after the sample table)
+    return _run_sharded(cfg, "score", force=force, progress=progress, actors=actors, worker=worker,
+                        shard_done=lambda st, i: questions_path(st, i).exists(),
+                        summary={"signals": list(cfg.score.signals), "aggregation": cfg.score.aggregation})
 
 
 def read_questions(st: Stage):
