@@ -1,23 +1,22 @@
-"""Peak working memory of the chunked token statistics (self-certainty, entropy), in [chunk, V] float32
-buffers; and, with ``--testbed``, DE-Venus's self-certainty against the reference formula on the testbed model.
+"""Peak working memory of the online token statistics (self-certainty, entropy) beside the naive kernel,
+in the same run; and, with ``--testbed``, DE-Venus's self-certainty against the reference formula on the testbed model.
 
-    python bench/token_stats_memory.py [--vocab 151936] [--chunk 1024] [--tokens 2048]
+    python bench/token_stats_memory.py [--vocab 151936] [--tokens 1024,2048,4096,8192]
     python bench/token_stats_memory.py --testbed
+
+The online kernel is :func:`devenus.signals.token_stats_from_logits` at the verl adapter's defaults
+(``chunk_size`` = :data:`DEFAULT_CHUNK_SIZE`, the memory budget :data:`DEFAULT_BUDGET_BYTES`, which
+chooses the chunk: :func:`devenus.signals.chunk_rows`). The naive kernel is the reference
+implementations' formula, ``logsumexp(z) - mean(z)`` over the whole ``[tokens, V]`` logits (float32,
+after the division by the temperature, as verl-intuitor's ``dp_actor.py`` does, no chunking), plus the
+full softmax for entropy. Every (dtype, statistics, T) case runs once per kernel.
 
 Each case runs in a fresh subprocess: it builds the logits, runs one small warm-up call (lazy torch
 initialisation is not the computation's memory), reads the peak resident set size (``VmHWM`` in
-/proc/self/status), runs :func:`devenus.signals.token_stats_from_logits` once and reads the peak again.
-The difference is the computation's working memory; it is printed in MB and in units of one
-``[chunk, V]`` float32 buffer. (tracemalloc does not see torch's allocations; the peak RSS does, since
-torch's CPU allocator maps large buffers fresh and returns them on free.)
-
-For comparison, ``reference`` runs the reference implementations' formula, ``logsumexp(z) - mean(z)``
-over the whole ``[tokens, V]`` logits after an in-place division by the temperature, as
-verl-intuitor's ``dp_actor.py`` does (no chunking): its working memory grows with the tokens, not the chunk.
-
-``--testbed`` samples 8 responses (T=1) to each of 16 training questions with the testbed's base model,
-recomputes their logits, and compares per token DE-Venus's SC (chunked, minus log V) with the
-reference's ``logsumexp(z/T) - mean(z/T)``, and the group z-scores of the two response means (what GRPO sees).
+/proc/self/status), runs the kernel once and reads the peak again. The difference is the computation's
+extra memory over the logits already held. (tracemalloc does not see torch's allocations; the peak RSS
+does, since torch's CPU allocator maps large buffers fresh and returns them on free.) The bound the
+online kernel must keep is 256 MB at V = 151,936, at every T.
 """
 
 from __future__ import annotations
@@ -28,16 +27,12 @@ import subprocess
 import sys
 
 CASES = [  # (name, dtype, temperature, statistics)
-    ("fp32, T=1, SC", "float32", 1.0, ("self_certainty",)),
-    ("fp32, T=0.7, SC", "float32", 0.7, ("self_certainty",)),
-    ("bf16, T=1, SC", "bfloat16", 1.0, ("self_certainty",)),
-    ("bf16, T=0.7, SC", "bfloat16", 0.7, ("self_certainty",)),
-    ("fp32, T=1, SC+H", "float32", 1.0, ("self_certainty", "entropy")),
-    ("fp32, T=0.7, SC+H", "float32", 0.7, ("self_certainty", "entropy")),
-    ("bf16, T=1, SC+H", "bfloat16", 1.0, ("self_certainty", "entropy")),
-    ("bf16, T=0.7, SC+H", "bfloat16", 0.7, ("self_certainty", "entropy")),
-    ("reference (unchunked), fp32, T=0.7, SC", "float32", 0.7, ("reference",)),
+    ("fp32, temp 0.7, SC", "float32", 0.7, ("self_certainty",)),
+    ("bf16, temp 0.7, SC", "bfloat16", 0.7, ("self_certainty",)),
+    ("fp32, temp 1, SC+H", "float32", 1.0, ("self_certainty", "entropy")),
+    ("bf16, temp 0.7, SC+H", "bfloat16", 0.7, ("self_certainty", "entropy")),
 ]
+BOUND_BYTES = 256e6  # issue 22: the online kernel's extra memory at V = 151,936, any T
 
 
 def vm_hwm_bytes() -> int:
@@ -48,23 +43,35 @@ def vm_hwm_bytes() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def run_case(vocab: int, chunk: int, tokens: int, dtype: str, temperature: float, which: tuple) -> dict:
+def naive_stats(logits, temperature: float, which: tuple) -> None:
+    """The unchunked formula: one float32 ``[tokens, V]`` copy divided by the temperature, whole-width reductions."""
+    import torch
+
+    z = logits.float()
+    if temperature != 1.0:
+        z = z / temperature
+    lse = torch.logsumexp(z, dim=-1)
+    if "self_certainty" in which:
+        lse - z.mean(dim=-1)
+    if "entropy" in which:
+        lse - (torch.softmax(z, dim=-1) * z).sum(dim=-1)
+
+
+def run_case(vocab: int, tokens: int, dtype: str, temperature: float, which: tuple, kernel: str) -> dict:
     import torch
 
     from devenus.signals import token_stats_from_logits
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(tokens, vocab, generator=g, dtype=getattr(torch, dtype))
-    token_stats_from_logits(logits[:2], chunk_size=chunk, temperature=temperature)  # warm-up, tiny
-    (torch.logsumexp(logits[:2].float(), dim=-1) - logits[:2].float().mean(dim=-1)).sum()
+    token_stats_from_logits(logits[:2], temperature=temperature, which=which)  # warm-up, tiny
+    naive_stats(logits[:2], temperature, which)
     before = vm_hwm_bytes()
-    if which == ("reference",):
-        logits.div_(temperature)  # the reference divides the model's logits in place
-        torch.logsumexp(logits, dim=-1) - logits.mean(dim=-1)
-    else:
-        token_stats_from_logits(logits, chunk_size=chunk, temperature=temperature, which=which)
-    delta = vm_hwm_bytes() - before
-    return {"delta_bytes": delta, "buffers": delta / (chunk * vocab * 4)}
+    if kernel == "naive":
+        naive_stats(logits, temperature, which)
+    else:  # the adapter's defaults: DEFAULT_CHUNK_SIZE capped by DEFAULT_BUDGET_BYTES
+        token_stats_from_logits(logits, temperature=temperature, which=which)
+    return {"delta_bytes": vm_hwm_bytes() - before}
 
 
 def testbed_comparison(temperatures=(1.0, 0.7), questions=16, n=8, seed=0) -> None:
@@ -131,28 +138,38 @@ def testbed_comparison(temperatures=(1.0, 0.7), questions=16, n=8, seed=0) -> No
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", type=int, default=151_936)  # Qwen2.5/3's logits width
-    ap.add_argument("--chunk", type=int, default=1024)
-    ap.add_argument("--tokens", type=int, default=2048)
+    ap.add_argument("--tokens", default="1024,2048,4096,8192", help="comma-separated T list")
     ap.add_argument("--testbed", action="store_true", help="compare with the reference formula on the testbed model")
     ap.add_argument("--case", type=int, default=None, help=argparse.SUPPRESS)  # child process: one case
+    ap.add_argument("--kernel", default="online", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.testbed:
         testbed_comparison()
         return
     if args.case is not None:
         _, dtype, temp, which = CASES[args.case]
-        print(json.dumps(run_case(args.vocab, args.chunk, args.tokens, dtype, temp, which)))
+        print(json.dumps(run_case(args.vocab, int(args.tokens), dtype, temp, which, args.kernel)))
         return
-    unit = args.chunk * args.vocab * 4
-    print(f"V = {args.vocab}, chunk = {args.chunk}, tokens = {args.tokens}; "
-          f"one [chunk, V] float32 buffer = {unit / 1e9:.2f} GB")
-    print(f"{'case':42s} {'peak extra (GB)':>16s} {'buffers':>8s}")
-    for i, (name, *_rest) in enumerate(CASES):
-        out = subprocess.run([sys.executable, __file__, "--vocab", str(args.vocab), "--chunk", str(args.chunk),
-                              "--tokens", str(args.tokens), "--case", str(i)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"{name:42s} {r['delta_bytes'] / 1e9:16.2f} {r['buffers']:8.2f}")
+    from devenus.signals import DEFAULT_BUDGET_BYTES, DEFAULT_CHUNK_SIZE, chunk_rows
+
+    rows = chunk_rows(args.vocab, DEFAULT_CHUNK_SIZE, DEFAULT_BUDGET_BYTES)
+    print(f"V = {args.vocab}; online kernel at the adapter's defaults: chunk_size cap {DEFAULT_CHUNK_SIZE}, "
+          f"budget {DEFAULT_BUDGET_BYTES / 2**20:.0f} MiB -> {rows} tokens per chunk; bound {BOUND_BYTES / 1e6:.0f} MB")
+    print(f"{'case':22s} {'T':>5s} {'online MB':>10s} {'naive MB':>10s} {'naive/online':>13s} {'within':>7s}")
+    worst = 0
+    for t in [int(x) for x in args.tokens.split(",")]:
+        for i, (name, *_rest) in enumerate(CASES):
+            r = {}
+            for kernel in ("online", "naive"):
+                out = subprocess.run([sys.executable, __file__, "--vocab", str(args.vocab), "--tokens", str(t),
+                                      "--case", str(i), "--kernel", kernel], capture_output=True, text=True, check=True)
+                r[kernel] = json.loads(out.stdout.strip().splitlines()[-1])["delta_bytes"]
+            worst = max(worst, r["online"])
+            ratio = r["naive"] / max(r["online"], 1)
+            print(f"{name:22s} {t:5d} {r['online'] / 1e6:10.1f} {r['naive'] / 1e6:10.1f} {ratio:12.1f}x "
+                  f"{'yes' if r['online'] <= BOUND_BYTES else 'NO':>7s}", flush=True)
+    print(f"largest online extra: {worst / 1e6:.1f} MB ({'within' if worst <= BOUND_BYTES else 'OVER'} "
+          f"the {BOUND_BYTES / 1e6:.0f} MB bound)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from devenus import signals as C
+from devenus.signals.tokens import BUFFERS
 
 
 def direct_self_certainty(logits, temperature=1.0):
@@ -119,3 +120,53 @@ def test_collapse_monitor_warns_when_length_halves_while_confidence_rises():
     restored = C.CollapseMonitor(2, 0.5)
     restored.load_state_dict(m.state_dict())
     assert restored.update(20, 1.25) == m.update(20, 1.25)
+
+
+@pytest.mark.parametrize("vocab", [49_152, 151_936])  # SmolLM2's and Qwen2.5/3's logits widths
+@pytest.mark.parametrize("dtype,temperature", [(torch.float32, 1.0), (torch.float32, 0.7), (torch.bfloat16, 0.7)])
+def test_budgeted_chunks_equal_one_chunk_at_real_vocabulary_width(vocab, dtype, temperature):
+    g = torch.Generator().manual_seed(1)
+    z = (torch.randn(9, vocab, generator=g) * 3).to(dtype)
+    whole = C.token_stats_from_logits(z, chunk_size=9, temperature=temperature, budget_bytes=2**40)
+    # a budget for 2 tokens per chunk (the last chunk a single token), and the adapter's defaults
+    tiny = C.token_stats_from_logits(z, temperature=temperature, budget_bytes=2 * vocab * 4 * BUFFERS)
+    default = C.token_stats_from_logits(z, temperature=temperature)
+    for k in whole:
+        assert torch.equal(tiny[k], whole[k]), k
+        assert torch.equal(default[k], whole[k]), k
+
+
+def test_chunk_from_budget_keeps_the_vocabulary_wide_temporaries_under_it():
+    for vocab in (384, 49_152, 151_936, 256_000):
+        rows = C.chunk_rows(vocab)
+        assert rows * vocab * 4 * BUFFERS <= C.DEFAULT_BUDGET_BYTES or rows == 1
+        assert (rows + 1) * vocab * 4 * BUFFERS > C.DEFAULT_BUDGET_BYTES or rows == C.DEFAULT_CHUNK_SIZE
+    assert C.chunk_rows(151_936) == 73  # 3 x 73 x 151,936 x 4 B = 133 MB < 256 MB at any T
+    assert C.chunk_rows(384) == C.DEFAULT_CHUNK_SIZE  # a small vocabulary: the cap binds
+    assert C.chunk_rows(151_936, chunk_size=8) == 8
+    assert C.chunk_rows(10**9, budget_bytes=1) == 1  # never zero tokens
+    with pytest.raises(ValueError):
+        C.chunk_rows(100, budget_bytes=0)
+
+
+def test_kernel_holds_no_more_than_its_counted_temporaries():
+    """Every V-wide tensor the kernel allocates (views aside) is one chunk wide: none spans the tokens."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    vocab, rows = 151_936, 4
+    budget = rows * vocab * 4 * BUFFERS
+    z = torch.randn(3 * rows, vocab, dtype=torch.bfloat16)
+    seen = []
+
+    class Probe(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in (out if isinstance(out, (tuple, list)) else [out]):
+                if isinstance(t, torch.Tensor) and t.shape[-1:] == (vocab,) \
+                        and t.untyped_storage().data_ptr() != z.untyped_storage().data_ptr():  # not a view of z
+                    seen.append(t.numel() * t.element_size())
+            return out
+
+    with Probe():
+        C.token_stats_from_logits(z, temperature=0.7, budget_bytes=budget)
+    assert seen and max(seen) <= rows * vocab * 4  # every V-wide temporary is one chunk's width

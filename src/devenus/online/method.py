@@ -131,7 +131,8 @@ class OnlineMethod:
         raise NotImplementedError(f"{type(self).__name__} asks for no self-verification")
 
     def logits_chunk_size(self) -> int:
-        """Tokens per chunk when the engine computes statistics over the full logits width."""
+        """Most tokens per chunk when the engine computes statistics over the full logits width (the
+        kernel's memory budget, :data:`devenus.signals.DEFAULT_BUDGET_BYTES`, may lower it)."""
         return DEFAULT_CHUNK_SIZE
 
     # ---- state that later steps depend on: saved beside verl's checkpoint ------------------------

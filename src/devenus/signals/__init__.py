@@ -31,7 +31,9 @@ from devenus.signals.sequence import (
     sum_log_prob,
 )
 from devenus.signals.tokens import (
+    DEFAULT_BUDGET_BYTES,
     DEFAULT_CHUNK_SIZE,
+    chunk_rows,
     TOKEN_STATS,
     entropy_from_logits,
     self_certainty_from_logits,
@@ -46,7 +48,7 @@ from devenus.signals.trajectory import cosine, ls_slope, znorm
 from devenus.signals.votes import VoteStats, equivalent, majority_agreement, unique_mode
 
 __all__ = [
-    "CollapseMonitor", "DEFAULT_CHUNK_SIZE", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "cosine_alpha",
+    "CollapseMonitor", "DEFAULT_BUDGET_BYTES", "DEFAULT_CHUNK_SIZE", "chunk_rows", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "cosine_alpha",
     "distinct_candidates", "ema_update_", "entropy_from_logits", "fill_missing", "group_normalize",
     "majority_agreement", "masked_mean", "masked_sum", "mean_log_prob", "mean_self_certainty",
     "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob", "tensor_checksum",

@@ -22,7 +22,7 @@ from devenus.signals import DEFAULT_CHUNK_SIZE, mean_self_certainty
 
 @dataclass
 class IntuitorConfig(ConfidenceConfig):
-    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "tokens per chunk when the engine computes SC_t from the logits", ge=1)
+    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "most tokens per chunk when the engine computes SC_t (a 128 MiB budget may lower it)", ge=1)
 
 
 @WeakTrainerInterface.register

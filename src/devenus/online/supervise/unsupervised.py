@@ -79,7 +79,7 @@ class UnsupervisedConfig(ConfidenceConfig):
     normalize: str = option("zscore", "per-group normalisation of each signal before weighting", choices=NORMALIZE)
     seq_prob: str = option("sum", "seq_logprob = sum (sequence log-probability) or mean (per token) of log p(y_t)",
                            choices=SEQ_PROB)
-    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "tokens per chunk when the engine computes self-certainty", ge=1)
+    chunk_size: int = option(DEFAULT_CHUNK_SIZE, "most tokens per chunk when the engine computes self-certainty (a 128 MiB budget may lower it)", ge=1)
 
     def check(self) -> None:
         for slot in ("{question}", "{answer}"):
