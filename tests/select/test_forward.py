@@ -138,3 +138,26 @@ def test_pivot_trace_matches_eager_attention_maps(model_tok):
         model.set_attn_implementation("sdpa")
     assert got["pivot_trace"].tolist() == want
     assert sum(want) > 0  # the comparison is not between zeros
+
+
+def test_every_signal_in_bfloat16_comes_back_as_float64_close_to_float32(model_tok):
+    """The GPU path's dtype (bf16 weights, activations and attention masses) through the same forward: every
+    result leaves the device as float64 numpy (numpy has no bfloat16) and stays near the fp32 value."""
+    import copy
+
+    from devenus.select.config import MODEL_SIGNALS
+    from devenus.select.score import newline_token_ids, step_starts_of
+
+    model, tok = model_tok
+    gen = HFGenerator(model, tok, samples=3, max_new_tokens=40, seed=2)
+    prompts = [[{"role": "user", "content": "Compute 123 + 45."}]]
+    rids = [s.response_ids for s in gen.generate(prompts, ["c"])[0]]
+    pids = [tok(gen.prompt_text(prompts[0]))["input_ids"]] * len(rids)
+    steps = [step_starts_of(r, newline_token_ids(tok)) for r in rids]
+    kw = dict(batch_size=2, token_chunk=5, vocab_chunk=50, step_starts=steps, pivot_window=6)
+    fp32 = forward_signals(model, pids, rids, MODEL_SIGNALS, **kw)
+    bf16 = forward_signals(copy.deepcopy(model).to(torch.bfloat16), pids, rids, MODEL_SIGNALS, **kw)
+    for name in MODEL_SIGNALS:
+        assert bf16[name].dtype == np.float64 and np.isfinite(bf16[name]).all(), name
+    for name in ("entropy", "self_certainty"):
+        np.testing.assert_allclose(bf16[name], fp32[name], rtol=0.1, atol=0.05, err_msg=name)

@@ -74,6 +74,8 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
             raise ValueError("pivot_trace needs step_starts (the first token of each step of each response)")
         layers = list(pivot_layers) if pivot_layers is not None else pivot_layer_ids(len(base.layers))
     model.eval()
+    # the batch is built on the CPU and moved to the model's device; results come back as float64 numpy
+    device = next(model.parameters()).device
     for start in range(0, n, batch_size):
         idx = range(start, min(start + batch_size, n))
         seqs = [list(prompt_ids[i]) + list(response_ids[i]) for i in idx]
@@ -84,11 +86,12 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
         ids = torch.full((len(seqs), t), pad, dtype=torch.long)
         attn = torch.zeros((len(seqs), t), dtype=torch.long)
         resp = torch.zeros((len(seqs), t), dtype=torch.bool)  # response token positions
-        attn_mask = attn
         for b, s in enumerate(seqs):  # right padding: real tokens keep positions 0..n-1
             ids[b, : len(s)] = torch.tensor(s)
             attn[b, : len(s)] = 1
             resp[b, plen[b]: plen[b] + rlen[b]] = True
+        ids, attn, resp = ids.to(device), attn.to(device), resp.to(device)
+        attn_mask = attn
         pool = LayerPool(resp) if coe else None
         kinetics = KineticsPool(resp) if kin else None
         hooks = []
@@ -122,24 +125,30 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
             rows, cols = pred_pos.nonzero(as_tuple=True)
             stats = token_stats_from_hidden(last[rows, cols], head.weight, getattr(head, "bias", None),
                                             temperature=temperature, token_chunk=token_chunk, vocab_chunk=vocab_chunk)
+            rows = rows.cpu()
             count = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, torch.ones(len(rows), dtype=torch.float64))
             for name in ("entropy", "self_certainty"):
                 if name in want:
-                    s = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, stats[name].double())
+                    s = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, _host(stats[name]))
                     out[name][start: start + len(seqs)] = (s / count.clamp(min=1)).numpy()
         if pool is not None:
             c = coe_scores(pool.means())
             for name in ("coe_r", "coe_c"):
                 if name in want:
-                    out[name][start: start + len(seqs)] = c[name].numpy()
+                    out[name][start: start + len(seqs)] = _host(c[name]).numpy()
         if kinetics is not None:
-            out["cot_kinetics"][start: start + len(seqs)] = kinetics.energy().numpy()
+            out["cot_kinetics"][start: start + len(seqs)] = _host(kinetics.energy()).numpy()
         if piv:
-            mass = torch.stack(masses).mean(0)  # layers averaged (heads already are)
+            mass = _host(torch.stack(masses).float().mean(0))  # layers averaged (heads already are)
             for b, i in enumerate(idx):
                 m = mass[b, plen[b]: plen[b] + rlen[b]].numpy()
                 out["pivot_trace"][i] = float(pivot_count(m, step_starts[i]))
     return out
+
+
+def _host(x: torch.Tensor) -> torch.Tensor:
+    """``x`` on the CPU in float64 (numpy has no bfloat16, and results leave the device once)."""
+    return x.detach().to("cpu", torch.float64)
 
 
 def pivot_layer_ids(n_layers: int, count: int = 4, lo: float = 0.5, hi: float = 0.87) -> list[int]:

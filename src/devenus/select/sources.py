@@ -80,12 +80,18 @@ def resolve_model(name: str) -> str:
     return str(_MODELS[name].folder()) if name in _MODELS else name
 
 
-def load_model(name: str):
-    """``(model, tokenizer)`` for ``name`` (HF, on the CPU in its stored dtype; the caller places it)."""
+def load_model(name: str, device: str | None = None):
+    """``(model, tokenizer)`` for ``name``, on ``device`` (default: the first CUDA device when there is one, in
+    the checkpoint's stored dtype; else the CPU in float32). A Ray Data actor that reserves a GPU sees it as
+    its CUDA device, so its scoring and generation run there."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = resolve_model(name)
-    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = "auto" if device != "cpu" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device)
+    return model, AutoTokenizer.from_pretrained(folder)
 
 
 _WEIGHTS = ("*.safetensors", "*.bin", "*.gguf", "*.pt")

@@ -43,14 +43,15 @@ class _RowSampler:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         b, v = scores.shape
-        u = torch.stack([torch.rand(v, generator=g, dtype=torch.float64) for g in self.gens[:b]])
+        # the noise is drawn on the CPU (per-row CPU generators) and moved: a sample is the same on any device
+        u = torch.stack([torch.rand(v, generator=g, dtype=torch.float64) for g in self.gens[:b]]).to(scores.device)
         gumbel = -torch.log(-torch.log(u.clamp(min=1e-300)))
         z = scores.double() / self.temperature
         if self.top_p < 1.0:
             z = nucleus(z, self.top_p)
         pick = (z + gumbel).argmax(dim=-1)
         out = torch.full_like(scores, -float("inf"))
-        out[torch.arange(b), pick] = 0.0
+        out[torch.arange(b, device=scores.device), pick] = 0.0
         return out
 
 
@@ -76,10 +77,11 @@ class HFGenerator:
         old_side = self.tok.padding_side
         self.tok.padding_side = "left"
         self.model.eval()
+        device = next(self.model.parameters()).device
         try:
             for start in range(0, len(jobs), self.batch_size):
                 chunk = jobs[start:start + self.batch_size]
-                enc = self.tok([texts[qi] for qi, _ in chunk], return_tensors="pt", padding=True)
+                enc = self.tok([texts[qi] for qi, _ in chunk], return_tensors="pt", padding=True).to(device)
                 sampler = _RowSampler([sample_seed(self.seed, keys[qi], j) for qi, j in chunk], self.temperature,
                                       self.top_p)
                 with torch.no_grad():
