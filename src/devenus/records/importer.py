@@ -199,22 +199,29 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
+def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
+    """The rest of the binary file ``f`` in blocks of whole lines of about ``chunk_bytes`` (a line
+    longer than a block is read on to its end; the last block is what follows the last newline,
+    possibly empty): the one block reader of the JSONL and CSV/TSV paths."""
+    buf = b""
+    while True:
+        block = f.read(chunk_bytes)
+        buf += block
+        if not block:
+            yield buf
+            return
+        cut = buf.rfind(b"\n") + 1
+        if cut:  # (no newline yet: one line longer than a block, read on to its end)
+            data, buf = buf[:cut], buf[cut:]
+            yield data
+
+
 def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
     chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
-    buf = b""
     first = True
     with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk_bytes)
-            buf += block
-            if block:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    continue  # one line longer than a block: read on to its end
-                data, buf = buf[:cut], buf[cut:]
-            else:
-                data, buf = buf, b""
+        for data in _line_blocks(f, chunk_bytes):
             if first and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             first = False
@@ -227,8 +234,6 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterat
                 yield chunk
                 pos += chunk.rows
                 line0 += lines
-            if not block:
-                break
 
 
 def _arrow_jsonl(data: bytes, lines: int) -> Any:
@@ -501,17 +506,7 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> I
     offset, line0, pos = len(first), 1, 0
     with open(path, "rb") as f:
         f.seek(offset)
-        buf = b""
-        while True:
-            block = f.read(chunk_bytes)
-            buf += block
-            if block:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    continue
-                data, buf = buf[:cut], buf[cut:]
-            else:
-                data, buf = buf, b""
+        for data in _line_blocks(f, chunk_bytes):
             if not data:
                 return
             lines = data.count(b"\n") + (not data.endswith(b"\n"))
@@ -536,8 +531,6 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> I
             offset += len(data)
             pos += table.num_rows
             line0 += lines
-            if not block:
-                return
 
 
 def _parquet_chunks(path: Path, batch_rows: int) -> Iterator[Chunk]:
