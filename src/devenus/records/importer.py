@@ -1179,15 +1179,21 @@ _PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u20
                   "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
-def _question_hashes(qs: Any, questions: list[str]) -> list[str]:
-    """:func:`question_hash` of every (stripped) question: a question of printable ASCII without a
-    double space is its own normal form (pyarrow finds them column-wise), the others are normalised
-    one by one."""
+def _question_hashes(qs: Any) -> list[str]:
+    """:func:`question_hash` of every (stripped) question of a string array: a question of printable
+    ASCII without a double space is its own normal form (pyarrow finds them column-wise) and is
+    hashed from the array's own bytes; the others are normalised one by one."""
+    import numpy as np
     import pyarrow.compute as pc
 
-    odd = pc.or_(pc.invert(pc.string_is_ascii(qs)), pc.match_substring_regex(qs, r"[^\x20-\x7e]|  ")).to_pylist()
+    odd = pc.or_(pc.invert(pc.string_is_ascii(qs)), pc.match_substring_regex(qs, r"[^\x20-\x7e]|  "))
+    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1].tolist()
+    data = memoryview(qs.buffers()[2] or b"")
     sha1 = hashlib.sha1
-    return [sha1((normalize_question(q) if o else q).encode("utf-8")).hexdigest()[:16] for q, o in zip(questions, odd)]
+    out = [sha1(data[a:b]).hexdigest()[:16] for a, b in zip(offsets, offsets[1:])]
+    for i in pc.indices_nonzero(odd).to_pylist():
+        out[i] = question_hash(qs[i].as_py())
+    return out
 
 
 def _column_targets(col: Any, field: str) -> list[str | None] | None:
@@ -1202,11 +1208,10 @@ def _column_targets(col: Any, field: str) -> list[str | None] | None:
     if (pc.max(pc.utf8_length(col)).as_py() or 0) > MAX_ANSWER_FIELD_CHARS:
         return None  # (the per-record route names it, before any search)
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    values = col.to_pylist()
     marked = pc.fill_null(pc.match_substring(col, "####"), False)
     idx = pc.indices_nonzero(marked)
-    out: list[str | None] = [None] * len(values)
-    simple = [False] * len(values)
+    out: list[str | None] = [None] * len(col)
+    simple = [False] * len(col)
     if len(idx):
         tails = pc.utf8_trim(pc.list_element(pc.split_pattern(col.take(idx), "####", max_splits=1, reverse=True), 1),
                              characters=_PY_WHITESPACE)
@@ -1221,14 +1226,13 @@ def _column_targets(col: Any, field: str) -> list[str | None] | None:
         for i, t, p in zip(idx.to_pylist(), tails.to_pylist(), plain.to_pylist()):
             if p:
                 out[i], simple[i] = t or None, True  # (nothing after '####': no target)
-    for i, v in enumerate(values):
-        if not simple[i]:
-            target, _, refused = normalise_target(v, field)
-            if refused:
-                return None
-            out[i] = target
+    rest = pc.indices_nonzero(pc.invert(pa.array(simple, pa.bool_())))  # (only these are read into Python)
+    for i, v in zip(rest.to_pylist(), col.take(rest).to_pylist()):
+        target, _, refused = normalise_target(v, field)
+        if refused:
+            return None
+        out[i] = target
     return out
-
 
 def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
               dedupe: Deduper | None = None) -> tuple[Any, int, list[int]] | None:
@@ -1295,16 +1299,16 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         ids = [_id_str(v) for v in ids]
         if None in ids or len(set(ids)) < n or not keys.seen_ids.keys().isdisjoint(ids):
             return None  # a missing or repeated id: the per-record route names it
-    questions = qs.to_pylist()
 
     # every record is a plain row: now the keys (and the repeats) in file order
     line0 = chunk.line0
     keep, index = [], []
     if ids is None and dedupe is None:  # (the common case: hash keys, no dedupe, in one loop)
         keep = range(n)
-        index = [keys.hash_key_of(h) for h in _question_hashes(qs, questions)]
+        index = [keys.hash_key_of(h) for h in _question_hashes(qs)]
     else:
-        hashes = _question_hashes(qs, questions) if ids is None else None
+        questions = qs.to_pylist()
+        hashes = _question_hashes(qs) if ids is None else None
         for i in range(n):
             if dedupe is not None and dedupe.repeat(questions[i], targets[i],
                                                     f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}"):
@@ -1312,7 +1316,7 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
             keep.append(i)
             index.append(keys.id_key(ids[i], chunk.pos + i) if ids is not None else keys.hash_key_of(hashes[i]))
     if len(keep) < n:
-        questions, targets, difficulty, family = ([v[i] for i in keep] for v in (questions, targets, difficulty, family))
+        targets, difficulty, family = ([v[i] for i in keep] for v in (targets, difficulty, family))
         qs = qs.take(pa.array(keep, pa.int64()))
     m = len(keep)
     labeled = [t is not None and labeled_mode is not False for t in targets]
