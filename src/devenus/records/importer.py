@@ -1187,7 +1187,10 @@ def _question_hashes(qs: Any) -> list[str]:
     import numpy as np
     import pyarrow.compute as pc
 
-    odd = pc.or_(pc.invert(pc.string_is_ascii(qs)), pc.match_substring_regex(qs, r"[^\x20-\x7e]|  "))
+    # (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several times
+    # faster than match_substring)
+    odd = pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
+                 pc.match_substring_regex(qs, "  "))
     offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1].tolist()
     data = memoryview(qs.buffers()[2] or b"")
     sha1 = hashlib.sha1
@@ -1209,7 +1212,7 @@ def _column_targets(col: Any, field: str) -> list[str | None] | None:
     if (pc.max(pc.utf8_length(col)).as_py() or 0) > MAX_ANSWER_FIELD_CHARS:
         return None  # (the per-record route names it, before any search)
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    marked = pc.fill_null(pc.match_substring(col, "####"), False)
+    marked = pc.fill_null(pc.match_substring_regex(col, "####"), False)  # (RE2: far faster than match_substring)
     idx = pc.indices_nonzero(marked)
     out: list[str | None] = [None] * len(col)
     simple = [False] * len(col)
