@@ -4,6 +4,7 @@ multiple choice, the default prompt."""
 from __future__ import annotations
 
 import json
+import time
 
 import pandas as pd
 import pytest
@@ -119,6 +120,15 @@ def test_giant_integer_is_reported_by_line(tmp_path):
     j.write_text('[\n{"question": "a?", "answer": ' + "9" * 5000 + "}\n]")
     with pytest.raises(RecordError, match=r"line 2: an integer too long to read"):
         import_raw(j, source="g")
+    # many digit runs just under the limit before the long one: found in one scan (tried at every
+    # digit, these 200 runs took about 30 s)
+    runs = tmp_path / "runs.json"
+    runs.write_text("[\n" + "".join('{"question": "q%d %s", "answer": "1"},\n' % (i, "1" * 4300) for i in range(200))
+                    + '{"question": "z?", "answer": ' + "9" * 5000 + "}\n]")
+    t0 = time.perf_counter()
+    with pytest.raises(RecordError, match=r"line 202: an integer too long to read"):
+        import_raw(runs, source="g")
+    assert time.perf_counter() - t0 < 10
     big = jsonl(tmp_path / "d.jsonl", ['{"question": "a?", "answer": "1", "difficulty": ' + "9" * 30 + "}"])
     with pytest.raises(RecordError, match=r"row 0 .*difficulty.*64 bits.*\(line 1\)"):
         import_raw(big, source="g")

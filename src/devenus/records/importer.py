@@ -199,22 +199,29 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
+def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
+    """The rest of the binary file ``f`` in blocks of whole lines of about ``chunk_bytes`` (a line
+    longer than a block is read on to its end; the last block is what follows the last newline,
+    possibly empty): the one block reader of the JSONL and CSV/TSV paths."""
+    buf = b""
+    while True:
+        block = f.read(chunk_bytes)
+        buf += block
+        if not block:
+            yield buf
+            return
+        cut = buf.rfind(b"\n") + 1
+        if cut:  # (no newline yet: one line longer than a block, read on to its end)
+            data, buf = buf[:cut], buf[cut:]
+            yield data
+
+
 def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
     chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
-    buf = b""
     first = True
     with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk_bytes)
-            buf += block
-            if block:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    continue  # one line longer than a block: read on to its end
-                data, buf = buf[:cut], buf[cut:]
-            else:
-                data, buf = buf, b""
+        for data in _line_blocks(f, chunk_bytes):
             if first and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             first = False
@@ -227,8 +234,6 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterat
                 yield chunk
                 pos += chunk.rows
                 line0 += lines
-            if not block:
-                break
 
 
 def _arrow_jsonl(data: bytes, lines: int) -> Any:
@@ -409,7 +414,8 @@ def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
     except RecursionError:
         raise RecordError(f"cannot read {path} as JSON: {_deep_message(text)}") from None
     except ValueError as exc:
-        m = re.search(r"\d{4301,}", text)
+        # (only where a run starts: tried at every digit, a file of 4000-digit runs took quadratic time)
+        m = re.search(r"(?<!\d)\d{4301,}", text)
         where = f"line {text.count(chr(10), 0, m.start()) + 1}: " if m else ""
         raise RecordError(f"cannot read {path} as JSON: {where}{_json_value_error(exc)}") from None
     if isinstance(obj, dict):
@@ -501,17 +507,7 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> I
     offset, line0, pos = len(first), 1, 0
     with open(path, "rb") as f:
         f.seek(offset)
-        buf = b""
-        while True:
-            block = f.read(chunk_bytes)
-            buf += block
-            if block:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    continue
-                data, buf = buf[:cut], buf[cut:]
-            else:
-                data, buf = buf, b""
+        for data in _line_blocks(f, chunk_bytes):
             if not data:
                 return
             lines = data.count(b"\n") + (not data.endswith(b"\n"))
@@ -536,8 +532,6 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> I
             offset += len(data)
             pos += table.num_rows
             line0 += lines
-            if not block:
-                return
 
 
 def _parquet_chunks(path: Path, batch_rows: int) -> Iterator[Chunk]:
@@ -934,7 +928,10 @@ class KeyBuilder:
         return f"{self.source}/{raw_id}"
 
     def hash_key(self, question: str) -> str:
-        h = question_hash(question)
+        return self.hash_key_of(question_hash(question))
+
+    def hash_key_of(self, h: str) -> str:
+        """The key of a question whose :func:`question_hash` is ``h``."""
         n = self.hash_counts.get(h, 0) + 1
         self.hash_counts[h] = n
         return f"{self.source}/{h}" if n == 1 else f"{self.source}/{h}-{n}"
@@ -1177,6 +1174,70 @@ def _column(table: Any, name: str | None, ok) -> list | None | bool:
     return col.to_pylist() if ok(col.type) else False
 
 
+#: the characters ``str.strip()`` removes (those ``str.isspace()`` names), for pyarrow's ``utf8_trim``
+#: to strip a column exactly as Python strips each value
+_PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                  "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
+def _question_hashes(qs: Any) -> list[str]:
+    """:func:`question_hash` of every (stripped) question of a string array: a question of printable
+    ASCII without a double space is its own normal form (pyarrow finds them column-wise) and is
+    hashed from the array's own bytes; the others are normalised one by one."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    # (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several times
+    # faster than match_substring)
+    odd = pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
+                 pc.match_substring_regex(qs, "  "))
+    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1].tolist()
+    data = memoryview(qs.buffers()[2] or b"")
+    sha1 = hashlib.sha1
+    out = [sha1(data[a:b]).hexdigest()[:16] for a, b in zip(offsets, offsets[1:])]
+    for i in pc.indices_nonzero(odd).to_pylist():
+        out[i] = question_hash(qs[i].as_py())
+    return out
+
+
+def _column_targets(col: Any, field: str) -> list[str | None] | None:
+    """:func:`normalise_target` of every value of a text column, or None where one is refused.
+    Column-wise for the common answer ``"... #### 42"`` whose tail is ASCII without braces or a
+    backslash (there :func:`_reduce_text` and :func:`unmatchable` reduce to a length check, a comma
+    pattern and a non-finite pattern, run by pyarrow's RE2: no backtracking); every other value goes
+    through :func:`normalise_target` itself. Lengths are checked before anything searches a value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if (pc.max(pc.utf8_length(col)).as_py() or 0) > MAX_ANSWER_FIELD_CHARS:
+        return None  # (the per-record route names it, before any search)
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    marked = pc.fill_null(pc.match_substring_regex(col, "####"), False)  # (RE2: far faster than match_substring)
+    idx = pc.indices_nonzero(marked)
+    out: list[str | None] = [None] * len(col)
+    simple = [False] * len(col)
+    if len(idx):
+        tails = pc.utf8_trim(pc.list_element(pc.split_pattern(col.take(idx), "####", max_splits=1, reverse=True), 1),
+                             characters=_PY_WHITESPACE)
+        limit = _max_answer_chars()
+        if (pc.max(pc.utf8_length(tails)).as_py() or 0) > limit:
+            return None  # a target longer than the verifier extracts: refused
+        plain = pc.and_(pc.string_is_ascii(tails), pc.invert(pc.match_substring_regex(tails, r"[{}\\]")))
+        if pc.any(pc.and_(plain, pc.match_substring_regex(tails, r"^[-+]?(?:inf|infinity|nan)$", ignore_case=True))).as_py():
+            return None  # a non-finite number: refused
+        commas = pc.match_substring_regex(tails, r"^[-+]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?$")
+        tails = pc.if_else(commas, pc.replace_substring(tails, ",", ""), tails)
+        for i, t, p in zip(idx.to_pylist(), tails.to_pylist(), plain.to_pylist()):
+            if p:
+                out[i], simple[i] = t or None, True  # (nothing after '####': no target)
+    rest = pc.indices_nonzero(pc.invert(pa.array(simple, pa.bool_())))  # (only these are read into Python)
+    for i, v in zip(rest.to_pylist(), col.take(rest).to_pylist()):
+        target, _, refused = normalise_target(v, field)
+        if refused:
+            return None
+        out[i] = target
+    return out
+
 def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
               dedupe: Deduper | None = None) -> tuple[Any, int, list[int]] | None:
     """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers,
@@ -1197,7 +1258,8 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     if qcol is None or not _is_text(qcol.type) or qcol.null_count:
         return None
     text_or_int = lambda t: _is_text(t) or pa.types.is_integer(t)  # noqa: E731
-    answers = _column(table, fm.answer, text_or_int)
+    text_answers = fm.answer in table.column_names and _is_text(table.column(fm.answer).type)
+    answers = None if text_answers else _column(table, fm.answer, text_or_int)  # (a text column: column-wise below)
     ids = _column(table, fm.id, text_or_int) if fm.id else None
     diffs = _column(table, fm.difficulty, text_or_int)
     fams = _column(table, fm.family, _is_text)
@@ -1206,26 +1268,37 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     if fams is False:  # a family that is no text is None in every row
         fams = [None] * n
     labeled_mode = opts.labeled
-    questions, targets, difficulty, family = [], [], [], []
-    for q, a, d, fam in zip(qcol.to_pylist(), answers, diffs, fams):
-        q = q.strip()
-        if not q:
+    import pyarrow.compute as pc
+
+    # column-wise, each as the per-record route computes it (str.strip() is utf8_trim of the very
+    # characters str.isspace() names; a value no column operation reproduces exactly goes through
+    # the per-record function)
+    qs = pc.cast(pc.utf8_trim(qcol.combine_chunks(), characters=_PY_WHITESPACE), pa.string())
+    if (pc.min(pc.utf8_length(qs)).as_py() or 0) == 0:
+        return None  # an empty question: the per-record route names it
+    if fm.answer is None:
+        targets = [None] * n
+    else:
+        if text_answers:
+            targets = _column_targets(table.column(fm.answer), fm.answer)
+        elif answers is False:
             return None
-        if fm.answer is None:
-            target = None
         else:
-            target, _, refused = normalise_target(a, fm.answer)
-            if refused:
-                return None
-        if target is None and labeled_mode is True:
-            return None
-        try:
-            difficulty.append(_difficulty(d) if fm.difficulty else None)
-        except ValueError:
-            return None
-        questions.append(q)
-        targets.append(target)
-        family.append(fam.strip() if isinstance(fam, str) and fam.strip() else None)
+            targets = []
+            for a in answers:
+                target, _, refused = normalise_target(a, fm.answer)
+                if refused:
+                    return None
+                targets.append(target)
+        if targets is None:
+            return None  # a refused answer
+    if labeled_mode is True and None in targets:
+        return None
+    try:
+        difficulty = [_difficulty(d) for d in diffs] if fm.difficulty else [None] * n
+    except ValueError:
+        return None
+    family = [fam.strip() if isinstance(fam, str) and fam.strip() else None for fam in fams]
     if ids is not None:
         ids = [_id_str(v) for v in ids]
         if None in ids or len(set(ids)) < n or not keys.seen_ids.keys().isdisjoint(ids):
@@ -1234,14 +1307,21 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     # every record is a plain row: now the keys (and the repeats) in file order
     line0 = chunk.line0
     keep, index = [], []
-    for i in range(n):
-        if dedupe is not None and dedupe.repeat(questions[i], targets[i],
-                                                f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}"):
-            continue
-        keep.append(i)
-        index.append(keys.id_key(ids[i], chunk.pos + i) if ids is not None else keys.hash_key(questions[i]))
+    if ids is None and dedupe is None:  # (the common case: hash keys, no dedupe, in one loop)
+        keep = range(n)
+        index = [keys.hash_key_of(h) for h in _question_hashes(qs)]
+    else:
+        questions = qs.to_pylist()
+        hashes = _question_hashes(qs) if ids is None else None
+        for i in range(n):
+            if dedupe is not None and dedupe.repeat(questions[i], targets[i],
+                                                    f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}"):
+                continue
+            keep.append(i)
+            index.append(keys.id_key(ids[i], chunk.pos + i) if ids is not None else keys.hash_key_of(hashes[i]))
     if len(keep) < n:
-        questions, targets, difficulty, family = ([v[i] for i in keep] for v in (questions, targets, difficulty, family))
+        targets, difficulty, family = ([v[i] for i in keep] for v in (targets, difficulty, family))
+        qs = qs.take(pa.array(keep, pa.int64()))
     m = len(keep)
     labeled = [t is not None and labeled_mode is not False for t in targets]
     hidden = [None if lab or t is None or not opts.hidden_answers else t for t, lab in zip(targets, labeled)]
@@ -1249,15 +1329,19 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     schema = records_schema()
     string = pa.string()
     template = opts.prompt_template or DEFAULT_PROMPT_TEMPLATE
-    users = [template.replace("{question}", q) for q in questions]
+    # template.replace("{question}", q) for every q: the template's pieces joined with the question
+    pieces = template.split("{question}")
+    users = (pc.binary_join_element_wise(*[x for piece in pieces[:-1] for x in (piece, qs)], pieces[-1], "")
+             if len(pieces) > 1 else pa.array([template] * m, string))
     msg_type = schema.field("prompt").type.value_type
     if opts.system_prompt:  # (as make_row: a system message first where there is one)
         roles = ["system", "user"] * m
-        contents = [c for u in users for c in (opts.system_prompt, u)]
+        contents = pa.concat_arrays([pa.array([opts.system_prompt], string), users]).take(
+            pa.array([j for i in range(m) for j in (0, i + 1)], pa.int64()))
         step = 2
     else:
         roles, contents, step = ["user"] * m, users, 1
-    messages = pa.StructArray.from_arrays([pa.array(roles, string), pa.array(contents, string)], fields=list(msg_type))
+    messages = pa.StructArray.from_arrays([pa.array(roles, string), contents], fields=list(msg_type))
     prompt = pa.ListArray.from_arrays(pa.array(range(0, step * m + 1, step), pa.int32()), messages,
                                       type=schema.field("prompt").type)
 
@@ -1273,7 +1357,7 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         "label_source": pa.array(["gold" if lab else "none" for lab in labeled], string),
         "source": const(opts.source), "split": const(opts.split), "difficulty": pa.array(difficulty, pa.int64()),
         "family": pa.array(family, string), "view": const("original"), "pair_key": const(None),
-        "question": pa.array(questions, string),
+        "question": qs,
     }
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
     sim_type = schema.field("simulation").type
