@@ -23,9 +23,21 @@ fi
 # `extended` ones (every other method, the seeded-runs and kill-and-resume tests: README, "Quick start").
 # DEVENUS_UNIT_WORKERS / DEVENUS_E2E_WORKERS=1 run a phase one test at a time.
 status=0
-python -m pytest -m "not slow and not timing" -n "${DEVENUS_UNIT_WORKERS:-2}" --dist worksteal || status=$?
+# each phase's time, and how many verl trainers the suite started (devenus.train appends a line per launch)
+export DEVENUS_LAUNCH_LOG="$(mktemp -t devenus-launches.XXXXXX)"
+times=()
+phase() {  # phase NAME pytest-args...
+  local name="$1" t0=$SECONDS rc=0
+  shift
+  python -m pytest "$@" || rc=$?
+  times+=("$name $((SECONDS - t0)) s")
+  [ "$status" -ne 0 ] || status=$rc
+}
+phase unit -m "not slow and not timing" -n "${DEVENUS_UNIT_WORKERS:-2}" --dist worksteal
 # (only tests/verify has timing tests, tests/test_suite_tiers.py checks it: collecting just that folder saves ~13 s)
-python -m pytest -m "timing and not slow" tests/verify || status=$((status ? status : $?))
+phase timing -m "timing and not slow" tests/verify
 # --dist loadscope: a module's tests stay on one worker, so a module-scoped run (the selection pipeline's) is made once
-python -m pytest -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist loadscope || status=$((status ? status : $?))
+phase e2e -m "$e2e" -n "${DEVENUS_E2E_WORKERS:-2}" --dist loadscope
+echo "[devenus] phases: ${times[*]}; verl trainer launches: $(wc -l < "$DEVENUS_LAUNCH_LOG")"
+rm -f "$DEVENUS_LAUNCH_LOG"
 exit "$status"

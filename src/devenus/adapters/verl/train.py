@@ -243,6 +243,15 @@ def preflight(overrides: list[str]):
     return config
 
 
+def _count_launch() -> None:
+    """One line per verl trainer started, in ``$DEVENUS_LAUNCH_LOG`` when set: scripts/test.sh counts the
+    suite's launches with it (appends of one short line are atomic on a local file system)."""
+    path = os.environ.get("DEVENUS_LAUNCH_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()} {os.environ.get('PYTEST_CURRENT_TEST', '-').split(' ')[0]}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     from devenus.adapters.verl.cluster_rules import choose_attention
 
@@ -276,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             result["rc"] = 2
             return
         in_driver = config.devenus.get("task_runner", "ray") == "driver"
+        _count_launch()
         run_ppo(config, task_runner_class=InDriverTaskRunner() if in_driver else DeVenusTaskRunner)
         result["rc"] = 0
 
