@@ -97,3 +97,21 @@ def test_a_registered_router_is_used_by_the_route_stage():
 
         router._classes.pop("annotate-all")
         router._paths.pop("annotate-all")
+
+
+def test_the_signal_table_is_the_one_list_of_signals():
+    from pathlib import Path
+
+    from devenus.select import config
+    from devenus.select.signal_table import TABLE
+
+    assert config.SIGNALS == tuple(TABLE) and set(config.MODEL_SIGNALS) <= set(TABLE)
+    doc = (Path(__file__).parents[2] / "docs" / "selection.md").read_text()
+    for name in TABLE:
+        assert f"`{name}`" in doc, name
+    # a forward signal: sign times the raw score, aggregated; an answer signal: from the answers alone
+    se = TABLE["self_certainty"].scores({}, None, np.array([1.0, 3.0]), 2, lambda v: float(v.mean()))
+    assert se[0].tolist() == [-1.0, -3.0] and se[1] == -2.0
+    acc = TABLE["accuracy"].scores({"rewards": np.array([1.0, 0.0])}, 0.5, None, 2, None)
+    assert acc[0].tolist() == [0.0, 1.0] and acc[1] == 0.5
+    assert np.isnan(TABLE["accuracy"].scores({"rewards": None}, None, None, 2, None)[1])

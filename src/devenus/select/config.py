@@ -16,11 +16,8 @@ from typing import Any, ClassVar
 from devenus.config import Config, ConfigError, load_config_file, option, suggest
 from devenus.config import section as nested
 from devenus.select.route.router import get_router, router_names
+from devenus.select.signal_table import DEFAULT_SIGNALS, MODEL_SIGNALS, SIGNALS  # noqa: F401 (re-exported)
 
-SIGNALS = ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
-MODEL_SIGNALS = ("entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics", "pivot_trace")
-# pivot_trace is opt-in: its 256-token look-back means nothing on responses shorter than that
-DEFAULT_SIGNALS = SIGNALS[:-1]  # need the teacher-forced forward
 AGGREGATIONS = ("mean", "median", "majority")
 INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 #: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random

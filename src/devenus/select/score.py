@@ -182,11 +182,6 @@ def newline_token_ids(tokenizer) -> set[int]:
     return {i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])}
 
 
-def uncertainty(name: str, raw: np.ndarray) -> np.ndarray:
-    """A raw model-internal score as "higher = more uncertain"."""
-    return raw if name in ("entropy", "cot_kinetics", "pivot_trace") else -raw
-
-
 # ------------------------------------------------------------------------------ answer signals
 def answer_signals(responses: Sequence[str], truncated: Sequence[bool], target: str | None) -> dict:
     """Per question: extracted answers, rewards (None without a target), the vote, consistency."""

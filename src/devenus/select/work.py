@@ -106,7 +106,8 @@ def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from devenus.select.score import aggregate, answer_signals, forward_signals, uncertainty
+    from devenus.select.score import aggregate, answer_signals, forward_signals
+    from devenus.select.signal_table import TABLE
 
     sc, signals = cfg.score, cfg.score.signals
     want_model = [x for x in signals if x in MODEL_SIGNALS]
@@ -163,14 +164,8 @@ def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, 
         q_cols["sim_pass_rate"].append(float(sim["rewards"].mean()) if sim else None)
         q_cols["sim_majority_correct"].append(sim["majority_correct"] if sim else None)
         for name in signals:
-            if name == "accuracy":
-                per = (1.0 - a["rewards"]) if a["rewards"] is not None else np.full(g, np.nan)
-                q = float("nan") if p is None else 1.0 - p
-            elif name == "consistency":
-                per, q = a["u_consistency_sample"], a["consistency"]
-            else:
-                per = uncertainty(name, raw[name][sl])
-                q = aggregate(per, sc.aggregation, agrees)
+            per, q = TABLE[name].scores(a, p, raw[name][sl] if name in raw else None, g,
+                                        lambda v: aggregate(v, sc.aggregation, agrees))
             s_cols[f"u_{name}"] += [None if np.isnan(x) else float(x) for x in per]
             q_cols[f"u_{name}"].append(None if np.isnan(q) else float(q))
     f64 = pa.float64()
