@@ -46,7 +46,7 @@ def test_the_stage_identity_holds_the_model_hash(tmp_path, monkeypatch):
 def test_a_hub_id_is_identified_by_name_and_a_weightless_folder_is_refused(tmp_path):
     assert sources.model_identity("org/not-a-local-folder") == {"model": "org/not-a-local-folder"}
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="holds no weight file"):
+    with pytest.raises(ValueError, match="no .*weight file"):
         sources.model_identity(str(tmp_path / "empty"))
 
 

@@ -271,16 +271,9 @@ class Experiment:
         SFT on another CPU gives other weights under the same key (docs/testbed.md), so a result is reused
         or paired only with results of the same weights."""
         if getattr(self, "_base_model_id", None) is None:
-            # one digest over (name, bytes) of every weight file, streamed; not records' sha256_file per file,
-            # because the committed results record this exact value
-            h = hashlib.sha256()
-            model_dir = Path(self._testbed().model_dir)
-            for f in sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin")):
-                h.update(f.name.encode())
-                with open(f, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(chunk)
-            self._base_model_id = h.hexdigest()[:16]
+            from devenus.testbed.shipped import model_hash
+
+            self._base_model_id = model_hash(self._testbed().model_dir)
         return self._base_model_id
 
     def result_path(self, name: str, seed: int) -> Path:

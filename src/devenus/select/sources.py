@@ -11,7 +11,6 @@ with other weights (a folder rewritten in place) is never reused.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,28 +93,24 @@ def load_model(name: str, device: str | None = None):
     return model, AutoTokenizer.from_pretrained(folder)
 
 
-_WEIGHTS = ("*.safetensors", "*.bin", "*.gguf", "*.pt")
 _hashes: dict[tuple, str] = {}
 
 
 def model_identity(name: str) -> dict[str, str]:
-    """``{"model": name, "model_sha256": ...}``: the hash covers every weight file's name and bytes and
-    the folder's config.json (hashed once per process for unchanged files: size and mtime are the cache's
-    key, never the identity). A hub id that is not a local folder is identified by its name alone."""
+    """``{"model": name, "model_sha256": ...}``: the weights' content hash (:func:`devenus.testbed.shipped.model_hash`,
+    the one the experiments record), computed once per process for unchanged files (size and mtime key the
+    cache, never the identity). A hub id that is not a local folder is identified by its name alone."""
+    from devenus.testbed.shipped import model_hash
+
     folder = Path(resolve_model(name))
     if not folder.is_dir():
         return {"model": name}
-    files = sorted({f for pat in _WEIGHTS for f in folder.glob(pat)}) + [f for f in [folder / "config.json"] if f.is_file()]
-    if not files:
-        raise ValueError(f"generate.model {name!r}: {folder} holds no weight file ({', '.join(_WEIGHTS)})")
+    files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
     stamp = tuple((f.name, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)])
     key = (str(folder.resolve()), stamp)
     if key not in _hashes:
-        h = hashlib.sha256()
-        for f in files:
-            h.update(f.name.encode() + b"\0")
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 22), b""):
-                    h.update(chunk)
-        _hashes[key] = h.hexdigest()
+        try:
+            _hashes[key] = model_hash(folder)
+        except ValueError as e:
+            raise ValueError(f"generate.model {name!r}: {e}") from None
     return {"model": name, "model_sha256": _hashes[key]}
