@@ -6,13 +6,13 @@ import random
 import pytest
 
 from devenus.testbed import TestbedConfig, tasks
-from devenus.testbed.build import _questions
+from devenus.testbed.build import question_sets
 from devenus.testbed.near_ood import LONG_DIGITS, MIXED_DIGITS, _add, generate
 
 
 @pytest.fixture(scope="module")
 def tb_questions():
-    return _questions(TestbedConfig())
+    return question_sets(TestbedConfig())
 
 
 def test_deterministic_and_disjoint_from_every_testbed_question(tb_questions):

@@ -59,8 +59,8 @@ def test_every_shipped_weight_file_is_package_data():
 
 def test_questions_are_those_the_shipped_weights_were_trained_on():
     """The splits and SFT corpus are generated, not shipped: they must be the ones of the weights' build."""
-    assert shipped.questions_digest(build_mod._questions(TestbedConfig())) == shipped.build_record(KEY)["questions_digest"]
-    assert shipped.questions_digest(build_mod._questions(TestbedConfig(seed=1))) != shipped.build_record(KEY)["questions_digest"]
+    assert shipped.questions_digest(build_mod.question_sets(TestbedConfig())) == shipped.build_record(KEY)["questions_digest"]
+    assert shipped.questions_digest(build_mod.question_sets(TestbedConfig(seed=1))) != shipped.build_record(KEY)["questions_digest"]
 
 
 def test_fresh_cache_installs_the_shipped_weights_without_sft(tmp_path, monkeypatch):
@@ -162,7 +162,7 @@ def test_recipe_tokenizer_is_the_shipped_one():
     from devenus.testbed.tokenizer import build_tokenizer
 
     cfg = TestbedConfig()
-    qs = build_mod._questions(cfg)
+    qs = build_mod.question_sets(cfg)
     corpus = [q.text(v) + "\n" + q.solution(v) for q in qs["sft"] for v in tasks.VIEWS]
     built = build_tokenizer(corpus + ["<|im_start|>user\n", "<|im_start|>assistant\n"], cfg.vocab_size)
     ship = AutoTokenizer.from_pretrained(shipped.shipped_dir(KEY))
@@ -179,7 +179,7 @@ def test_installed_weights_measure_as_their_build_recorded(base_testbed):
 
     assert shipped.model_hash(base_testbed.model_dir) == HASH
     cfg = base_testbed.config
-    qs = build_mod._questions(cfg)["test_id"]
+    qs = build_mod.question_sets(cfg)["test_id"]
     model, tok = base_testbed.load_model()
     got = accuracy(model, tok, [q.text() for q in qs], [q.answer for q in qs], cfg.report_samples, 1.0,
                    cfg.max_new_tokens, seed=cfg.seed + 1).mean
