@@ -67,6 +67,19 @@ def test_route_scores_calibrates_the_sign_on_labeled_rows():
     assert np.all(wrong[dec == ANNOTATE])  # after the flip, the annotated questions are the wrong ones
 
 
+def test_the_sign_is_calibrated_on_the_labeled_rows_of_a_partly_labeled_pool():
+    n = 60
+    rng = np.random.default_rng(1)
+    wrong = rng.random(n) < 0.5
+    u = np.where(wrong, -1.0, 1.0) + rng.normal(0, 0.1, n)  # ranks the wrong way round
+    mc = (~wrong).astype(float)
+    mc[::3] = np.nan  # unlabeled rows: no correctness known, left out of the calibration
+    cfg = load_config(None, {"route.signal": "entropy", "route.calibrate_sign": True})
+    dec, info = route_scores({"u_entropy": u, "majority_correct": mc}, [f"q{i}" for i in range(n)], cfg)
+    assert info["sign"] == -1 and info["calibration_rows"] == n - len(range(0, n, 3))
+    assert info["calibration_auroc"] < 0.1
+
+
 def test_random_routing_is_a_seeded_uniform_order_at_the_same_budgets():
     n = 1000
     keys = [f"q{i}" for i in range(n)]

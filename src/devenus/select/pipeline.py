@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint, interval_bounds
+from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint
 from devenus.select.route.router import get_router
-from devenus.select.shards import Stage, write_json, write_table
+from devenus.select.shards import Stage, write_table
 # the per-shard units, which the Ray Data actors run too
 from devenus.select.work import (generate_shard, make_generator, model_pair, pool_identity, pool_path, pool_rows,
                                  questions_path, score_shard, shard_ranges, stage)

@@ -39,12 +39,7 @@ class IntervalRouter(Router):
     """Labeled pools: keep the questions whose pass rate lies in the interval, the ``budget`` most uncertain."""
 
     name = "interval"
-    needs_signals = ("accuracy",)
-
-    def check(self, config) -> str | None:
-        if "accuracy" not in config.score.signals:
-            return "route.selector=interval needs the accuracy signal (labels) in score.signals"
-        return None
+    needs_signals = ("accuracy",)  # the pass rate: a labeled pool
 
     def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
         from devenus.select.config import interval_bounds

@@ -52,8 +52,10 @@ class Router:
     annotates_while_routing: ClassVar[bool] = False
 
     def check(self, config) -> str | None:
-        """Why a :class:`~devenus.select.config.SelectConfig` cannot run this router (None: it can); at load."""
-        return None
+        """Why a :class:`~devenus.select.config.SelectConfig` cannot run this router (None: it can); at load.
+        The base checks ``needs_signals``; a router with further rules extends it."""
+        missing = [x for x in self.needs_signals if x not in config.score.signals]
+        return f"route.selector={self.name} needs the {missing[0]} signal in score.signals" if missing else None
 
     def route(self, inputs: RouteInputs, info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         """(decision codes per question, u after any sign flip); adds what it decided by to ``info``."""
@@ -68,12 +70,13 @@ class Router:
         ok = np.isfinite(np.asarray(mc, dtype=np.float64)) if mc is not None else None
         if ok is None or not ok.any():
             raise ValueError("route.calibrate_sign needs labeled rows (majority_correct) in the pool, or the triage selector")
-        return calibrate_sign(inputs.u, np.asarray(mc, dtype=np.float64) == 0.0, ok, "labeled rows", info)
+        return calibrate_sign(inputs.u, ok, np.asarray(mc, dtype=np.float64)[ok] == 0.0, "labeled rows", info)
 
 
-def calibrate_sign(u: np.ndarray, wrong: np.ndarray, rows: np.ndarray, where: str, info: dict[str, Any]) -> np.ndarray:
-    """``u``, negated when its AUROC for ``wrong`` over ``rows`` (a mask or indices) is below 0.5; records
-    ``calibration_auroc``, ``calibration_rows``, ``calibration_on`` and ``sign`` in ``info``."""
+def calibrate_sign(u: np.ndarray, rows: np.ndarray, wrong: np.ndarray, where: str, info: dict[str, Any]) -> np.ndarray:
+    """``u``, negated when its AUROC for ``wrong`` (one entry per row of ``rows``: a mask or indices into
+    ``u``) is below 0.5; records ``calibration_auroc``, ``calibration_rows``, ``calibration_on`` and ``sign``
+    in ``info``."""
     from devenus.signals import auroc
 
     auc = auroc(u[rows], wrong)

@@ -111,7 +111,7 @@ class TriageRouter(Router):
 
         if config.route.signal == RANDOM:
             return "route.signal=random has no scores to calibrate: use it with the ratio or interval selector"
-        return None
+        return super().check(config)
 
     def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
         from devenus.select.route.order import check_scores
@@ -125,7 +125,7 @@ class TriageRouter(Router):
         pass_rate = np.asarray(pass_rate, dtype=np.float64)
         majority_correct = np.asarray(majority_correct, dtype=np.float64)
         if r.calibrate_sign:
-            u = calibrate_sign(u, majority_correct == 0.0, probes, "probes", info)
+            u = calibrate_sign(u, probes, majority_correct == 0.0, "probes", info)
         cal = calibrate(u[probes], pass_rate, majority_correct, window=r.window, isotonic=r.isotonic,
                         discard_pass_rate=r.discard_pass_rate, annotate_below=r.annotate_majority_below)
         dec = triage_route(u, ties, probes, cal["t_discard"], cal["t_annotate"], r.annotation_budget)
