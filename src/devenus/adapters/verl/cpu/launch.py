@@ -8,6 +8,7 @@ See ``docs/cpu_backend.md`` for what each override is for.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -96,6 +97,22 @@ _ENV_DEFAULTS = {
 }
 # Values the CPU backend cannot run without: a different user value is a contradiction, not a choice.
 _ENV_REQUIRED = {"VERL_PLATFORM": "cpu", "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
+
+
+#: the ``PYTHONWARNINGS`` entry that silences verl's "<engine> engine is not available" warnings (one set per
+#: process that imports verl: six in a CPU run, 60 lines before the first step); only that module's UserWarnings
+ENGINE_WARNINGS_FILTER = "ignore::UserWarning:verl.workers.engine"
+
+
+def quiet_engine_warnings(env: dict[str, str]) -> dict[str, str]:
+    """Append :data:`ENGINE_WARNINGS_FILTER` to ``env["PYTHONWARNINGS"]`` (a user's entries stay, and come
+    first). Processes started from ``env`` (Ray's workers inherit the launching process's environment)
+    then import verl without the optional engines' warnings; every other warning still shows."""
+    entries = [e for e in env.get("PYTHONWARNINGS", "").split(",") if e]
+    if ENGINE_WARNINGS_FILTER not in entries:
+        entries.append(ENGINE_WARNINGS_FILTER)
+    env["PYTHONWARNINGS"] = ",".join(entries)
+    return env
 
 
 class BackendError(ValueError):
@@ -221,6 +238,8 @@ def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
     ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA. Returns the
     new argv and the choice (print ``choice.message()``)."""
     choice = choose_backend(argv)
+    quiet_engine_warnings(os.environ)  # for the processes started from here (Ray's workers)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"verl\.workers\.engine\Z")  # and this one
     if choice.backend == "cpu":
         os.environ.update(cpu_env(os.environ))
         # the training loop in this process rather than in a Ray actor of its own (one process fewer to
