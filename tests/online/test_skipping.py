@@ -10,7 +10,7 @@ import pytest
 
 from devenus.online.skipping import (SkipConfig, SkipConfigError, SkipRule, _draw, history_from_evidence,
                                      skip_config, visit_outcome)
-from devenus.records.evidence import EvidenceWriter, read_evidence
+from devenus.records.evidence import EvidenceError, EvidenceWriter, read_evidence
 
 
 def rule(**kw) -> SkipRule:
@@ -194,6 +194,16 @@ def test_seed_history_from_evidence_written_by_the_evidence_writer(tmp_path):
     r0.seed_history(history_from_evidence(folder, rounds=0))
     assert r0.history == {"easy": ["easy", 2], "hard": ["hard", 1], "unlab": ["easy", 1]}
     assert history_from_evidence(read_evidence(folder), rounds=[0]) == history_from_evidence(folder, rounds=0)
+    # devenus.skip.history_dirs: several folders at once, rounds in order across them
+    later = tmp_path / "r3"
+    with EvidenceWriter(later, method="grpo", round=3) as w:
+        w.append("unlab", 0, "visit", majority_pass_rate=0.5)  # round 3 ends unlab's streak
+    both = rule()
+    assert both.seed_from_dirs([later, folder]) == 10
+    # round 2's all-correct visit of "hard" follows its round 0 all-wrong one
+    assert both.history == {"hard": ["easy", 1], "mixed": ["hard", 1]}
+    with pytest.raises(EvidenceError, match="evidence directory not found: .*nowhere"):
+        rule().seed_from_dirs([tmp_path / "nowhere"])
 
 
 def test_the_rules_own_rows_rebuild_its_history(tmp_path):
@@ -247,3 +257,13 @@ def test_observe_checks_its_arrays():
         rule().observe(["a", "b"], np.array([True]), np.array([1.0]), 0)
     with pytest.raises(ValueError, match="mean_score of key 'b' is not a finite number"):
         rule().observe(["a", "b"], np.array([True, True]), np.array([1.0, np.nan]), 0)
+
+
+def test_a_prompts_decision_does_not_depend_on_its_batch():
+    r = rule(step_size=0.0)
+    keys = [f"k{i}" for i in range(40)]
+    for k in keys:
+        streak(r, k, "easy", 1)
+    whole = r.decide(keys, 9)
+    alone = [bool(r.decide([k, "fresh"], 9)[0]) for k in keys]  # "fresh" keeps a call from being all-skipped
+    assert whole.tolist() == alone and 0 < whole.sum() < len(keys)

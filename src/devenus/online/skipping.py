@@ -69,6 +69,8 @@ class SkipConfig(Config):
     max_p: float = option(0.95, "highest exploration probability the adaptation reaches", gt=0.0, lt=1.0)
     min_explore: float = option(0.01, "floor of P(generate) of any streak: P(skip) <= 1 - min_explore", gt=0.0, le=1.0)
     seed: int = option(0, "seed of the skip draws (mixed with the run's seed)", ge=0)
+    history_dirs: list[str] = option([], "evidence folders of earlier rounds whose visits seed the streaks "
+                                         "(read once, before the first step)")
 
     @classmethod
     def override(cls, key: str, value: str = "<value>") -> str:
@@ -159,8 +161,8 @@ class SkipRule:
             raise ValueError(f"SkipRule.observe: {len(keys)} keys, {len(zv)} zero_variance and {len(mean)} "
                              f"mean_score entries: expected one of each per generated group")
         if not np.isfinite(mean).all():
-            raise ValueError(f"SkipRule.observe: mean_score of key {keys[int(np.flatnonzero(~np.isfinite(mean))[0])]!r} "
-                             f"is not a finite number")
+            bad = keys[int(np.flatnonzero(~np.isfinite(mean))[0])]
+            raise ValueError(f"SkipRule.observe: mean_score of key {bad!r} is not a finite number")
         self._advance(step)
         for k, z, m in zip(keys, zv, mean):
             kind = self._update(k, bool(z), float(m))
@@ -221,19 +223,25 @@ class SkipRule:
         method's ``visit`` row of the same step), ``visit`` / ``probe`` rows via :func:`visit_outcome`.
         ``skipped`` rows and other kinds add nothing (a skip is not a visit).
         """
-        visits: dict[tuple[str, int, int, int], tuple[int, bool, float]] = {}
+        visits: dict[tuple[int, int, int, str], tuple[int, bool, float]] = {}
         for r in rows:
             outcome = visit_outcome(r)
             if outcome is None:
                 continue
             kind = r["kind"]
-            slot = (str(r["key"]), int(r.get("round", 0) or 0), int(r["step"]), 1 if kind == "probe" else 0)
+            # (round, step, training visit before probe, key): the order the visits happened in
+            slot = (int(r.get("round", 0) or 0), int(r["step"]), 1 if kind == "probe" else 0, str(r["key"]))
             rank = 0 if kind == SKIP_KIND else 1
             if slot not in visits or rank <= visits[slot][0]:
                 visits[slot] = (rank, *outcome)
-        for (key, _, _, _), (_, zv, mean) in sorted(visits.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3], kv[0][0])):
+        for (_, _, _, key), (_, zv, mean) in sorted(visits.items()):
             self._update(key, zv, mean)
         return len(visits)
+
+    def seed_from_dirs(self, folders: Iterable[str | os.PathLike[str]]) -> int:
+        """:meth:`seed_history` from every folder's rows at once (``devenus.skip.history_dirs``: rounds sort
+        across folders); a missing folder is one :class:`devenus.records.evidence.EvidenceError` naming it."""
+        return self.seed_history([r for f in folders for r in history_from_evidence(f)])
 
     # ------------------------------------------------------------------ what the adapter takes
     def pop_evidence(self) -> list[dict[str, Any]]:
