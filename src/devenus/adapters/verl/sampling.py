@@ -107,7 +107,6 @@ class Composer:
         self.cfg = trainer.sampling_config
         self.keep_alias = frozenset(batch.meta_info.get("reward_extra_keys", []) or [])
         self.awake = False
-        self.rollouts = 0
 
     def refill_round(self, exclude: set[str], use_filter: bool):
         """One generation of refill prompts through the wrapped generate (S_y, early surfaces), as fit()
@@ -133,13 +132,15 @@ class Composer:
         gen = t._get_gen_batch(raw)
         gen.meta_info["global_steps"] = t.global_steps
         gen = gen.repeat(repeat_times=n, interleave=True)
-        before = t._rollouts_generated
         t._filter_off = not use_filter
         try:
             out = t.async_rollout_manager.generate_sequences(gen)
         finally:
             t._filter_off = False
-        self.rollouts += t._rollouts_generated - before
+        # one line per round: what a resumed run must refill alike (tests compare it)
+        print(f"[devenus] step {t.global_steps} refill: {len(idx)} prompts "
+              f"{','.join(str(t.refill_order().keys[i]) for i in idx)}" + ("" if use_filter else " (unfiltered)"),
+              flush=True)
         out.meta_info.pop("timing", None)
         cand = raw.repeat(repeat_times=n, interleave=True).union(out)
         if "response_mask" not in cand.batch.keys():
