@@ -81,3 +81,28 @@ def test_setup_refuses_dynamic_sampling_that_cannot_work(base_testbed, tmp_path,
 
     cfg = RunConfig(steps=1, prompts_per_step=4, rollouts_per_prompt=4, val_before_train=False)
     assert message in setup_error(base_testbed, tmp_path, cfg, "+devenus.dynamic_sampling.enabled=true", *extra)
+
+
+def test_reward_string_columns_become_object_arrays_at_generation_so_longer_refill_strings_fit_in_place():
+    from devenus.adapters.verl.sampling import widen_reward_columns
+
+    batch, cand = rows(2, "a"), rows(2, "longer")
+    widen_reward_columns(batch)
+    widen_reward_columns(cand)
+    extra = batch.non_tensor_batch["acc"]
+    assert extra.dtype == object
+    replace_rows(batch, np.array([0]), cand, np.array([0]), frozenset({"acc"}))
+    assert extra is batch.non_tensor_batch["acc"] and extra.tolist() == ["longer0", "a1"]
+
+
+def test_a_decision_column_only_one_generation_has_gets_its_neutral_value_on_the_other():
+    from devenus.adapters.verl import surfaces
+    from devenus.adapters.verl.sampling import align_decisions
+
+    batch, cand = rows(4, "a"), rows(2, "b")
+    cand.non_tensor_batch[surfaces.ADMIT_KEY] = np.array([False, False])
+    batch.non_tensor_batch[surfaces.WEIGHT_KEY] = np.array([0.5, 0.5, 0.2, 0.2])
+    align_decisions(batch, cand)
+    replace_rows(batch, np.array([0, 1]), cand, np.array([0, 1]))
+    assert batch.non_tensor_batch[surfaces.ADMIT_KEY].tolist() == [False, False, True, True]
+    assert batch.non_tensor_batch[surfaces.WEIGHT_KEY].tolist() == [1.0, 1.0, 0.2, 0.2]

@@ -38,6 +38,16 @@ def score_view(data: DataProto, step: int) -> RolloutBatch:
                         truncated=np.zeros(n, bool), step=step, fields=fields)
 
 
+def widen_reward_columns(outputs: DataProto) -> None:
+    """The reward's fixed-width string arrays (``pred`` as ``<U5``) as object arrays, at generation: fit()
+    holds them by reference and writes them back after the update, so a refill row's longer string must fit
+    in place, never in a new array fit() would overwrite with the stale one."""
+    for k in outputs.meta_info.get("reward_extra_keys", []) or []:
+        a = outputs.non_tensor_batch.get(k)
+        if isinstance(a, np.ndarray) and a.dtype.kind in "US":
+            outputs.non_tensor_batch[k] = a.astype(object)
+
+
 def replace_rows(dst: DataProto, rows: np.ndarray, src: DataProto, src_rows: np.ndarray,
                  keep_alias: frozenset = frozenset()) -> None:
     """``dst``'s rows ``rows`` become ``src``'s rows ``src_rows``, in place in every tensor and array.
@@ -66,6 +76,19 @@ def replace_rows(dst: DataProto, rows: np.ndarray, src: DataProto, src_rows: np.
             wide = a.astype(np.result_type(a.dtype, v.dtype))
             wide[rows] = v
             dst.non_tensor_batch[k] = wide
+
+
+#: the per-row decision columns S_b / S_a write only when they decide something, with their neutral value
+DECISION_DEFAULTS = {surfaces.ADMIT_KEY: True, surfaces.WEIGHT_KEY: 1.0}
+
+
+def align_decisions(a: DataProto, b: DataProto) -> None:
+    """A decision column one side has and the other lacks (the method decided nothing on that generation)
+    gets its neutral value on the other side, so rows can move between them."""
+    for k, neutral in DECISION_DEFAULTS.items():
+        for x, y in ((a, b), (b, a)):
+            if k in x.non_tensor_batch and k not in y.non_tensor_batch:
+                y.non_tensor_batch[k] = np.full(len(y), neutral, dtype=np.asarray(x.non_tensor_batch[k]).dtype)
 
 
 def with_placeholders(prompts: DataProto, skipped_rows: np.ndarray, generated: DataProto) -> DataProto:
@@ -157,6 +180,7 @@ class Composer:
         for s, c in pairs:
             if len(slots[s]) != len(groups.rows[c]):
                 raise ValueError(f"refill group of {len(groups.rows[c])} rows for a slot of {len(slots[s])}")
+        align_decisions(self.batch, cand)
         replace_rows(self.batch, dst, cand, src, self.keep_alias)
         if old is not None:
             replace_rows(old, dst, cand_old, src)

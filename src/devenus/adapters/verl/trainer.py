@@ -112,8 +112,12 @@ class DeVenusTrainer(RayPPOTrainer):
             if prompts.meta_info.get("validate", False):
                 return generate(prompts)  # validation batches are never touched
             if self.pre_rollout_filter is None:
-                return supervised(prompts)
-            return self._generate_filtered(prompts, supervised)
+                out = supervised(prompts)
+            else:
+                out = self._generate_filtered(prompts, supervised)
+            if self.sampling_config.enabled or self.pre_rollout_filter is not None:
+                dynamic.widen_reward_columns(out)
+            return out
 
         def supervised(prompts: DataProto) -> DataProto:
             train, step_prompts = None, prompts
