@@ -26,10 +26,13 @@ KEYS = ("+devenus.dynamic_sampling.enabled=true", "+devenus.dynamic_sampling.max
 @pytest.fixture(scope="module")
 def small_train(base_testbed, tmp_path_factory):
     from devenus.records.io import read_records
+    from devenus.records.labels import hide_labels
     from devenus.records.versions import write_version
 
     d = tmp_path_factory.mktemp("sampling_data")
-    write_version(read_records(base_testbed.split("train"))[:16], d / "train.parquet", rule="test")
+    rows = read_records(base_testbed.split("train"))[:16]
+    write_version(rows, d / "train.parquet", rule="test")
+    write_version(hide_labels(rows, 0.5, 0), d / "semi.parquet", rule="test")
     return d / "train.parquet"
 
 
@@ -81,3 +84,25 @@ def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(ba
     a, b = _refills(full.output(), 3), _refills(resumed.output(), 3)
     assert a and b and a[0] == b[0], (a, b)
     print(f"resume {time.perf_counter() - t1:.0f} s; step 3 refills: {a} vs {b}")
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # the late placement (bash scripts/test.sh --all): GeoMin waits for the log-prob pass
+def test_dynamic_sampling_with_a_late_placement_method(base_testbed, small_train, tmp_path):
+    cfg = RunConfig(method="geomin", steps=2, prompts_per_step=PROMPTS, rollouts_per_prompt=N,
+                    train_file=str(small_train.parent / "semi.parquet"), val_before_train=False,
+                    extra_overrides=("trainer.test_freq=-1",))
+    r = train(base_testbed, tmp_path, cfg, "+devenus.dynamic_sampling.enabled=true",
+              "+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
+              "+devenus.method_config.top_layers=2", timeout=900)
+    assert r.ok, r.tail(60)
+    steps = train_steps(r)
+    assert sorted(steps) == [1, 2]
+    for m in steps.values():
+        assert m["devenus/rollouts/generated"] == PROMPTS * N * (1 + m["devenus/sampling/refill_rounds"])
+        assert m["devenus/geomin/layers_total"] == 5  # the late surfaces ran (on the composed batch)
+    assert any(m["devenus/sampling/refill_rounds"] > 0 for m in steps.values())
+    print("\nlate placement: " + "; ".join(
+        f"step {s}: zero-var {m['devenus/sampling/groups_zero_variance']:.0f}, rounds "
+        f"{m['devenus/sampling/refill_rounds']:.0f}, kept {m['devenus/sampling/groups_kept']:.0f}"
+        for s, m in sorted(steps.items())))

@@ -106,3 +106,37 @@ def test_a_decision_column_only_one_generation_has_gets_its_neutral_value_on_the
     replace_rows(batch, np.array([0, 1]), cand, np.array([0, 1]))
     assert batch.non_tensor_batch[surfaces.ADMIT_KEY].tolist() == [False, False, True, True]
     assert batch.non_tensor_batch[surfaces.WEIGHT_KEY].tolist() == [1.0, 1.0, 0.2, 0.2]
+
+
+class SkipPrompt:
+    """Test-only pre-rollout filter: skips the prompts whose keys it is given."""
+
+    def __init__(self, keys):
+        self.keys, self.asked = set(keys), []
+
+    def decide(self, keys, step):
+        self.asked.append(list(keys))
+        return np.array([k in self.keys for k in keys])
+
+    def observe(self, keys, zero_variance, mean_score, step):
+        pass
+
+
+def test_the_generate_wrapper_generates_only_kept_prompts_and_counts_every_response():
+    from test_votes import GROUPS, prompts_for, trainer_with
+
+    t, fake = trainer_with("grpo", 2, GROUPS)
+    t.pre_rollout_filter = SkipPrompt({"k1"})
+    out = t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2, gold=["2", "5", "8"]))
+    assert t.pre_rollout_filter.asked == [["k0", "k1", "k2"]]
+    assert len(fake.calls) == 1 and list(fake.calls[0].non_tensor_batch["uid"]) == ["u0", "u0", "u2", "u2"]
+    assert len(out) == 6 and out.non_tensor_batch[PLACEHOLDER_KEY].tolist() == [0, 0, 1, 1, 0, 0]
+    assert t._rollouts_generated == 4  # placeholders are not generated
+    # every prompt skipped: the first is generated anyway
+    t.pre_rollout_filter = SkipPrompt({"k0", "k1", "k2"})
+    out = t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2, gold=["2", "5", "8"]))
+    assert out.non_tensor_batch[PLACEHOLDER_KEY].tolist() == [0, 0, 1, 1, 1, 1] and t._rollouts_generated == 6
+    # vote-only rows count too: TTRL with 4 votes per prompt, 2 of them training rows
+    t, _ = trainer_with("ttrl", 2, GROUPS, votes=4)
+    assert len(t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2))) == 6
+    assert t._rollouts_generated == 12

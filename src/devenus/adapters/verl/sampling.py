@@ -168,6 +168,9 @@ class Composer:
         cand = raw.repeat(repeat_times=n, interleave=True).union(out)
         if "response_mask" not in cand.batch.keys():
             cand.batch["response_mask"] = compute_response_mask(cand)
+        # what fit() puts in meta_info before its log-prob pass (the engine reads it for its metrics)
+        cand.meta_info["global_token_num"] = torch.sum(cand.batch["attention_mask"], dim=-1).tolist()
+        cand.meta_info.setdefault("images_seqlens", [])
         cand_old = t._log_prob_pass(cand)[0] if self.late else None
         return cand, cand_old
 

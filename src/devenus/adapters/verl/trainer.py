@@ -58,6 +58,16 @@ def save_atomically(obj, path: str) -> None:
 
 
 class DeVenusTrainer(RayPPOTrainer):
+    # dynamic sampling (class defaults: off, as for a trainer built without verl's __init__ in tests)
+    sampling_config = sampling.DynamicSamplingConfig()
+    # a rule that skips prompts before rollout (their slots become placeholders that refill fills);
+    # None: every prompt is generated
+    pre_rollout_filter: sampling.PreRolloutFilter | None = None
+    _refill_order: sampling.RefillOrder | None = None
+    _refill_state: dict | None = None  # a restored cursor, applied when the order is first built
+    _filter_off = False  # the placeholders' last refill generates without the filter
+    _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
+
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         self.rules = StepRules(method)
@@ -66,13 +76,6 @@ class DeVenusTrainer(RayPPOTrainer):
         self.probe_config = probes.probe_config(self._devenus_config().get("probe"))
         self._probe_rows: np.ndarray | None = None  # dataset indices of the probe set, drawn on first use
         self.sampling_config = sampling.sampling_config(self._devenus_config().get("dynamic_sampling"))
-        # a rule that skips prompts before rollout (their slots become placeholders that refill fills);
-        # None: every prompt is generated
-        self.pre_rollout_filter: sampling.PreRolloutFilter | None = None
-        self._refill_order: sampling.RefillOrder | None = None
-        self._refill_state: dict | None = None  # a restored cursor, applied when the order is first built
-        self._filter_off = False  # the placeholders' last refill generates without the filter
-        self._rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
         self._generate_raw = None  # verl's own generate_sequences, before DE-Venus wraps it
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
 
