@@ -236,7 +236,8 @@ def _check_sampling(config, ds: DynamicSamplingConfig, method) -> None:
     n = int(config.actor_rollout_ref.rollout.n)
     k = ds.prompts_per_round(int(config.data.train_batch_size))
     workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
-    per_prompt = [n] + ([n + len(list(method.extra_rollouts(n)))] if method.implements("extra_rollouts") else [])
+    per_prompt = [n] + ([n + len(list(method.extra_rollouts(n)))] if method.implements("extra_rollouts") else []) \
+        + ([method.teacher_rollouts(n)] if "teacher" in method.step_needs else [])
     for r in per_prompt:
         if (k * r) % workers:
             raise SetupError(f"{ds.key('refill_prompts')}: {k} refill prompts x {r} rollouts = {k * r} cannot be split "
