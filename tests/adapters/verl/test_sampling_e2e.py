@@ -6,6 +6,7 @@ rollouts a step, 3 steps, a checkpoint at step 2, then a resume from it.
 Shows: zero-variance groups are refilled (refill rounds > 0, groups kept rise), the placeholder slot is always
 filled, a step whose empty slots were all filled trains on informative groups only, the rollouts counted in
 ``devenus/rollouts/generated`` are every response generated, and a resumed run refills the same prompts.
+The extended tier adds GeoMin, whose surfaces wait for the log-prob pass (refill groups get their own pass).
 """
 
 from __future__ import annotations
