@@ -140,3 +140,20 @@ def test_the_generate_wrapper_generates_only_kept_prompts_and_counts_every_respo
     t, _ = trainer_with("ttrl", 2, GROUPS, votes=4)
     assert len(t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2))) == 6
     assert t._rollouts_generated == 12
+
+
+def test_rollouts_generated_is_logged_every_step_with_sampling_off_and_reset_after():
+    from test_votes import GROUPS, prompts_for, trainer_with
+
+    from devenus.online.sampling import ROLLOUTS_GENERATED
+
+    t, _ = trainer_with("grpo", 2, GROUPS)
+    assert not t.sampling_config.enabled and t.pre_rollout_filter is None
+    out = t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2, gold=["2", "5", "8"]))
+    batch = DataProto.from_dict(
+        tensors={"response_mask": out.batch["response_mask"], "token_level_rewards": out.batch["rm_scores"],
+                 "advantages": torch.zeros_like(out.batch["rm_scores"])},
+        non_tensors={k: prompts_for(GROUPS, 2, gold=["2", "5", "8"]).non_tensor_batch[k]
+                     for k in ("extra_info", "reward_model")})
+    _, metrics, _ = t._prepare_update(batch)
+    assert metrics[ROLLOUTS_GENERATED] == 6 and t._rollouts_generated == 0
