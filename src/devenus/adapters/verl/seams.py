@@ -45,11 +45,22 @@ SEAMS: tuple[Seam, ...] = (
          "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (resume)"),
     # probe passes (trainer.DeVenusTrainer.probe_pass): verl's own generation path outside fit()'s rollout
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_get_gen_batch", "member",
-         "trainer.DeVenusTrainer.probe_pass (the generation batch of the probe set, as fit() builds it)"),
+         "trainer.DeVenusTrainer.probe_pass, sampling.Composer (generation batches, as fit() builds them)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "checkpoint_manager", "instance",
-         "trainer.DeVenusTrainer.probe_pass (syncs the updated weights to the rollout, then sleeps it again)"),
+         "trainer.DeVenusTrainer.probe_pass, sampling.Composer (wakes the rollout with the weights, sleeps it again)"),
     Seam("verl.utils.dataset.rl_dataset:RLHFDataset", "dataframe", "instance",
-         "trainer.DeVenusTrainer.probe_set (label states of the rows __getitem__ indexes, after verl's filtering)"),
+         "trainer.DeVenusTrainer.probe_set, refill_order (the rows __getitem__ indexes, after verl's filtering)"),
+    # dynamic sampling (sampling.Composer): rows replaced in place inside _compute_old_log_prob stay what
+    # fit() trains on because fit's reward IS rm_scores and its extra reward arrays ARE the batch's arrays,
+    # and fit() sleeps the replicas right after generation (a refill wakes them with update_weights)
+    Seam("verl.trainer.ppo.reward", 'reward_tensor = batch.batch["rm_scores"]', "text",
+         "sampling.Composer (replaces rows of the tensor fit() holds as its reward)", within="extract_reward"),
+    Seam("verl.trainer.ppo.reward", "{key: batch.non_tensor_batch[key] for key in reward_extra_keys}", "text",
+         "sampling.Composer (the reward's extra arrays alias the batch's arrays)", within="extract_reward"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "self.checkpoint_manager.sleep_replicas()", "text",
+         "sampling.Composer (replicas sleep after the step's generation: refill wakes them)", within="fit"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "self._compute_old_log_prob(batch)", "text",
+         "sampling.Composer (the seam: called once per step, on fit's batch, after the reward)", within="fit"),
     # the engine extension (token statistics from the actor's forward)
     Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.adapters.verl.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
+from devenus.online.sampling import DynamicSamplingConfig
 
 
 #: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
@@ -47,6 +48,8 @@ class DevenusConfig(Config):
     task_runner: str = option("ray", "where verl's task runner runs: ray (its own actor) or driver",
                               choices=TASK_RUNNERS)
     probe: ProbeConfig = section(ProbeConfig, "probe passes (docs/trainer.md)")
+    dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
+                                                      "drop zero-variance groups, refill (docs/sampling/dynamic_sampling.md)")
     evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
     round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
 
@@ -127,12 +130,13 @@ def check_setup(config) -> None:
     from devenus.adapters.verl.task_runner import build_method
     from devenus.online.rollouts import RowKeyError, row_identity
 
-    check_overlay(config)
+    overlay = check_overlay(config)
     try:
         spec, method = build_method(config)
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
+    _check_sampling(config, overlay.dynamic_sampling, method)
     _check_engine(config, spec.name, method)
     validate = bool(config.devenus.get("validate_data", True))
     labeled, train_rows = [], []
@@ -210,6 +214,34 @@ def _check_rollouts(config, name: str, method) -> None:
     if "paraphrases" in method.data_needs and batch % 2:
         raise SetupError(f"method {name!r} puts both views of a question in the same step: data.train_batch_size "
                          f"must be even (pairs x 2), got {batch}")
+
+
+#: advantage estimators that compare a response with its own group (by uid): a zero-variance group gets zero
+#: advantage, which is what makes dropping it free; others (GAE, REINFORCE++, ReMax, ...) learn from it
+GROUP_ESTIMATORS = ("grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo")
+
+
+def _check_sampling(config, ds: DynamicSamplingConfig, method) -> None:
+    """Dynamic sampling runs inside the log-prob pass, judges groups by uid and generates refill rounds."""
+    if not ds.enabled:
+        return
+    rc = config.algorithm.get("rollout_correction", None)
+    if rc is not None and bool(rc.get("bypass_mode", False)):
+        raise SetupError(f"{ds.key('enabled')}=true refills inside the old-log-prob pass, which "
+                         f"algorithm.rollout_correction.bypass_mode=true skips: turn one of them off")
+    est = str(config.algorithm.adv_estimator)
+    if est not in GROUP_ESTIMATORS:
+        raise SetupError(f"{ds.key('enabled')}=true drops groups whose rewards are all equal, which only a group "
+                         f"estimator ignores; algorithm.adv_estimator={est} is not one ({', '.join(GROUP_ESTIMATORS)})")
+    n = int(config.actor_rollout_ref.rollout.n)
+    k = ds.prompts_per_round(int(config.data.train_batch_size))
+    workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
+    per_prompt = [n] + ([n + len(list(method.extra_rollouts(n)))] if method.implements("extra_rollouts") else []) \
+        + ([method.teacher_rollouts(n)] if "teacher" in method.step_needs else [])
+    for r in per_prompt:
+        if (k * r) % workers:
+            raise SetupError(f"{ds.key('refill_prompts')}: {k} refill prompts x {r} rollouts = {k * r} cannot be split "
+                             f"evenly over actor_rollout_ref.rollout.agent.num_workers={workers}")
 
 
 def preflight(overrides: list[str]):

@@ -15,6 +15,9 @@ offers, and writes the decisions back into verl's native contracts (see docs/tra
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
 - checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's.
+- dynamic sampling (``devenus.dynamic_sampling``, :mod:`.sampling`): ``_compute_old_log_prob`` drops
+  zero-variance groups (and a pre-rollout filter's placeholder slots) and refills their slots in place
+  from further prompts; off, it returns at once.
 - probe passes (``devenus.probe``, :mod:`.probe`): after the actor update of every k-th step,
   ``_update_actor`` generates rollouts for the probe set through the same rollout manager (no update
   follows) and hands them to the method as visits; their evidence is written in the same step.
@@ -32,13 +35,16 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from devenus.adapters.verl import probe as probes
+from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
 from devenus.online import diagnostics
+from devenus.online import sampling
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
 
 METHOD_STATE_FILE = "devenus_method.pt"
+SAMPLING_STATE_FILE = "devenus_sampling.pt"  # the refill cursor, beside the method state
 seams.check()  # every private verl member used below exists in the installed verl, or one clear error now
 
 
@@ -52,6 +58,16 @@ def save_atomically(obj, path: str) -> None:
 
 
 class DeVenusTrainer(RayPPOTrainer):
+    # dynamic sampling (class defaults: off, as for a trainer built without verl's __init__ in tests)
+    sampling_config = sampling.DynamicSamplingConfig()
+    # a rule that skips prompts before rollout (their slots become placeholders that refill fills);
+    # None: every prompt is generated
+    pre_rollout_filter: sampling.PreRolloutFilter | None = None
+    _refill_order: sampling.RefillOrder | None = None
+    _refill_state: dict | None = None  # a restored cursor, applied when the order is first built
+    _filter_off = False  # the placeholders' last refill generates without the filter
+    _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
+
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         self.rules = StepRules(method)
@@ -59,6 +75,7 @@ class DeVenusTrainer(RayPPOTrainer):
         # validated here too (devenus.train checks it before Ray starts): a bad key fails before any worker
         self.probe_config = probes.probe_config(self._devenus_config().get("probe"))
         self._probe_rows: np.ndarray | None = None  # dataset indices of the probe set, drawn on first use
+        self.sampling_config = sampling.sampling_config(self._devenus_config().get("dynamic_sampling"))
         self._generate_raw = None  # verl's own generate_sequences, before DE-Venus wraps it
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
 
@@ -97,6 +114,15 @@ class DeVenusTrainer(RayPPOTrainer):
         def generate_with_supervision(prompts: DataProto) -> DataProto:
             if prompts.meta_info.get("validate", False):
                 return generate(prompts)  # validation batches are never touched
+            if self.pre_rollout_filter is None:
+                out = supervised(prompts)
+            else:
+                out = self._generate_filtered(prompts, supervised)
+            if self.sampling_config.enabled or self.pre_rollout_filter is not None:
+                dynamic.widen_reward_columns(out)
+            return out
+
+        def supervised(prompts: DataProto) -> DataProto:
             train, step_prompts = None, prompts
             if extra:  # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
                 had_agent = vote_rows.AGENT_KEY in prompts.non_tensor_batch
@@ -112,10 +138,27 @@ class DeVenusTrainer(RayPPOTrainer):
                     train = np.ones(len(outputs), bool)
                 prompts, outputs = surfaces.append_rows(prompts, votes[0]), surfaces.append_rows(outputs, votes[1])
                 train = np.concatenate([train, np.zeros(len(votes[1]), bool)])
+            self._rollouts_generated += len(outputs)  # training, vote-only and (from refill) refill rows
             with self._timed():
                 return self.on_rollouts(prompts, outputs, train_rows=train)
 
         manager.generate_sequences = generate_with_supervision
+
+    def _generate_filtered(self, prompts: DataProto, supervised) -> DataProto:
+        """Generate only the prompts the pre-rollout filter keeps; the skipped ones' rows are placeholders
+        (:func:`.sampling.with_placeholders`) that the sampling seam refills."""
+        of_row, keys = dynamic.prompt_keys(prompts)
+        skip = np.zeros(len(keys), bool) if self._filter_off else \
+            np.asarray(self.pre_rollout_filter.decide(keys, self.global_steps), bool)
+        if skip.all():
+            skip[0] = False  # never a step without a generated group
+        rows = skip[of_row]
+        if not rows.any():
+            out = supervised(prompts)
+            out.non_tensor_batch[sampling.PLACEHOLDER_KEY] = np.zeros(len(out), bool)
+            return out
+        out = supervised(surfaces.select_rows(prompts, ~rows))
+        return dynamic.with_placeholders(prompts, rows, out)
 
     def vote_rollouts(self, prompts: DataProto, generate) -> tuple[DataProto, DataProto] | None:
         """Vote-only rollouts from a separate generation, as (prompts, outputs) with the uids of
@@ -157,6 +200,23 @@ class DeVenusTrainer(RayPPOTrainer):
 
     # ------------------------------------------------------------------------------ after log-probs
     def _compute_old_log_prob(self, batch: DataProto):
+        if not self.sampling_config.enabled and self.pre_rollout_filter is None:
+            return self._log_prob_pass(batch)  # no dynamic sampling: the seam costs nothing
+        return dynamic.Composer(self, batch, late=self.rules.after_log_prob).run()
+
+    def refill_order(self) -> sampling.RefillOrder:
+        """The seeded order refill prompts come from (over the rows ``train_dataset`` indexes)."""
+        if self._refill_order is None:
+            frame = self.train_dataset.dataframe
+            _, _, keys = surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
+                                              np.asarray(list(frame["reward_model"]), dtype=object))
+            self._refill_order = sampling.RefillOrder(keys, seed=self.sampling_config.seed)
+            if self._refill_state is not None:
+                self._refill_order.load_state_dict(self._refill_state)
+        return self._refill_order
+
+    def _log_prob_pass(self, batch: DataProto):
+        """verl's log-prob pass, then (late placement) S_r / S_b / S_a on its statistics."""
         # extra per-token statistics (e.g. self-certainty) from the same forward, only if the method needs them
         with token_stats.collect_extra_stats(self.actor_rollout_wg, self.method) as extra:
             old_log_prob, mfu = super()._compute_old_log_prob(batch)
@@ -224,7 +284,8 @@ class DeVenusTrainer(RayPPOTrainer):
         skip, metrics = self.rules.before_update(keep, labeled, reward, advantage, valid, dropped)
         self._write_evidence(metrics)
         metrics["devenus/timing_s/hooks"] = self._hook_s
-        self._hook_s = 0.0
+        metrics[sampling.ROLLOUTS_GENERATED] = self._rollouts_generated
+        self._hook_s, self._rollouts_generated = 0.0, 0
         return train, metrics, skip
 
     # ------------------------------------------------------------------------------ probe passes
@@ -350,6 +411,9 @@ class DeVenusTrainer(RayPPOTrainer):
         os.makedirs(folder, exist_ok=True)
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
         save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
+        if self.sampling_config.enabled or self.pre_rollout_filter is not None:
+            save_atomically({"step": self.global_steps, "refill": self.refill_order().state_dict()},
+                            os.path.join(folder, SAMPLING_STATE_FILE))
 
     def _load_checkpoint(self):
         result = super()._load_checkpoint()
@@ -365,4 +429,8 @@ class DeVenusTrainer(RayPPOTrainer):
             elif self.method.state_dict():
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
                                         f"{self.method.name} cannot make the same decisions without its state")
+            path = os.path.join(self._step_folder(), SAMPLING_STATE_FILE)
+            if os.path.exists(path):  # applied when the refill order is first built (the dataset is known then)
+                self._refill_state = torch.load(path, weights_only=False)["refill"]
+                print(f"[devenus] restored the refill cursor from {path}")
         return result

@@ -1,0 +1,245 @@
+"""Dynamic sampling with refill (DAPO's rule, arXiv 2503.14476), verl-free: which groups of a step teach
+nothing, which slots of the step's batch are empty, which refill groups fill them, and the step's metrics.
+
+A *slot* is one prompt's group of ``n`` training rows in the step's batch; the adapter keeps the row count
+constant and replaces a slot's rows in place (docs/sampling/dynamic_sampling.md). A slot is *empty* when
+
+- its group has zero variance: every training row's final score (verified, pseudo-label or confidence
+  reward: whatever S_y / S_r left in the batch) lies within ``tolerance`` of the others, so GRPO gives it
+  zero advantage; or
+- it is a *placeholder*: a prompt a :class:`PreRolloutFilter` skipped before rollout, whose rows are
+  copies that must never train.
+
+Refill rounds generate further prompts (a seeded order over the training set, :class:`RefillOrder`) and
+:class:`SlotComposer` fills empty slots with their informative groups, placeholders first. A zero-variance
+slot still empty after the last round keeps its own rows (GRPO gives it zero advantage anyway); a
+placeholder still empty is filled from further prompts without the variance filter, so nothing trains on
+a copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, Sequence
+
+import numpy as np
+
+from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.online.rollouts import RolloutBatch
+
+#: the non-tensor column that marks a skipped prompt's placeholder rows
+PLACEHOLDER_KEY = "devenus_placeholder"
+#: always logged: responses generated for this training step (training + refill + vote-only rows)
+ROLLOUTS_GENERATED = "devenus/rollouts/generated"
+
+
+class DynamicSamplingConfigError(ConfigError):
+    """A ``devenus.dynamic_sampling`` setting that cannot run."""
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig(Config):
+    key_path: ClassVar[str] = "devenus.dynamic_sampling"
+    error: ClassVar[type[ConfigError]] = DynamicSamplingConfigError
+
+    enabled: bool = option(False, "drop zero-variance groups and refill their slots from further prompts")
+    max_refill_rounds: int = option(2, "extra generation rounds per step, at most", ge=0, le=64)
+    refill_prompts: int = option(0, "prompts generated per refill round (0: data.train_batch_size)", ge=0)
+    tolerance: float = option(1e-6, "scores of one group within this of each other count as equal", ge=0.0, le=1.0)
+    seed: int = option(0, "seed of the refill order over the training set", ge=0)
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"+{cls.key(key)}={value}"
+
+    def prompts_per_round(self, train_batch_size: int) -> int:
+        return self.refill_prompts or int(train_batch_size)
+
+
+def sampling_config(values) -> DynamicSamplingConfig:
+    """The typed ``devenus.dynamic_sampling`` config, or :class:`DynamicSamplingConfigError` naming the bad key."""
+    return config_from_dict(DynamicSamplingConfig, values or {})
+
+
+class PreRolloutFilter(Protocol):
+    """A rule that skips prompts before rollout (the lead wires GRESO-style skipping here). Skipped prompts'
+    slots become placeholders that refill fills."""
+
+    def decide(self, keys: Sequence[str], step: int) -> np.ndarray:
+        """One bool per prompt: True = skip (never generated). Deterministic given its state."""
+
+    def observe(self, keys: Sequence[str], zero_variance: np.ndarray, mean_score: np.ndarray, step: int) -> None:
+        """One entry per generated group of the step, on its final scores."""
+
+
+# ------------------------------------------------------------------------------ the group rule
+@dataclass
+class Groups:
+    """The step's groups (training rows only), in :meth:`RolloutBatch.groups` order."""
+
+    rows: list[np.ndarray]
+    uid: np.ndarray  # object
+    key: np.ndarray  # object
+    labeled: np.ndarray  # bool: every row of the group is labeled (diagnostics' convention)
+    zero_variance: np.ndarray  # bool
+    placeholder: np.ndarray  # bool
+    mean_score: np.ndarray  # float
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def empty(self) -> np.ndarray:
+        return self.zero_variance | self.placeholder
+
+    @property
+    def informative(self) -> np.ndarray:
+        return ~self.empty
+
+
+def judge(batch: RolloutBatch, tolerance: float = 1e-6) -> Groups:
+    """Zero variance of each group's final scores (vote-only rows excluded: they never train). A group of
+    one row, or a placeholder, has no variance; a NaN score makes the group's spread NaN: not zero."""
+    train = ~batch.vote_only
+    placeholder_rows = np.asarray(batch.fields.get(PLACEHOLDER_KEY, np.zeros(len(batch), bool)), bool)
+    score = np.asarray(batch.score, np.float64)
+    rows, zero, ph, mean, lab = [], [], [], [], []
+    for g in batch.groups():
+        g = g[train[g]]
+        if len(g) == 0:
+            continue
+        s = score[g]
+        rows.append(g)
+        zero.append(bool(len(g) < 2 or (np.max(s) - np.min(s)) <= tolerance))
+        ph.append(bool(placeholder_rows[g].any()))
+        mean.append(float(np.mean(s)))
+        lab.append(bool(np.asarray(batch.labeled)[g].all()))
+    first = [g[0] for g in rows]
+    return Groups(rows, np.asarray(batch.uid)[first] if rows else np.empty(0, object),
+                  np.asarray(batch.key)[first] if rows else np.empty(0, object),
+                  np.asarray(lab, bool), np.asarray(zero, bool) & ~np.asarray(ph, bool), np.asarray(ph, bool),
+                  np.asarray(mean, np.float64))
+
+
+# ------------------------------------------------------------------------------ the slot composition
+@dataclass
+class SlotComposer:
+    """Which refill group goes into which empty slot of the step's batch.
+
+    ``placeholder`` / ``zero_variance``: per slot of the step's batch. Placeholders are filled first (they
+    must be), then zero-variance slots, each in slot order; an informative slot is never touched.
+    """
+
+    placeholder: np.ndarray
+    zero_variance: np.ndarray
+    filled: np.ndarray = field(init=False)
+    filled_unfiltered: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.placeholder = np.asarray(self.placeholder, bool)
+        self.zero_variance = np.asarray(self.zero_variance, bool) & ~self.placeholder
+        if self.placeholder.shape != self.zero_variance.shape:
+            raise ValueError(f"{len(self.placeholder)} placeholder flags for {len(self.zero_variance)} slots")
+        self.filled = np.zeros(len(self.placeholder), bool)
+
+    def open_slots(self, variance_filter: bool = True) -> np.ndarray:
+        """Empty slots not yet filled, placeholders first (zero-variance slots only with the filter on)."""
+        ph = np.flatnonzero(self.placeholder & ~self.filled)
+        if not variance_filter:
+            return ph
+        return np.concatenate([ph, np.flatnonzero(self.zero_variance & ~self.filled)])
+
+    def done(self, variance_filter: bool = True) -> bool:
+        return len(self.open_slots(variance_filter)) == 0
+
+    def offer(self, informative: np.ndarray, variance_filter: bool = True) -> list[tuple[int, int]]:
+        """(slot, candidate) pairs: this round's informative candidates (by position) into open slots. Without
+        the variance filter every non-placeholder candidate counts, and only placeholder slots are open."""
+        open_ = self.open_slots(variance_filter)
+        cand = np.flatnonzero(np.asarray(informative, bool))
+        pairs = [(int(s), int(c)) for s, c in zip(open_, cand)]
+        for s, _ in pairs:
+            self.filled[s] = True
+            if not variance_filter:
+                self.filled_unfiltered += 1
+        return pairs
+
+    @property
+    def unfilled(self) -> int:
+        """Empty slots left (zero-variance slots keep their own rows; placeholders are never left)."""
+        return int(((self.placeholder | self.zero_variance) & ~self.filled).sum())
+
+    @property
+    def placeholders_unfilled(self) -> int:
+        return int((self.placeholder & ~self.filled).sum())
+
+
+# ------------------------------------------------------------------------------ where refill prompts come from
+class RefillOrder:
+    """A seeded order over the training set's rows, epoch after epoch (permutation ``default_rng([seed,
+    epoch])``), with a cursor: the only state, saved in the checkpoint so a resumed run refills the same
+    prompts. Rows whose key is excluded (the step's own prompts, this step's earlier refills) are passed over."""
+
+    def __init__(self, keys: Sequence[str], seed: int = 0):
+        self.keys = np.asarray([str(k) for k in keys], dtype=object)
+        self.seed = int(seed)
+        self.epoch, self.pos = 0, 0
+        self._perm = self._permutation()
+
+    def _permutation(self) -> np.ndarray:
+        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self.keys))
+
+    def take(self, k: int, exclude: set[str] = frozenset()) -> np.ndarray:
+        """Up to ``k`` dataset indices, never an excluded key nor one key twice; fewer when one full pass
+        over the set finds no more."""
+        out: list[int] = []
+        seen = set(exclude)
+        for _ in range(len(self.keys)):
+            if len(out) >= k:
+                break
+            if self.pos >= len(self._perm):
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._perm = self._permutation()
+            i = int(self._perm[self.pos])
+            self.pos += 1
+            if self.keys[i] not in seen:
+                seen.add(self.keys[i])
+                out.append(i)
+        return np.asarray(out, dtype=np.int64)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "epoch": self.epoch, "pos": self.pos, "rows": len(self.keys)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["rows"]) != len(self.keys) or int(state["seed"]) != self.seed:
+            raise ValueError(f"refill cursor saved for {state['rows']} rows with seed {state['seed']}; this run has "
+                             f"{len(self.keys)} rows and devenus.dynamic_sampling.seed={self.seed}")
+        self.epoch, self.pos = int(state["epoch"]), int(state["pos"])
+        self._perm = self._permutation()
+
+
+# ------------------------------------------------------------------------------ metrics
+def step_metrics(first: Groups, refills: Sequence[Groups], composer: SlotComposer, rounds: int,
+                 rollouts: int) -> dict[str, float]:
+    """``devenus/sampling/...`` of one step: what was generated, what trains, what was left."""
+    generated = [first, *refills]
+    m: dict[str, float] = {
+        "devenus/sampling/rollouts_generated": float(rollouts),
+        "devenus/sampling/refill_rounds": float(rounds),
+        "devenus/sampling/refill_groups": float(sum(len(g) for g in refills)),
+        "devenus/sampling/groups_zero_variance": float(first.zero_variance.sum()),
+        "devenus/sampling/groups_placeholder": float(first.placeholder.sum()),
+        # informative slots the step trains on: those it had, plus those refill filled with informative groups
+        "devenus/sampling/groups_kept": float(first.informative.sum() + composer.filled.sum()
+                                              - composer.filled_unfiltered),
+        "devenus/sampling/slots_unfilled": float(composer.unfilled),
+        "devenus/sampling/slots_filled_unfiltered": float(composer.filled_unfiltered),
+    }
+    lab = np.concatenate([g.labeled[~g.placeholder] for g in generated])
+    zero = np.concatenate([g.zero_variance[~g.placeholder] for g in generated])
+    for name, sel in (("labeled", lab), ("unlabeled", ~lab)):
+        if sel.any():
+            m[f"devenus/sampling/zero_variance_share/{name}"] = float(zero[sel].mean())
+    if len(zero):
+        m["devenus/sampling/zero_variance_share"] = float(zero.mean())
+    return m

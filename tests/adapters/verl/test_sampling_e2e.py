@@ -1,0 +1,109 @@
+"""Dynamic sampling with refill end to end through ``python -m devenus.train`` on the testbed: GRPO with a
+test-only pre-rollout filter (plugin ``skip_second_prompt``: the second prompt of every generation is skipped,
+so every step has a placeholder slot) and ``devenus.dynamic_sampling`` on; 16 training rows, 4 prompts x 4
+rollouts a step, 3 steps, a checkpoint at step 2, then a resume from it.
+
+Shows: zero-variance groups are refilled (refill rounds > 0, groups kept rise), the placeholder slot is always
+filled, a step whose empty slots were all filled trains on informative groups only, the rollouts counted in
+``devenus/rollouts/generated`` are every response generated, and a resumed run refills the same prompts.
+The extended tier adds GeoMin, whose surfaces wait for the log-prob pass (refill groups get their own pass).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from devenus.runs.testbed import RunConfig
+from e2e import train, train_steps
+
+PROMPTS, N = 4, 4
+KEYS = ("+devenus.dynamic_sampling.enabled=true", "+devenus.dynamic_sampling.max_refill_rounds=3",
+        "devenus.plugins=[skip_second_prompt]")
+
+
+@pytest.fixture(scope="module")
+def small_train(base_testbed, tmp_path_factory):
+    from devenus.records.io import read_records
+    from devenus.records.labels import hide_labels
+    from devenus.records.versions import write_version
+
+    d = tmp_path_factory.mktemp("sampling_data")
+    rows = read_records(base_testbed.split("train"))[:16]
+    write_version(rows, d / "train.parquet", rule="test")
+    write_version(hide_labels(rows, 0.5, 0), d / "semi.parquet", rule="test")
+    return d / "train.parquet"
+
+
+def _cfg(data):
+    return RunConfig(method="test_filtered_grpo", steps=3, prompts_per_step=PROMPTS, rollouts_per_prompt=N,
+                     save_freq=2, train_file=str(data), val_before_train=False,
+                     extra_overrides=("trainer.test_freq=-1",))
+
+
+def _refills(output: str, step: int) -> list[str]:
+    return re.findall(rf"\[devenus\] step {step} refill: .*", output)
+
+
+@pytest.mark.slow
+def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(base_testbed, small_train, tmp_path):
+    t0 = time.perf_counter()
+    full = train(base_testbed, tmp_path / "full", _cfg(small_train), *KEYS, timeout=900)
+    wall = time.perf_counter() - t0
+    assert full.ok, full.tail(60)
+    steps = train_steps(full)
+    assert sorted(steps) == [1, 2, 3]
+    for s, m in steps.items():
+        assert m["devenus/sampling/groups_placeholder"] == 1  # the skipped prompt's slot ...
+        assert m["devenus/sampling/slots_unfilled"] <= m["devenus/sampling/groups_zero_variance"]  # ... always filled
+        # the step's 3 generated prompts and 3 per filtered refill round (unfiltered rounds add 4 more each)
+        generated = (PROMPTS - 1) * N * (1 + m["devenus/sampling/refill_rounds"])
+        assert m["devenus/rollouts/generated"] == m["devenus/sampling/rollouts_generated"] >= generated
+        assert len(_refills(full.output(), s)) >= m["devenus/sampling/refill_rounds"]
+        if m["devenus/sampling/slots_unfilled"] == 0:  # every slot the step trains on is informative
+            assert m["devenus/sampling/groups_kept"] + m["devenus/sampling/slots_filled_unfiltered"] == PROMPTS
+    refilled = [m for m in steps.values() if m["devenus/sampling/groups_zero_variance"] > 0]
+    assert refilled, "the testbed's base model should leave some all-wrong groups in 3 steps"
+    assert all(m["devenus/sampling/refill_rounds"] > 0 for m in refilled)
+    assert any(m["devenus/sampling/groups_kept"] > PROMPTS - 1 - m["devenus/sampling/groups_zero_variance"]
+               for m in refilled), "refill should turn at least one empty slot into an informative group"
+    print("\nsampling e2e: " + "; ".join(
+        f"step {s}: zero-var {m['devenus/sampling/groups_zero_variance']:.0f}, rounds "
+        f"{m['devenus/sampling/refill_rounds']:.0f}, kept {m['devenus/sampling/groups_kept']:.0f}, unfilled "
+        f"{m['devenus/sampling/slots_unfilled']:.0f}, rollouts {m['devenus/rollouts/generated']:.0f}"
+        for s, m in sorted(steps.items())) + f"; run {wall:.0f} s")
+
+    # resume from step 2: the refill cursor is restored, so step 3 refills the same prompts first
+    t1 = time.perf_counter()
+    resumed = train(base_testbed, tmp_path / "resumed", _cfg(small_train), *KEYS, "trainer.resume_mode=resume_path",
+                    f"trainer.resume_from_path={tmp_path / 'full' / 'checkpoints' / 'global_step_2'}", timeout=900)
+    assert resumed.ok, resumed.tail(60)
+    assert "restored the refill cursor" in resumed.output()
+    assert sorted(train_steps(resumed)) == [3]
+    a, b = _refills(full.output(), 3), _refills(resumed.output(), 3)
+    assert a and b and a[0] == b[0], (a, b)
+    print(f"resume {time.perf_counter() - t1:.0f} s; step 3 refills: {a} vs {b}")
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # the late placement (bash scripts/test.sh --all): GeoMin waits for the log-prob pass
+def test_dynamic_sampling_with_a_late_placement_method(base_testbed, small_train, tmp_path):
+    cfg = RunConfig(method="geomin", steps=2, prompts_per_step=PROMPTS, rollouts_per_prompt=N,
+                    train_file=str(small_train.parent / "semi.parquet"), val_before_train=False,
+                    extra_overrides=("trainer.test_freq=-1",))
+    r = train(base_testbed, tmp_path, cfg, "+devenus.dynamic_sampling.enabled=true",
+              "+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
+              "+devenus.method_config.top_layers=2", timeout=900)
+    assert r.ok, r.tail(60)
+    steps = train_steps(r)
+    assert sorted(steps) == [1, 2]
+    for m in steps.values():
+        assert m["devenus/rollouts/generated"] == PROMPTS * N * (1 + m["devenus/sampling/refill_rounds"])
+        assert m["devenus/geomin/layers_total"] == 5  # the late surfaces ran (on the composed batch)
+    assert any(m["devenus/sampling/refill_rounds"] > 0 for m in steps.values())
+    print("\nlate placement: " + "; ".join(
+        f"step {s}: zero-var {m['devenus/sampling/groups_zero_variance']:.0f}, rounds "
+        f"{m['devenus/sampling/refill_rounds']:.0f}, kept {m['devenus/sampling/groups_kept']:.0f}"
+        for s, m in sorted(steps.items())))
