@@ -1,8 +1,8 @@
 """Fewer rollouts for the same accuracy? Dynamic sampling with refill and history-based skipping on the CPU
 testbed (issue 24), through verl's real trainer and the experiment runner (paired seeds, paired intervals).
 
-    python experiments/rollout_savings.py --quick     # every arm, seed 0       (estimate: 15 min idle, ~40 min loaded)
-    python experiments/rollout_savings.py --full      # every arm, seeds 0-2    (estimate: 45 min idle, ~2 h loaded)
+    python experiments/rollout_savings.py --quick     # every arm, seed 0       (estimate: 30-40 min)
+    python experiments/rollout_savings.py --full      # every arm, seeds 0-2    (estimate: 1.5-2 h)
     python experiments/rollout_savings.py --report    # the tables and the picture from the results on disk
 
 Plan (written 2026-12-03, before any run of this experiment; the claims are the report's, tested in direction):
@@ -39,11 +39,12 @@ Plan (written 2026-12-03, before any run of this experiment; the claims are the 
   the verdict rests on.
 - Weights: results record their base model's hash (experiments/README.md, "Which weights"); differences
   pair only runs on the same weights.
-- Budget estimate (before any run, from committed wall times of 32-step testbed runs at --jobs 2,
-  ``experiments/results/label_noise/*.json``: ~5 s per step, ~100-190 s per 4,096-sample validation,
-  ~25-60 s start-up): a grpo run ~240 s, a ds run ~320 s (refills: up to 3x the generation), TTRL
-  ~280 / ~360 s, base ~65 s: ~1,800 s of run time per seed, ~15 min at --jobs 2 on an idle machine;
-  a loaded machine (4 helpers) ran the same kind of run 4-5x slower.
+- Budget estimate (before any run of the arms): a 2-step plumbing run of ``grpo`` (``--arm grpo --steps 2
+  --jobs 1``, 2026-12-03, load average 3-5) measured start-up 57 s, step 1 21.5 s (warm-up), step 2 7.7 s,
+  one 1,024-sample validation ~30 s, the base run 102 s. So a grpo run ~330 s (57 + 20 x 7.7 + 4 x 30),
+  a ds run ~440 s (refill rounds: up to 3x the generation), TTRL (16 votes: 2x the generation) ~380 s and
+  ~500 s with ds: ~2,500 s of run time per seed, ~30-40 min at --jobs 2 on this 2-core machine (two runs
+  side by side each run ~1.5x slower). Full mode: 3x that, ~1.5-2 h (seed 0 reused from --quick).
 
 Results: one JSON per (arm, seed) under experiments/results/rollout_savings/; rollout_savings.md (and
 .json, .png: the runner's table and paired differences) and rollout_savings_curves.md / _curves.png (the
@@ -231,6 +232,8 @@ def main() -> None:
     ap.add_argument("--work", default=f"outputs/{NAME}")
     ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the tables beside it")
     args = ap.parse_args()
+    if args.steps is not None and Path(args.results).resolve() == RESULTS.resolve():
+        ap.error("--steps is for smoke tests: give --results (and --work) outside experiments/results")
     budget = BUDGET if args.steps is None else Budget(**{**asdict(BUDGET), "steps": args.steps})
     exp = experiment(Path(args.results), Path(args.work), budget, run_timeout_s=args.run_timeout or None)
     if args.report:

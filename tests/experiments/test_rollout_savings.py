@@ -181,19 +181,22 @@ def _overlay_has(section: str) -> bool:
 
 @pytest.mark.skipif(not (_overlay_has("dynamic_sampling") and _overlay_has("skip")),
                     reason="devenus.dynamic_sampling / devenus.skip land with the sampling and skip branches")
-def test_every_arms_overrides_compose_into_the_typed_overlay(rs):
-    """Hydra composes each arm's overrides on DE-Venus's training config and the devenus overlay types
-    them (an unknown or misspelt key fails here, not after an hour of runs)."""
-    from hydra import compose, initialize_config_module
+def test_every_arms_run_passes_the_trainers_preflight(rs, tmp_path):
+    """Each arm's exact command line (the runner's overrides on the testbed recipe, its pool file) passes
+    every check ``devenus.train`` runs before Ray starts, and the overlay reads the arm's switches: an
+    unknown or misspelt key fails here, not after an hour of runs."""
+    from devenus.adapters.verl.cpu.launch import cpu_overrides
+    from devenus.adapters.verl.train import check_overlay, preflight
+    from devenus.runs.testbed import overrides
+    from devenus.testbed import build_testbed
 
-    from devenus.adapters.verl.cluster_rules import import_verl_quietly
-    from devenus.adapters.verl.train import check_overlay
-
-    import_verl_quietly()
-    with initialize_config_module(config_module="devenus.config", version_base=None):
-        for a in rs.arms():
-            cfg = compose(config_name="devenus_trainer", overrides=[f"devenus.method={a.method}", *a.overrides])
-            overlay = check_overlay(cfg)
-            assert overlay.dynamic_sampling.enabled == any("dynamic_sampling.enabled=true" in o for o in a.overrides)
-            assert overlay.skip.enabled == any("skip.enabled=true" in o for o in a.overrides)
-            assert cfg.trainer.test_freq == rs.TEST_FREQ
+    tb = build_testbed()
+    exp = rs.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work")
+    for a in rs.arms():
+        out = exp.run_dir(a.name, 0)
+        # the CPU backend's own overrides, as devenus.train adds them at launch (one device, local Ray)
+        cfg = preflight([*cpu_overrides(), *overrides(tb, out, exp.run_config(a, 0, out, ("devenus.backend=cpu",)))])
+        overlay = check_overlay(cfg)
+        assert overlay.dynamic_sampling.enabled == any("dynamic_sampling.enabled=true" in o for o in a.overrides)
+        assert overlay.skip.enabled == any("skip.enabled=true" in o for o in a.overrides)
+        assert cfg.trainer.test_freq == rs.TEST_FREQ and cfg.devenus.method == a.method
