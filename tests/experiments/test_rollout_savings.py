@@ -200,3 +200,15 @@ def test_every_arms_run_passes_the_trainers_preflight(rs, tmp_path):
         assert overlay.dynamic_sampling.enabled == any("dynamic_sampling.enabled=true" in o for o in a.overrides)
         assert overlay.skip.enabled == any("skip.enabled=true" in o for o in a.overrides)
         assert cfg.trainer.test_freq == rs.TEST_FREQ and cfg.devenus.method == a.method
+
+
+def test_the_curve_picture_draws_one_line_per_arm_and_seed(tmp_path):
+    pytest.importorskip("matplotlib")
+    from devenus.experiments.plot import plot_curves
+
+    panels = {"against grpo": {"grpo": [[(0, 0.3), (400, 0.5)], [(0, 0.3), (400, 0.55)]],
+                               "grpo+ds": [[(0, 0.3), (800, 0.6)]], "grpo+skip": []}}
+    out = plot_curves("t", panels, tmp_path / "c.png", {"against grpo": (0.52, 400, 0.6)})
+    assert out == tmp_path / "c.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_curves("t", {"against grpo": {"grpo": []}}, tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
