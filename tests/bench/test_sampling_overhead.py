@@ -47,6 +47,10 @@ def test_summary_takes_the_median_of_the_pairs(bench):
     s = bench.summary([1.01, 1.05, 0.99], 1.02)
     assert s["median"] == pytest.approx(1.01) and s["within"]
     assert not bench.summary([1.03, 1.04], 1.02)["within"]
+    assert not s["shown"]  # 0.99-1.05 over three pairs: the interval reaches past 1.02
+    tight = bench.summary([1.001, 1.002, 1.003], 1.02)
+    assert tight["shown"] and tight["mean"] == pytest.approx(1.002)
+    assert not bench.summary([1.0], 1.02)["shown"]  # one pair: no interval, nothing shown
 
 
 def test_the_absent_tree_is_src_of_the_ref(bench, tmp_path):
