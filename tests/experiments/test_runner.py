@@ -370,3 +370,45 @@ def test_seed_list_reads_one_seed_or_several_and_refuses_the_rest():
     for bad in ("", "1,,2", "a", "1,1"):
         with pytest.raises(ValueError):
             seed_list(bad)
+
+
+FAKE_TRAINER = textwrap.dedent("""
+    import json, os, sys
+    from pathlib import Path
+    out = Path([a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("trainer.validation_data_dir=")][0])
+    out.mkdir(parents=True)
+    with open(os.environ["VERL_FILE_LOGGER_PATH"], "w") as f:
+        for step in (1, 2, 3, 4):
+            f.write(json.dumps({"step": step, "data": {"timing_s/step": 1.0, "devenus/rollouts/generated": 128}}) + "\\n")
+    for step, scores in ((2, {"q1": [1.0, 0.0], "q2": [0.0, 0.0]}), (4, {"q1": [1.0, 1.0], "q2": [1.0, 0.0]})):
+        (out / f"{step}.jsonl").write_text("".join(
+            json.dumps({"input": f"user\\n{q}\\nassistant", "score": s}) + "\\n" for q, ss in scores.items() for s in ss))
+""")
+
+
+def test_a_run_records_every_validation_point_and_its_per_step_metrics(tmp_path, monkeypatch):
+    """``val_curve``: accuracy per group at each validation dump (trainer.test_freq), not only the last."""
+
+    class StandIn(Experiment):
+        entry = ("-c", FAKE_TRAINER)
+
+        def _testbed(self):
+            return None
+
+        def run_config(self, arm, seed, out, extra=()):
+            return None
+
+        def validation_files(self):
+            return {}
+
+        def command(self, tb, out, cfg):
+            return [f"trainer.validation_data_dir={out.resolve() / 'validation'}"]
+
+    exp = make(tmp_path)
+    exp.__class__ = StandIn
+    monkeypatch.setattr("devenus.experiments.runner.question_groups", lambda files: {"q1": "ID", "q2": "ID"})
+    rec = exp.run_one("grpo_full", 0)
+    assert rec["returncode"] == 0, rec
+    assert rec["val_curve"] == [{"step": 2, "ID": 0.25}, {"step": 4, "ID": 0.75}]
+    assert rec["accuracy"] == {"ID": 0.75}  # the last point, as before
+    assert [c["devenus/rollouts/generated"] for c in rec["curves"]] == [128] * 4

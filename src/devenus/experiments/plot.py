@@ -64,3 +64,44 @@ def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple
         fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return out
+
+
+def plot_curves(name: str, panels: Mapping[str, Mapping[str, list]], out: Path,
+                targets: Mapping[str, tuple[float, float, float]] | None = None) -> Path | None:
+    """Held-out accuracy against rollouts generated: one panel per reference arm, one colour per arm, one
+    line per seed (``panels[title][arm] = [points of seed 0, points of seed 1, ...]``, points as
+    :func:`devenus.experiments.curves.accuracy_curve` gives them). ``targets[title] = (accuracy, rollouts,
+    goal)``: the reference's final accuracy (dashed) and ``goal`` x its rollouts (dotted), means over seeds.
+    Writes ``out`` (PNG, atomically); None when there is no curve to draw."""
+    panels = {t: {a: [p for p in runs if p] for a, runs in arms.items()} for t, arms in panels.items()}
+    panels = {t: {a: runs for a, runs in arms.items() if runs} for t, arms in panels.items()}
+    panels = {t: arms for t, arms in panels.items() if arms}
+    if not panels:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0), squeeze=False)
+    for ax, (title, arms) in zip(axes[0], panels.items()):
+        for i, (arm, runs) in enumerate(arms.items()):
+            color = f"C{i}"
+            for j, pts in enumerate(runs):
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, "o-", color=color, ms=3, lw=1.2, alpha=0.8, label=arm if j == 0 else None)
+        if targets and title in targets:
+            acc, rollouts, goal = targets[title]
+            ax.axhline(acc, color="black", ls="--", lw=0.8, label="reference's final accuracy")
+            ax.axvline(goal * rollouts, color="black", ls=":", lw=0.8, label=f"{goal:g} x reference's rollouts")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("rollouts generated (cumulative)")
+        ax.set_ylabel("held-out ID accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{name}: validation points (trainer.test_freq); one line per seed", fontsize=8)
+    fig.tight_layout()
+    with atomic_write(out, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    return out

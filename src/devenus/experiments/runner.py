@@ -382,7 +382,12 @@ class Experiment:
                    stop=self._stopping, entry=self.entry)
         rc, metrics, first_metrics = r.returncode, r.metrics, r.first_metrics_s
         dumps = [r.validation[s_] for s_ in sorted(r.validation)]
-        per_q, k = per_question_scores(dumps[-1], question_groups(self.validation_files())) if dumps else ({}, 0)
+        groups = question_groups(self.validation_files()) if dumps else {}
+        per_q, k = per_question_scores(dumps[-1], groups) if dumps else ({}, 0)
+        # every validation point (trainer.test_freq), not only the last: accuracy against training progress
+        val_curve = [{"step": s_, **{g: sum(v.values()) / len(v)
+                                     for g, v in per_question_scores(r.validation[s_], groups)[0].items()}}
+                     for s_ in sorted(r.validation)]
         step1 = next((m for m in metrics if m["step"] == 1), None)
         startup = (first_metrics - step1["timing_s/step"]) if (first_metrics and step1 and "timing_s/step" in step1) else None
         curves = [{k2: v for k2, v in m.items() if k2 == "step" or k2.startswith(
@@ -395,7 +400,7 @@ class Experiment:
             "final_step": int(dumps[-1].stem) if dumps else None, "val_samples": k,
             "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
-            "curves": curves, "log": str(r.log),
+            "curves": curves, "val_curve": val_curve, "log": str(r.log),
             **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
         }
         return self._save(name, seed, record)

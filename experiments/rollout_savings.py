@@ -1,0 +1,250 @@
+"""Fewer rollouts for the same accuracy? Dynamic sampling with refill and history-based skipping on the CPU
+testbed (issue 24), through verl's real trainer and the experiment runner (paired seeds, paired intervals).
+
+    python experiments/rollout_savings.py --quick     # every arm, seed 0       (estimate: 30-40 min)
+    python experiments/rollout_savings.py --full      # every arm, seeds 0-2    (estimate: 1.5-2 h)
+    python experiments/rollout_savings.py --report    # the tables and the picture from the results on disk
+
+Plan (written 2026-12-03, before any run of this experiment; the claims are the report's, tested in direction):
+- Arms, on one pool per seed: ``grpo``; ``grpo+ds`` (dynamic sampling: zero-variance groups dropped, their
+  slots refilled from further prompts, at most 2 refill rounds of 16 prompts; ``devenus.dynamic_sampling``);
+  ``grpo+skip`` (GRESO-style skipping before rollout from each prompt's reward history; ``devenus.skip``,
+  its defaults); ``grpo+ds+skip`` (both); ``ttrl@10`` (TTRL with 10% labels, 16 votes, agreement floor 0.5:
+  the weak-supervision experiment's settings) and ``ttrl@10+ds``. Every setting is the component's default;
+  nothing is tuned on held-out numbers.
+- Every arm trains the same number of steps (20) of 16 prompts x 8 rollouts, so each step updates on the
+  same number of groups; what differs is how many rollouts a step generates (refills add, skipped prompts'
+  slots are refilled by other prompts) and how informative its groups are.
+- Measure: held-out ID accuracy against cumulative rollouts generated (``devenus/rollouts/generated``
+  summed over steps: training, refill and vote-only rows), validated every 5 steps (steps 5, 10, 15, 20)
+  and at step 0 (the ``base`` run). Reference arm: ``grpo`` for the three testbed arms, ``ttrl@10`` for
+  ``ttrl@10+ds``; each is paired with its reference of the same seed.
+- Claim (the issue's goal): an arm reaches its reference's final ID accuracy with at most 0.6x the
+  reference's rollouts. Reported per arm: the rollouts it needed to first reach that accuracy (linear
+  between validation points), as a share of the reference's total ("ratio"; its mean over seeds with a
+  95% Student-t interval; verdict: the interval lies below 0.6 = shown, above = refuted, else
+  inconclusive; a seed that never reaches it leaves the claim not shown and reports a lower bound);
+  and the arm's accuracy at 0.6x the reference's rollouts minus the reference's final accuracy (paired
+  over seeds). Also: the reference's own ratio (its first crossing of its own final accuracy; below 1.0
+  when its curve plateaus or is noisy: the resolution of this measure), and the runner's table of final
+  accuracy against the reference (same steps, more or fewer rollouts).
+- Pool: 64 training questions drawn per seed (the same pool for every arm of a seed; 10% of it labeled for
+  the TTRL arms): 20 steps x 16 prompts = 5 visits per question, refills visit more. Skipping needs
+  revisits (a prompt is skipped on its zero-variance history); a one-pass sweep over the 2,000-question
+  split would never skip.
+- Held-out: the 512 ID questions (``test_id`` + ``test_id_extra``), T=1, 2 samples each, at every
+  validation point (the cost of 4 points x 4 samples would exceed the training's); never trained or tuned
+  on. One run's ID accuracy is resolved to about +-0.03 by this validation alone (experiments/README.md:
+  +-0.026 at 4 samples), so a crossing between points is located only roughly; pairing over seeds is what
+  the verdict rests on.
+- Weights: results record their base model's hash (experiments/README.md, "Which weights"); differences
+  pair only runs on the same weights.
+- Budget estimate (before any run of the arms): a 2-step plumbing run of ``grpo`` (``--arm grpo --steps 2
+  --jobs 1``, 2026-12-03, load average 3-5) measured start-up 57 s, step 1 21.5 s (warm-up), step 2 7.7 s,
+  one 1,024-sample validation ~30 s, the base run 102 s. So a grpo run ~330 s (57 + 20 x 7.7 + 4 x 30),
+  a ds run ~440 s (refill rounds: up to 3x the generation), TTRL (16 votes: 2x the generation) ~380 s and
+  ~500 s with ds: ~2,500 s of run time per seed, ~30-40 min at --jobs 2 on this 2-core machine (two runs
+  side by side each run ~1.5x slower). Full mode: 3x that, ~1.5-2 h (seed 0 reused from --quick).
+
+Results: one JSON per (arm, seed) under experiments/results/rollout_savings/; rollout_savings.md (and
+.json, .png: the runner's table and paired differences) and rollout_savings_curves.md / _curves.png (the
+savings table and accuracy against rollouts, one curve per arm and seed) beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from devenus.experiments.runner import Arm, Experiment, seed_list
+
+NAME = "rollout_savings"
+RESULTS = Path(__file__).parent / "results" / NAME
+SEEDS = (0, 1, 2)
+POOL = 64
+LABELED = 0.1
+GOAL = 0.6
+TEST_FREQ = 5
+TTRL = {"votes": 16, "min_agreement": 0.5}  # the weak-supervision experiment's settings, unchanged
+
+DS = ("+devenus.dynamic_sampling.enabled=true", "+devenus.dynamic_sampling.max_refill_rounds=2")
+SKIP = ("+devenus.skip.enabled=true",)
+# every arm validates every TEST_FREQ steps (the curve's points); the runner's recipe validates at the end only
+COMMON = (f"trainer.test_freq={TEST_FREQ}",)
+
+
+def arms() -> list[Arm]:
+    def arm(name, method="grpo", frac=1.0, cfg=None, extra=(), baseline="base"):
+        return Arm(name, method, frac, cfg or {}, COMMON + tuple(extra), baseline=baseline, claimed_side=1)
+
+    return [
+        arm("grpo"),
+        arm("grpo+ds", extra=DS, baseline="grpo"),
+        arm("grpo+skip", extra=SKIP, baseline="grpo"),
+        arm("grpo+ds+skip", extra=DS + SKIP, baseline="grpo"),
+        arm("ttrl@10", "ttrl", LABELED, TTRL),
+        arm("ttrl@10+ds", "ttrl", LABELED, TTRL, DS, baseline="ttrl@10"),
+    ]
+
+
+#: arm -> the arm whose final accuracy and rollouts it is measured against
+REFERENCE = {"grpo+ds": "grpo", "grpo+skip": "grpo", "grpo+ds+skip": "grpo", "ttrl@10+ds": "ttrl@10"}
+
+
+@dataclass(frozen=True)
+class Budget:
+    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
+    steps: int = 20
+    prompts_per_step: int = 16
+    rollouts_per_prompt: int = 8
+    val_n: int = 2
+    kl_coef: float = 0.01
+    lr: float = 5e-5
+
+
+BUDGET = Budget()
+
+
+def pool(rows: list[dict], seed: int, size: int = POOL) -> list[dict]:
+    """``size`` training questions drawn by ``seed``: every arm of one seed trains on the same pool."""
+    return random.Random(f"{NAME}:pool:{seed}").sample(rows, size)
+
+
+def train_file(arm: Arm, seed: int, work: Path) -> Path:
+    """The arm's pool with its labels (all, or 10% kept), written once as a dataset version before any run."""
+    from devenus.records import hide_labels, read_records
+    from devenus.records.versions import write_version
+    from devenus.testbed import build_testbed
+
+    tb = build_testbed()
+    path = Path(work) / "data" / f"pool{POOL}_{arm.labeled_fraction:g}_s{seed}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = pool(read_records(tb.split("train")), seed)
+        if arm.labeled_fraction < 1.0:
+            rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
+        write_version(rows, path, rule=NAME, parent=tb.split("train"),
+                      config={"pool": POOL, "labeled_fraction": arm.labeled_fraction, "seed": seed})
+    return path
+
+
+def id_validation() -> dict[str, Path]:
+    """The 512 ID questions only (near- and far-OOD would double every validation point's cost)."""
+    from devenus.experiments.runner import validation_files
+    from devenus.testbed import build_testbed
+
+    files = validation_files(build_testbed())
+    return {k: files[k] for k in ("test_id", "test_id_extra")}
+
+
+def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), budget: Budget = BUDGET,
+               run_timeout_s: float | None = 3600, validation: dict | None = None) -> Experiment:
+    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
+                      run_timeout_s=run_timeout_s, validation=validation if validation is not None else id_validation())
+
+
+# ------------------------------------------------------------------------------ the savings report
+def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
+    """The savings table (markdown) and its numbers, from the runner's records."""
+    from devenus.experiments.curves import savings
+    from devenus.experiments.runner import _fmt
+
+    rows, out, notes = [], {}, []
+    pairs = [(ref, ref) for ref in sorted(set(REFERENCE.values()))] + list(REFERENCE.items())
+    for arm, ref in pairs:
+        try:
+            s = savings(records, arm, ref, goal)
+        except (KeyError, ValueError) as e:
+            notes.append(f"- {arm}: {e}")
+            continue
+        out[arm] = s
+        if not s["seeds"]:
+            continue
+        per = " / ".join(f"{v['ratio']:.2f}" if v["ratio"] is not None else f">{v['ratio_above']:.2f}"
+                         for v in s["seeds"].values())
+        rows.append(f"| {arm} | {ref} | {len(s['seeds'])} | "
+                    f"{sum(v['target'] for v in s['seeds'].values()) / len(s['seeds']):.3f} | "
+                    f"{sum(v['arm_rollouts'] for v in s['seeds'].values()) / len(s['seeds']):.0f} | {per} | "
+                    f"{_fmt(s.get('ratio'), signed=False)} | {s.get('verdict', '-') if arm != ref else '(its own)'} | "
+                    f"{_fmt(s.get('delta_at_goal'))} |")
+    head = (f"| arm | reference | seeds | reference's final ID | rollouts generated (mean) | ratio per seed | "
+            f"ratio (mean ± 95%) | verdict (ratio < {goal:g}) | ΔID at {goal:g}x reference's rollouts |\n"
+            + "|---" * 9 + "|\n")
+    text = (f"{NAME}: rollouts to first reach the reference's final held-out ID accuracy, as a share of the "
+            f"reference's rollouts (linear between validation points; '>x': not reached, x = the arm's total); "
+            f"reference rows: the reference's own first crossing (the measure's resolution).\n\n"
+            + head + "\n".join(rows) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else ""))
+    return text, out
+
+
+def write_report(exp: Experiment) -> str:
+    from devenus.experiments.curves import accuracy_curve
+    from devenus.records.io import write_text_atomic
+
+    table = exp.report()
+    recs = {k: r for k, r in exp.records().items() if r["returncode"] == 0 and r.get("per_question")}
+    text, numbers = savings_table(recs)
+    out = exp.results.parent
+    write_text_atomic(out / f"{NAME}_curves.md", text)
+    write_text_atomic(out / f"{NAME}_curves.json", json.dumps(numbers, indent=1))
+    if importlib.util.find_spec("matplotlib") is not None:
+        from devenus.experiments.plot import plot_curves
+
+        panels, targets = {}, {}
+        for ref in sorted(set(REFERENCE.values())):
+            title = f"against {ref}"
+            panels[title] = {}
+            for arm in [ref] + [a for a, r in REFERENCE.items() if r == ref]:
+                runs = []
+                for (name, seed), r in sorted(recs.items()):
+                    if name == arm:
+                        try:
+                            runs.append(accuracy_curve(r, recs.get(("base", seed))))
+                        except (KeyError, ValueError):
+                            pass  # named in the savings table's notes
+                panels[title][arm] = runs
+            s = numbers.get(ref, {}).get("seeds", {})
+            if s:
+                targets[title] = (sum(v["target"] for v in s.values()) / len(s),
+                                  sum(v["ref_rollouts"] for v in s.values()) / len(s), GOAL)
+        plot_curves(NAME, panels, out / f"{NAME}_curves.png", targets)
+    return table + "\n" + text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="every arm, seed 0 (or --seed)")
+    mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
+    mode.add_argument("--report", action="store_true", help="the tables and pictures from the results on disk")
+    ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
+    ap.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for --quick and --arm: 0 or 1,2")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
+    ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
+    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
+    ap.add_argument("--steps", type=int, help="override the budget's steps (a smoke test; results go elsewhere)")
+    ap.add_argument("--work", default=f"outputs/{NAME}")
+    ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the tables beside it")
+    args = ap.parse_args()
+    if args.steps is not None and Path(args.results).resolve() == RESULTS.resolve():
+        ap.error("--steps is for smoke tests: give --results (and --work) outside experiments/results")
+    budget = BUDGET if args.steps is None else Budget(**{**asdict(BUDGET), "steps": args.steps})
+    exp = experiment(Path(args.results), Path(args.work), budget, run_timeout_s=args.run_timeout or None)
+    if args.report:
+        print(write_report(exp))
+        return
+    if not (args.quick or args.full or args.arm):
+        ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
+    seeds = list(SEEDS) if args.full else args.seed
+    exp.run(seeds, args.arm.split(",") if args.arm else None, jobs=args.jobs, force=args.force)
+    print(write_report(exp))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
