@@ -62,14 +62,27 @@ def sampling_config(values) -> DynamicSamplingConfig:
 
 
 class PreRolloutFilter(Protocol):
-    """A rule that skips prompts before rollout (the lead wires GRESO-style skipping here). Skipped prompts'
-    slots become placeholders that refill fills."""
+    """A rule that skips prompts before rollout (:class:`devenus.online.skipping.SkipRule`, ``devenus.skip``).
+    Skipped prompts' slots become placeholders that refill fills. Its metrics go to verl's trackers and its
+    evidence rows to the run's evidence table after every step; its state is saved with each checkpoint."""
 
     def decide(self, keys: Sequence[str], step: int) -> np.ndarray:
         """One bool per prompt: True = skip (never generated). Deterministic given its state."""
 
     def observe(self, keys: Sequence[str], zero_variance: np.ndarray, mean_score: np.ndarray, step: int) -> None:
         """One entry per generated group of the step, on its final scores."""
+
+    def pop_metrics(self) -> dict[str, float]:
+        """The step's metrics (``devenus/<rule>/...``), handed over once."""
+
+    def pop_evidence(self) -> list[dict]:
+        """The step's evidence rows (:class:`devenus.records.evidence.EvidenceWriter` rows), handed over once."""
+
+    def state_dict(self) -> dict:
+        """What a resumed run needs to decide the same (plain Python values)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s value."""
 
 
 # ------------------------------------------------------------------------------ the group rule

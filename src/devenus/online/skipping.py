@@ -132,6 +132,8 @@ class SkipRule:
         """One bool per prompt, True = skip (never generated). Deterministic in (seed, step, key, state).
         When every prompt would be skipped, the least likely one (first on a tie) is generated."""
         self._advance(step)
+        call = self._pending["calls"]  # 0: the step's own prompts; 1, 2, ...: its refill rounds
+        self._pending["calls"] = call + 1
         keys = [str(k) for k in keys]
         probs = np.array([self.skip_probability(k) for k in keys], dtype=np.float64)
         draws = np.array([_draw(self.seed, step, k) for k in keys], dtype=np.float64)
@@ -147,7 +149,7 @@ class SkipRule:
             kind, streak = self.history[keys[i]]
             c[f"skipped_{kind}"] += 1
             self._evidence.append({"key": keys[i], "step": int(step), "kind": SKIP_KIND, "values": {
-                "event": "skipped", "class": kind, "streak": int(streak),
+                "event": "skipped", "call": int(call), "class": kind, "streak": int(streak),
                 "p_skip": float(probs[i]), "draw": float(draws[i])}})
         return skip
 
@@ -207,7 +209,7 @@ class SkipRule:
 
     @staticmethod
     def _fresh_pending(step: int | None) -> dict[str, Any]:
-        return {"step": step, "observed": 0, EASY: 0, HARD: 0, "candidates": 0}
+        return {"step": step, "observed": 0, EASY: 0, HARD: 0, "candidates": 0, "calls": 0}
 
     @staticmethod
     def _fresh_counts() -> dict[str, int]:

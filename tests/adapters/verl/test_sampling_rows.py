@@ -83,6 +83,19 @@ def test_setup_refuses_dynamic_sampling_that_cannot_work(base_testbed, tmp_path,
     assert message in setup_error(base_testbed, tmp_path, cfg, "+devenus.dynamic_sampling.enabled=true", *extra)
 
 
+def test_setup_checks_skipping_alone_as_it_refills_the_same_way(base_testbed, tmp_path):
+    """Skipping without dynamic sampling still refills the skipped slots: the same refusals, naming its key."""
+    from devenus.runs.testbed import RunConfig
+    from e2e import setup_error
+
+    cfg = RunConfig(steps=1, prompts_per_step=4, rollouts_per_prompt=4, val_before_train=False)
+    message = setup_error(base_testbed, tmp_path, cfg, "+devenus.skip.enabled=true",
+                          "algorithm.rollout_correction.bypass_mode=true")
+    assert "devenus.skip.enabled=true refills inside" in message
+    assert "devenus.skip.p_easy" in setup_error(base_testbed, tmp_path, cfg, "+devenus.skip.enabled=true",
+                                                "+devenus.skip.p_easy=1.5")
+
+
 def test_reward_string_columns_become_object_arrays_at_generation_so_longer_refill_strings_fit_in_place():
     from devenus.adapters.verl.sampling import widen_reward_columns
 

@@ -17,6 +17,7 @@ from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.adapters.verl.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
 from devenus.online.sampling import DynamicSamplingConfig
+from devenus.online.skipping import SkipConfig
 
 
 #: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
@@ -50,6 +51,8 @@ class DevenusConfig(Config):
     probe: ProbeConfig = section(ProbeConfig, "probe passes (docs/trainer.md)")
     dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
                                                       "drop zero-variance groups, refill (docs/sampling/dynamic_sampling.md)")
+    skip: SkipConfig = section(SkipConfig, "skip prompts before rollout from their reward history "
+                                           "(docs/sampling/skipping.md)")
     evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
     round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
 
@@ -136,7 +139,7 @@ def check_setup(config) -> None:
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
-    _check_sampling(config, overlay.dynamic_sampling, method)
+    _check_sampling(config, overlay.dynamic_sampling, method, overlay.skip)
     _check_engine(config, spec.name, method)
     validate = bool(config.devenus.get("validate_data", True))
     labeled, train_rows = [], []
@@ -221,17 +224,19 @@ def _check_rollouts(config, name: str, method) -> None:
 GROUP_ESTIMATORS = ("grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "opo")
 
 
-def _check_sampling(config, ds: DynamicSamplingConfig, method) -> None:
-    """Dynamic sampling runs inside the log-prob pass, judges groups by uid and generates refill rounds."""
-    if not ds.enabled:
+def _check_sampling(config, ds: DynamicSamplingConfig, method, skip: SkipConfig | None = None) -> None:
+    """Dynamic sampling runs inside the log-prob pass, judges groups by uid and generates refill rounds;
+    skipping refills the skipped prompts' slots the same way, so it needs the same."""
+    if not ds.enabled and not (skip is not None and skip.enabled):
         return
+    on = ds.key("enabled") if ds.enabled else skip.key("enabled")  # the errors name the key the user turned on
     rc = config.algorithm.get("rollout_correction", None)
     if rc is not None and bool(rc.get("bypass_mode", False)):
-        raise SetupError(f"{ds.key('enabled')}=true refills inside the old-log-prob pass, which "
+        raise SetupError(f"{on}=true refills inside the old-log-prob pass, which "
                          f"algorithm.rollout_correction.bypass_mode=true skips: turn one of them off")
     est = str(config.algorithm.adv_estimator)
     if est not in GROUP_ESTIMATORS:
-        raise SetupError(f"{ds.key('enabled')}=true drops groups whose rewards are all equal, which only a group "
+        raise SetupError(f"{on}=true leaves out groups whose rewards are all equal, which only a group "
                          f"estimator ignores; algorithm.adv_estimator={est} is not one ({', '.join(GROUP_ESTIMATORS)})")
     n = int(config.actor_rollout_ref.rollout.n)
     k = ds.prompts_per_round(int(config.data.train_batch_size))

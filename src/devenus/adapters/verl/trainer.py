@@ -39,7 +39,7 @@ from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
 from devenus.online import diagnostics
-from devenus.online import sampling
+from devenus.online import sampling, skipping
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
 
@@ -76,6 +76,12 @@ class DeVenusTrainer(RayPPOTrainer):
         self.probe_config = probes.probe_config(self._devenus_config().get("probe"))
         self._probe_rows: np.ndarray | None = None  # dataset indices of the probe set, drawn on first use
         self.sampling_config = sampling.sampling_config(self._devenus_config().get("dynamic_sampling"))
+        skip = skipping.skip_config(self._devenus_config().get("skip"))
+        if skip.enabled:  # GRESO's rule: prompts whose history predicts a zero-variance group are never generated
+            self.pre_rollout_filter = skipping.SkipRule(skip, seed=int(self.config.data.get("seed", None) or 0))
+            seeded = self.pre_rollout_filter.seed_from_dirs(skip.history_dirs)
+            if skip.history_dirs:
+                print(f"[devenus] skip: {seeded} visits of earlier rounds seed the histories ({len(skip.history_dirs)} folders)")
         self._generate_raw = None  # verl's own generate_sequences, before DE-Venus wraps it
         self._hook_s = 0.0  # time spent in DE-Venus's own code this step (bench/trainer_overhead.py)
 
@@ -285,6 +291,9 @@ class DeVenusTrainer(RayPPOTrainer):
         self._write_evidence(metrics)
         metrics["devenus/timing_s/hooks"] = self._hook_s
         metrics[sampling.ROLLOUTS_GENERATED] = self._rollouts_generated
+        if self.pre_rollout_filter is not None:  # its decisions of this step: metrics, and evidence saved now
+            metrics.update(self.pre_rollout_filter.pop_metrics())
+            self._append_evidence(self.pre_rollout_filter.pop_evidence())
         self._hook_s, self._rollouts_generated = 0.0, 0
         return train, metrics, skip
 
@@ -412,7 +421,9 @@ class DeVenusTrainer(RayPPOTrainer):
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
         save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
         if self.sampling_config.enabled or self.pre_rollout_filter is not None:
-            save_atomically({"step": self.global_steps, "refill": self.refill_order().state_dict()},
+            f = self.pre_rollout_filter
+            save_atomically({"step": self.global_steps, "refill": self.refill_order().state_dict(),
+                             "filter": None if f is None else f.state_dict()},
                             os.path.join(folder, SAMPLING_STATE_FILE))
 
     def _load_checkpoint(self):
@@ -430,7 +441,14 @@ class DeVenusTrainer(RayPPOTrainer):
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
                                         f"{self.method.name} cannot make the same decisions without its state")
             path = os.path.join(self._step_folder(), SAMPLING_STATE_FILE)
-            if os.path.exists(path):  # applied when the refill order is first built (the dataset is known then)
-                self._refill_state = torch.load(path, weights_only=False)["refill"]
+            if os.path.exists(path):  # the cursor is applied when the refill order is first built (the dataset is known then)
+                state = torch.load(path, weights_only=False)
+                self._refill_state = state["refill"]
                 print(f"[devenus] restored the refill cursor from {path}")
+                if self.pre_rollout_filter is not None and state.get("filter") is not None:
+                    self.pre_rollout_filter.load_state_dict(state["filter"])  # replaces the seeded histories
+                    print(f"[devenus] restored the skip histories from {path}")
+            if self.pre_rollout_filter is not None and not os.path.exists(path):
+                raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: the skip rule "
+                                        f"cannot make the same decisions without its histories")
         return result

@@ -22,6 +22,18 @@ class SkipSecondPrompt:
         assert len(keys) == len(zero_variance) == len(mean_score)
         self.observed += len(keys)
 
+    def pop_metrics(self):
+        return {}
+
+    def pop_evidence(self):
+        return []
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        assert state == {}
+
 
 class FilteringTrainer(DeVenusTrainer):
     def __init__(self, *args, **kwargs):
