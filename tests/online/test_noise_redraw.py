@@ -89,3 +89,19 @@ def test_marks_come_from_the_simulation_column_and_a_broken_mark_is_one_clear_er
     assert redraw_marks([{"noise": "sentinel", "hidden_answer": "3"}]) is None
     with pytest.raises(ValueError, match="row 0: simulation.noise is 'redraw'.*noise_seed"):
         redraw_marks([{"noise": "redraw", "hidden_answer": "3"}])
+
+
+def test_a_probe_is_a_visit_its_label_redrawn_and_the_field_never_reaches_the_method():
+    pytest.importorskip("verl")
+    from devenus.adapters.verl.probe import probe_evidence
+
+    class Observer(OnlineMethod):
+        name = "test_observer"
+
+        def observe(self, b):
+            self.seen = (b.target.copy(), dict(b.fields))
+
+    m = Observer()
+    probe_evidence(m, batch(PREDS, GROUPS, [True] * 4 + [False] * 4))
+    targets, fields = m.seen
+    assert targets[0] in {"7", "9"} and REDRAW_FIELD not in fields
