@@ -4,6 +4,7 @@ experiment runner (paired seeds, paired intervals).
 
     python experiments/label_noise.py --quick     # rho 0.5, both regimes, seed 0     (budget: 30 min)
     python experiments/label_noise.py --full      # rho 0.1/0.3/0.5, both regimes, seeds 0-2
+    python experiments/label_noise.py --reference # the OLR reference's regimes at rho 0.5, seeds 0-2
     python experiments/label_noise.py --report    # the table from the results on disk
 
 Plan (written before any run of this experiment; the claim is the report's, tested in direction):
@@ -23,12 +24,23 @@ Plan (written before any run of this experiment; the claim is the report's, test
 - Noise: ``inactive`` (a negative number of the right size: the policy never writes a minus sign) and
   ``active`` (the most common wrong answer among 16 base-model samples at T=1, drawn among questions
   that have one), at ratio rho of the pool's labels (``devenus.testbed.noise``).
+- The OLR reference's own noise protocol (added 2026-12-03, issue 23 item 5, before any run of its arms;
+  docs/methods/olr.md): ``sentinel`` (its inactive noise: the noisy target is an unmatchable sentinel, every
+  rollout of a noisy row scores 0) and ``redraw`` (its active noise: at every visit the target is a wrong
+  answer drawn from that step's own rollouts of the row, seeded by (seed, step, key); the sentinel when
+  the step produced none). Arms at rho 0.5 only: ``grpo@sentinel0.5``, ``olr@sentinel0.5``,
+  ``grpo@redraw0.5``, ``olr@redraw0.5``; the two regimes share a seed's noisy rows. Claim: ``olr`` beats
+  ``grpo`` of the same regime and seed (claimed side +), as the reference reports for both regimes; also
+  reported beside the committed table, against ``base`` and ``grpo_clean`` (reused, not rerun). Run with
+  ``--reference`` (3 seeds) or as part of ``--full``. Not reproduced from the reference: its 800 DAPO
+  questions sampled at base pass rate 0.5 (the pool is the same 64 testbed questions as every other arm)
+  and its per-row Bernoulli count of noisy rows (here exactly round(rho * 64)).
 - Pool: 64 training questions drawn per seed (the same pool, and the same noisy rows, for every arm of
   a seed and noise setting). OLR decides on revisits (the slope of a sample's majority pass rate over
   visits, from visit ``start_epoch + 1`` = 5); 32 steps x 16 prompts over 64 questions = 8 visits per
   question. Method settings: the defaults, unchanged.
 - Held-out: 512 ID, 256 near-OOD, 256 far-OOD questions, T=1, 4 samples each; never trained or tuned on.
-- Cost: 25 arms + base per seed. Quick mode runs rho 0.5 only (9 runs: the first 5 ran before the
+- Cost: 25 arms + base per seed (29 with the reference's regimes). Quick mode runs rho 0.5 only (9 runs: the first 5 ran before the
   NL-OLR v2 arms existed; their results are unchanged by the addition).
 
 Results: one JSON per (arm, seed) under experiments/results/label_noise/, the table in label_noise.md
@@ -53,6 +65,9 @@ SEEDS = (0, 1, 2)
 RHOS = (0.1, 0.3, 0.5)
 REGIMES = ("inactive", "active")
 QUICK_RHOS = (0.5,)
+#: the OLR reference's regimes (devenus.testbed.noise), at these ratios, with these methods
+REF_REGIMES = ("sentinel", "redraw")
+REF_RHOS = (0.5,)
 POOL = 64
 WRONG_SAMPLES = 16
 METHODS = ("olr",)
@@ -80,7 +95,20 @@ def arms() -> list[Arm]:
             NOISE[evidence] = NOISE[d1] = (regime, rho)
             out.append(Arm(evidence, "nl_olr2", baseline=grpo))  # a control: it trains as grpo does
             out.append(Arm(d1, "grpo", baseline=grpo, claimed_side=1, transition=Transition(evidence, "correct")))
+    for regime in REF_REGIMES:
+        for rho in REF_RHOS:
+            grpo = arm_name("grpo", regime, rho)
+            NOISE[grpo] = (regime, rho)
+            out.append(Arm(grpo, "grpo"))
+            for method in METHODS:
+                NOISE[arm_name(method, regime, rho)] = (regime, rho)
+                out.append(Arm(arm_name(method, regime, rho), method, baseline=grpo, claimed_side=1))
     return out
+
+
+def reference_arms() -> list[str]:
+    """The arms of the OLR reference's protocol (``--reference``)."""
+    return [name for name, (regime, _) in NOISE.items() if regime in REF_REGIMES]
 
 
 @dataclass(frozen=True)
@@ -126,7 +154,7 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
     from devenus.records import read_records
     from devenus.records.versions import row_changes, write_version
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import inject_noise
+    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, inject_noise
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
@@ -139,7 +167,7 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
     config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
     changes = []
     if regime != "none":
-        wrong = wrong_answers(tb, rows, seed, data) if regime == "active" else None
+        wrong = wrong_answers(tb, rows, seed, data) if regime in NEEDS_WRONG_ANSWERS else None
         noisy = inject_noise(rows, rho, regime, seed, wrong)
         changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
         rows = noisy
@@ -158,9 +186,12 @@ def main() -> None:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help=f"rho {QUICK_RHOS}, both regimes, seed 0 (or --seed)")
     mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
+    mode.add_argument("--reference", action="store_true",
+                      help=f"the OLR reference's regimes {REF_REGIMES} at rho {REF_RHOS}, seeds {SEEDS} (or --seed)")
     mode.add_argument("--report", action="store_true", help="the table from the results on disk")
     ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
-    ap.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for --quick and --arm: 0 or 1,2")
+    ap.add_argument("--seed", type=seed_list, default=None,
+                    help="seed(s) for --quick, --reference and --arm: 0 or 1,2 (default: 0; --reference: 0-2)")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
     ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
     ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
@@ -171,12 +202,15 @@ def main() -> None:
     if args.report:
         print(exp.report())
         return
-    if not (args.quick or args.full or args.arm):
-        ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
+    if not (args.quick or args.full or args.reference or args.arm):
+        ap.error("choose --quick, --full, --reference, --arm NAME[,NAME] or --report")
     names = args.arm.split(",") if args.arm else None
     if args.quick:
-        names = [a.name for a in exp.arms if a.name in NOISE and NOISE[a.name][1] in QUICK_RHOS]
-    seeds = list(SEEDS) if args.full else args.seed
+        names = [a.name for a in exp.arms if a.name in NOISE and NOISE[a.name][1] in QUICK_RHOS
+                 and NOISE[a.name][0] in REGIMES]  # the committed quick set, unchanged
+    if args.reference:
+        names = reference_arms()
+    seeds = list(SEEDS) if args.full else args.seed or (list(SEEDS) if args.reference else [0])
     exp.run(seeds, names, jobs=args.jobs, force=args.force)
     print(exp.report())
 

@@ -18,6 +18,9 @@ from pathlib import Path
 from devenus.commands import fraction, run_command
 from devenus.runs.launch import RunFailed
 
+#: = devenus.testbed.noise.REGIMES (kept here so parsing imports nothing heavy; a test checks they agree)
+NOISE_REGIMES = ("inactive", "active", "sentinel", "redraw")
+
 DESCRIPTION = (
     "DE-Venus: data-efficient RL with verifiable rewards on verl. Offline commands: the CPU testbed, "
     "the demo, data import and label-state transforms. Training: python -m devenus.train <verl overrides>."
@@ -58,9 +61,9 @@ def cmd_testbed_build(args) -> int:
 
 def cmd_testbed_noise(args) -> int:
     from devenus.records import read_records
-    from devenus.records.versions import check_output, row_changes, write_version
+    from devenus.records.versions import check_output
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import inject_noise, sample_wrong_answers
+    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, sample_wrong_answers, write_noisy_version
 
     tb = build_testbed(_testbed_config(args), cache_dir=args.cache_dir)
     parent = tb.split("train")
@@ -68,7 +71,7 @@ def cmd_testbed_noise(args) -> int:
     check_output(out, [parent], force=args.force)  # before minutes of sampling, not after
     rows = read_records(parent)
     wrong = None
-    if args.regime == "active":
+    if args.regime in NEEDS_WRONG_ANSWERS:
         import torch
 
         torch.set_num_threads(1)
@@ -76,12 +79,8 @@ def cmd_testbed_noise(args) -> int:
         print(f"sampling {args.samples} answers per question from the base model for {len(rows)} questions ...")
         wrong = sample_wrong_answers(model, tok, rows, args.samples, seed=args.seed,
                                      progress=False if args.no_progress else None)
-    noisy = inject_noise(rows, args.rho, args.regime, args.seed, wrong)
-    why = f"{args.regime} noise at rho={args.rho:g} (seed {args.seed})"
-    changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, why)]
-    config = {"rho": args.rho, "regime": args.regime, "seed": args.seed,
-              "samples": args.samples if args.regime == "active" else None}
-    m = write_version(noisy, out, rule="testbed-noise", config=config, parent=parent, changes=changes, force=args.force)
+    noisy, m = write_noisy_version(rows, parent, out, args.rho, args.regime, args.seed, wrong, force=args.force,
+                                   config={"samples": args.samples if wrong is not None else None})
     n = sum(r["simulation"]["noise"] != "none" for r in noisy)
     print(f"wrote {out}: {n}/{len(noisy)} targets replaced ({args.regime}); manifest {m.path}")
     return 0
@@ -154,8 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     n = tb.add_parser("noise", help="write a noisy-label copy of the train split (a dataset version with its manifest)")
     testbed_args(n)
     n.add_argument("--rho", type=fraction, required=True, help="share of the labeled targets replaced, in [0, 1]")
-    n.add_argument("--regime", choices=("inactive", "active"), required=True,
-                   help="inactive: targets the policy never produces; active: wrong answers the base model samples")
+    n.add_argument("--regime", choices=NOISE_REGIMES, required=True,
+                   help="inactive: a negative number the policy never writes; active: the base model's most frequent "
+                        "wrong answer, fixed offline; the OLR reference's: sentinel: an unmatchable target; redraw: "
+                        "a wrong answer redrawn online from each step's rollouts (docs/testbed.md)")
     n.add_argument("--samples", type=int, default=8, help="base-model samples per question (active)")
     n.add_argument("--out", default=None, help="default: <testbed>/data/train_noisy_<regime>_<rho>.parquet")
     n.add_argument("--force", action="store_true", help="replace --out if it exists (never the train split)")

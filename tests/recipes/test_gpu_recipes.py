@@ -166,3 +166,20 @@ def test_reference_lines_state_the_differences_from_the_anchor_script(name, diff
     ref = load_recipe(name).reference
     for d in differences:
         assert d in ref, (name, d)
+
+
+def test_prepare_writes_the_olr_references_noise_on_dapo(data_dir, capsys):
+    from devenus.records import read_records
+    from devenus.verify import UNMATCHABLE
+
+    for regime in ("sentinel", "redraw"):
+        assert main(["prepare", "--data-dir", str(data_dir), "--noise-rho", "0.5", "--noise-regime", regime,
+                     "--noise-seed", "1"]) == 0
+        rows = read_records(data_dir / f"dapo_math17k_{regime}0.5_s1.parquet")
+        noisy = [r for r in rows if (r["simulation"] or {}).get("noise") == regime]
+        assert len(noisy) == 12 and {r["reward_model"]["ground_truth"] for r in noisy} == {UNMATCHABLE}
+        assert all(r["simulation"]["hidden_answer"] not in ("", UNMATCHABLE) for r in noisy)
+    # a regime that needs the testbed's base model is refused in one line, before anything is written
+    with pytest.raises(SystemExit):
+        main(["prepare", "--data-dir", str(data_dir), "--noise-rho", "0.5", "--noise-regime", "active"])
+    assert "invalid choice: 'active'" in capsys.readouterr().err

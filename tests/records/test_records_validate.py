@@ -190,7 +190,7 @@ def test_missing_prompt_column():
     (("extra_info", "view"), 3, "a str or None"),
     (("data_source",), "", "a non-empty str"),
     (("ability",), 3, "a non-empty str"),
-    (("simulation", "noise"), "loud", "one of ['none', 'inactive', 'active']"),
+    (("simulation", "noise"), "loud", "one of ['none', 'inactive', 'active', 'sentinel', 'redraw']"),
     (("simulation", "hidden_answer"), 5, "a str or None"),
 ])
 def test_wrong_types(path, value, expected):

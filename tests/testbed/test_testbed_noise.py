@@ -66,3 +66,38 @@ def test_wrong_answer_sampling_is_deterministic_across_chunks(base_testbed):
     b = sample_wrong_answers(model, tok, rows, n_samples=2, seed=3, progress=False)
     assert a == b and list(a) == [r["extra_info"]["index"] for r in rows]
     assert any(a.values())
+
+
+def test_reference_regimes_write_the_unmatchable_sentinel(rows, tmp_path):
+    from devenus.records import read_records, validate_rows, write_records
+    from devenus.verify import UNMATCHABLE, grade
+
+    for regime in ("sentinel", "redraw"):
+        out = inject_noise(rows, 0.5, regime, seed=4)
+        noisy = _noisy(out)
+        assert len(noisy) == 50 and {r["reward_model"]["ground_truth"] for r in noisy} == {UNMATCHABLE}
+        assert all(r["simulation"]["noise"] == regime for r in noisy)
+        assert all(("noise_seed" in r["simulation"]) == (regime == "redraw") for r in noisy)
+        assert all(r["extra_info"]["labeled"] and r["simulation"]["hidden_answer"] for r in noisy)
+        validate_rows(out)  # the record contract accepts the sentinel and both kinds
+        write_records(out, tmp_path / f"{regime}.parquet")
+        back = read_records(tmp_path / f"{regime}.parquet")
+        assert [r["simulation"].get("noise_seed") for r in back] == [r["simulation"].get("noise_seed") for r in out]
+    # the same rows as the offline regimes of the same seed would pick: arms of one seed stay paired
+    assert [r["simulation"]["noise"] != "none" for r in inject_noise(rows, 0.5, "sentinel", seed=4)] == \
+        [r["simulation"]["noise"] != "none" for r in inject_noise(rows, 0.5, "redraw", seed=4)]
+    # the verifier never matches the sentinel, not even a response that writes it
+    assert grade("\\boxed{__NoCorrectAnswer__}", UNMATCHABLE).score == 0.0
+    assert grade("\\boxed{3}", UNMATCHABLE).score == 0.0
+
+
+def test_cli_regimes_match_and_a_bad_regime_is_a_one_line_error(capsys):
+    from devenus import cli
+    from devenus.testbed.noise import REGIMES
+
+    assert cli.NOISE_REGIMES == REGIMES
+    with pytest.raises(SystemExit) as e:
+        cli.build_parser().parse_args(["testbed", "noise", "--rho", "0.5", "--regime", "loud"])
+    assert e.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("devenus")]
+    assert len(err) == 1 and "--regime: invalid choice: 'loud'" in err[0] and "redraw" in err[0]

@@ -4,7 +4,7 @@ The adapter builds a :class:`~devenus.online.rollouts.RolloutBatch` from verl's 
 :class:`StepRules` for the step's decisions, and writes them back into verl's native contracts; it
 decides nothing itself. The rules, in the order of the step::
 
-    rollout -> S_y targets -> (drop vote-only rows) -> S_r rewards -> S_b admission -> S_a weights -> update
+    rollout -> (simulated noise redraw) -> S_y targets -> (drop vote-only rows) -> S_r rewards -> S_b admission -> S_a weights -> update
 
 - A truncated response has no answer: its extracted answer is dropped before any method sees the
   batch, so it never votes, never agrees, never counts as correct against a hidden truth.
@@ -33,6 +33,7 @@ import numpy as np
 
 from devenus.online import diagnostics as diag
 from devenus.online.method import AFTER_LOG_PROB, OnlineMethod
+from devenus.online.noise import REDRAW_FIELD, redraw_noisy_targets
 from devenus.online.rollouts import RolloutBatch
 
 
@@ -44,7 +45,7 @@ class Targets:
     view: RolloutBatch
     train_rows: np.ndarray | None
     constructed: np.ndarray  # object, per training row: the substituted target or None
-    regraded: np.ndarray  # bool, per training row: its score changed (write it back)
+    regraded: np.ndarray  # bool, per training row: its score changed (write it back): substituted or redrawn
 
 
 @dataclass
@@ -100,6 +101,9 @@ class StepRules:
         ``hidden`` (simulation truth, row-aligned with ``view``) feeds diagnostics only."""
         m = self.method
         view = self.without_truncated_answers(view)
+        # simulated active noise first (devenus.online.noise): the method sees the redrawn label as given
+        redrawn, noise_metrics = redraw_noisy_targets(view, self._grade)
+        self.metrics.update(noise_metrics)
         new = None
         if m.implements("construct_targets"):
             if train_rows is not None:
@@ -113,6 +117,7 @@ class StepRules:
             self.metrics["devenus/votes/per_prompt"] = len(view) / max(1, len(set(view.uid.tolist())))
             self.metrics["devenus/votes/extra_rows"] = len(view) - len(idx)
             view = view.select(idx)
+            redrawn = redrawn[idx]
             new = None if new is None else np.asarray(new, dtype=object)[idx]
             hidden = None if hidden is None else np.asarray(hidden, dtype=object)[idx]
         constructed = np.full(len(view), None, dtype=object)
@@ -133,13 +138,14 @@ class StepRules:
             self.metrics.update(diag.target_metrics(view, constructed, hidden))
             self.metrics.update(diag.reward_truth_metrics(view, hidden))
         view.fields["constructed"] = regraded.copy()  # S_y's outcome, as S_r / S_b / S_a see it
-        return Targets(view, idx, constructed, regraded)
+        return Targets(view, idx, constructed, regraded | redrawn)  # both rewrite verl's scores
 
     # ------------------------------------------------------------------------------ S_r, S_b, S_a
     def row_surfaces(self, view: RolloutBatch) -> RowDecisions:
         """S_r, then S_b and S_a on one view (rewards first: admission and weights may read them)."""
         m = self.method
         view = self.without_truncated_answers(view)
+        view.fields.pop(REDRAW_FIELD, None)  # simulation truth: the late view carries it again; no method sees it
         writable = self.writable(view)
         out = RowDecisions()
         if m.implements("construct_rewards"):

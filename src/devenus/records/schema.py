@@ -40,8 +40,11 @@ UNLABELED_SOURCE = "none"
 LABELED_SOURCES: tuple[str, ...] = tuple(s for s in LABEL_SOURCES if s != UNLABELED_SOURCE)
 
 #: ``simulation.noise`` values: no noise, a wrong target the policy never produces (inactive),
-#: a wrong target the base policy actually produces (active)
-NOISE_KINDS: tuple[str, ...] = ("none", "inactive", "active")
+#: a wrong target the base policy actually produces (active), and the OLR reference's two regimes
+#: (docs/methods/olr.md): the unmatchable sentinel target (sentinel), and a wrong answer redrawn online
+#: from each step's own rollouts, the sentinel standing in the file (redraw; ``simulation.noise_seed``
+#: seeds the draws)
+NOISE_KINDS: tuple[str, ...] = ("none", "inactive", "active", "sentinel", "redraw")
 
 #: extra_info keys every row must carry, with their python type
 EXTRA_INFO_REQUIRED: dict[str, type] = {

@@ -8,6 +8,15 @@
   label is realisable; this biases active noise towards questions the model finds harder (documented
   in docs/testbed.md), which is also where real annotation errors tend to sit.
 
+The OLR reference's own two regimes (ShenzhiYang2000/OLR, docs/methods/olr.md), which need no model:
+
+- ``sentinel``: the reference's inactive noise. The target is :data:`devenus.verify.UNMATCHABLE`, a string
+  the verifier never matches, so a noisy row's rollouts all score 0.
+- ``redraw``: the reference's active ("strong") noise. The file holds the same sentinel, and the row is
+  marked ``simulation.noise = "redraw"`` with ``simulation.noise_seed``; at every visit the step rule
+  :func:`devenus.online.noise.redraw_noisy_targets` replaces it by a wrong answer drawn from that step's own
+  rollouts (the sentinel stays when the step has none, as in the reference).
+
 The true answer stays in ``simulation.hidden_answer``; ``simulation.noise`` records the regime. From a
 method's point of view a noisy row looks exactly like a clean one (labeled, label_source ``gold``).
 """
@@ -19,7 +28,17 @@ import random
 from collections import Counter
 from typing import Mapping, Sequence
 
-REGIMES = ("inactive", "active")
+from devenus.verify.equivalence import UNMATCHABLE
+
+#: ``inactive`` and ``active`` are the committed experiments' regimes; ``sentinel`` and ``redraw`` the reference's
+REGIMES = ("inactive", "active", "sentinel", "redraw")
+#: regimes whose targets need the base model's wrong answers
+NEEDS_WRONG_ANSWERS = ("active",)
+
+
+def check_regime(regime: str) -> None:
+    if regime not in REGIMES:
+        raise ValueError(f"unknown noise regime {regime!r}; expected one of {', '.join(REGIMES)}")
 
 
 def inactive_target(true_answer: str, rng: random.Random) -> str:
@@ -48,11 +67,11 @@ def inject_noise(
     """
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [0, 1], got {rho}")
-    if regime not in REGIMES:
-        raise ValueError(f"unknown noise regime {regime!r}; known: {REGIMES}")
+    check_regime(regime)
     if regime == "active" and wrong_answers is None:
         raise ValueError("active noise needs wrong_answers sampled from the base policy")
-    rng = random.Random(f"noise:{regime}:{rho}:{seed}")
+    # the reference's two regimes share one file's noisy rows (its weak and strong runs read the same Parquet)
+    rng = random.Random(f"noise:{'sentinel' if regime == 'redraw' else regime}:{rho}:{seed}")
     out = [copy.deepcopy(r) for r in rows]
     labeled = [i for i, r in enumerate(out) if r["extra_info"]["labeled"]]
     n_noisy = round(rho * len(labeled))
@@ -69,12 +88,16 @@ def inject_noise(
         truth = row["reward_model"]["ground_truth"]
         if regime == "inactive":
             target = inactive_target(truth, rng)
+        elif regime in ("sentinel", "redraw"):
+            target = UNMATCHABLE  # redraw: what verl scores against until the step rule redraws it
         else:
             target = most_common_wrong(wrong_answers[row["extra_info"]["index"]], rng)  # type: ignore[index]
         row["reward_model"]["ground_truth"] = target
         sim = dict(row.get("simulation") or {})
         sim.setdefault("hidden_answer", truth)
         sim["noise"] = regime
+        if regime == "redraw":
+            sim["noise_seed"] = int(seed)  # the online draws are seeded by (noise_seed, step, key)
         row["simulation"] = sim
     return out
 
@@ -115,3 +138,22 @@ def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int 
                 wrong.append(a)
         out[row["extra_info"]["index"]] = wrong
     return out
+
+
+#: regimes that need no model: the ones a records file anywhere (the GPU recipes' data) can be given
+MODEL_FREE_REGIMES = ("sentinel", "redraw")
+
+
+def write_noisy_version(rows: Sequence[dict], parent, out, rho: float, regime: str, seed: int,
+                        wrong_answers: Mapping[str, Sequence[str]] | None = None, force: bool = False,
+                        config: Mapping | None = None):
+    """``inject_noise`` written as a dataset version of ``parent`` (every replaced target in its manifest);
+    returns (noisy rows, manifest)."""
+    from devenus.records.versions import row_changes, write_version
+
+    noisy = inject_noise(rows, rho, regime, seed, wrong_answers)
+    why = f"{regime} noise at rho={rho:g} (seed {seed})"
+    changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, why)]
+    cfg = {"rho": rho, "regime": regime, "seed": seed, **(config or {})}
+    m = write_version(noisy, out, rule="testbed-noise", config=cfg, parent=parent, changes=changes, force=force)
+    return noisy, m

@@ -54,7 +54,12 @@ from .choice import choice_letter, target_letter
 from .normalize import normalize, parse_number
 from .numeval import decide
 
-__all__ = ["Verifier", "VerifierConfig", "VerifierStats", "get_default_verifier"]
+__all__ = ["UNMATCHABLE", "Verifier", "VerifierConfig", "VerifierStats", "get_default_verifier"]
+
+#: A target no answer is ever equivalent to: the OLR reference's inactive-noise label (ShenzhiYang2000/OLR
+#: writes it as the noisy rows' ground truth). Refused before any normalisation, so a response that happens
+#: to write it (``\boxed{__NoCorrectAnswer__}``) still scores 0.
+UNMATCHABLE = "__NoCorrectAnswer__"
 
 _WORKER_SCRIPT = str(Path(__file__).with_name("_worker.py"))
 logger = logging.getLogger("devenus.verify")
@@ -890,6 +895,8 @@ class Verifier:
         if a is None or b is None:
             return False
         a, b = str(a), str(b)  # tolerate numeric ground truths
+        if a.strip() == UNMATCHABLE or b.strip() == UNMATCHABLE:
+            return False
         limit = self.config.max_input_chars
         if len(a) > limit or len(b) > limit:
             self._count("oversize")

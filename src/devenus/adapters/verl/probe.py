@@ -102,9 +102,11 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
     from before the probe are returned untouched first (the trainer writes them at the update, so
     normally there are none). Any other method gets one generic row per probed question.
     """
-    from devenus.online.step import StepRules
+    from devenus.online.noise import redraw_noisy_targets
+    from devenus.online.step import StepRules, _default_grade
 
     view = StepRules.without_truncated_answers(view)  # a truncated response abstains, as in training
+    redraw_noisy_targets(view, _default_grade)  # simulated active noise: a probe is a visit, its label redrawn too
     if method.implements("observe"):
         before = method.pop_evidence()
         method.observe(view)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from devenus.online.noise import REDRAW_FIELD, redraw_marks
 from devenus.online.rollouts import RolloutBatch, label_states, truncated_rows
 
 # non-tensor keys DE-Venus adds to a training batch (they travel through verl's balance/reorder)
@@ -146,8 +147,9 @@ def rollout_view(
     length = mask.sum(dim=1).cpu().numpy().astype(np.int64)
     last = outputs.batch["responses"].gather(1, torch.as_tensor(np.maximum(length - 1, 0))[:, None]).squeeze(1)
     truncated = truncated_rows(length, mask.shape[1], last.cpu().numpy(), stop_token_ids(tokenizer))
+    marks = redraw_marks(nt.get("simulation"))  # simulated active noise: re-graded after the redraw
     texts = None
-    if decode or "pred" not in outputs.non_tensor_batch:
+    if decode or marks is not None or "pred" not in outputs.non_tensor_batch:
         ids = outputs.batch["responses"]
         texts = [tokenizer.decode(ids[i, : length[i]].tolist(), skip_special_tokens=True) for i in range(n)]
     if "pred" in outputs.non_tensor_batch:
@@ -157,6 +159,8 @@ def rollout_view(
     score = outputs.batch["rm_scores"].sum(dim=1).cpu().numpy().astype(np.float64)
     fields = {k: nt[k] for k in ("data_source",) if k in nt}
     fields["extra_info"] = _column(nt, "extra_info", n, {})
+    if marks is not None:
+        fields[REDRAW_FIELD] = marks  # StepRules removes it before any method sees the view
     return RolloutBatch(
         uid=np.asarray(nt["uid"], dtype=object),
         key=key,

@@ -75,9 +75,28 @@ def _devenus(*args: str) -> None:
     subprocess.run(cmd, check=True)
 
 
+def noisy_dapo(data_dir: Path, rho: float, regime: str, seed: int = 0, force: bool = False) -> Path:
+    """``dapo_math17k_<regime><rho>_s<seed>.parquet``: the OLR reference's label noise (a model-free regime of
+    :mod:`devenus.testbed.noise`) on ``dapo_math17k.parquet``, as a dataset version of it."""
+    from devenus.records import read_records
+    from devenus.testbed.noise import MODEL_FREE_REGIMES, write_noisy_version
+
+    if regime not in MODEL_FREE_REGIMES:
+        raise ValueError(f"--noise-regime {regime!r}: the GPU data takes {' or '.join(MODEL_FREE_REGIMES)} "
+                         f"(the others need the testbed's base model)")
+    parent = data_dir / "dapo_math17k.parquet"
+    if not parent.is_file():
+        raise ValueError(f"--noise-rho needs {parent} (prepare it with --dapo first)")
+    out = data_dir / f"dapo_math17k_{regime}{rho:g}_s{seed}.parquet"
+    print(f"$ {regime} noise at rho={rho:g} (seed {seed}) on {parent}", flush=True)
+    write_noisy_version(read_records(parent), parent, out, rho, regime, seed, force=force)
+    return out
+
+
 def prepare(data_dir: Path, dapo: str | None, math: str | None, math500: str | None, dapo_paired: str | None,
-            force: bool = False) -> list[Path]:
-    """Records files every recipe names, from local copies of the benchmarks (see docs/gpu.md)."""
+            force: bool = False, noise: tuple[float, str, int] | None = None) -> list[Path]:
+    """Records files every recipe names, from local copies of the benchmarks (see docs/gpu.md); with
+    ``noise`` = (rho, regime, seed), also a noisy copy of DAPO-Math-17k (:func:`noisy_dapo`)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     f = ["--force"] if force else []
     made = []
@@ -103,6 +122,8 @@ def prepare(data_dir: Path, dapo: str | None, math: str | None, math500: str | N
         _devenus("import", math500, "--source", "math500", "--split", "test", "--out",
                  str(data_dir / "math500.parquet"), *f)
         made.append(data_dir / "math500.parquet")
+    if noise is not None:
+        made.append(noisy_dapo(data_dir, *noise, force=force))
     return made
 
 
@@ -117,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--math", help="MATH train split (JSONL with problem/solution)")
     pr.add_argument("--math500", help="MATH-500 (JSONL with problem/answer): the in-training validation set")
     pr.add_argument("--dapo-paired", help="DAPO originals and rewrites merged by `devenus data pair-views` (Co-rewarding I)")
+    pr.add_argument("--noise-rho", type=float, default=None,
+                    help="also write dapo_math17k_<regime><rho>_s<seed>.parquet with this share of labels noisy")
+    pr.add_argument("--noise-regime", choices=("sentinel", "redraw"), default="sentinel",
+                    help="the OLR reference's inactive (sentinel) or active (redraw) noise (docs/methods/olr.md)")
+    pr.add_argument("--noise-seed", type=int, default=0, help="which rows are noisy, and the redraws' seed")
     pr.add_argument("--force", action="store_true", help="replace existing files")
     r = sub.add_parser("run", help="launch a recipe (or check it with --dry-run)")
     r.add_argument("name", help="a recipe name (see `list`)")
@@ -142,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:16s} {rec.method:13s} {rec.train:32s} {rec.description}")
             return 0
         if args.cmd == "prepare":
-            for path in prepare(Path(args.data_dir), args.dapo, args.math, args.math500, args.dapo_paired, args.force):
+            noise = None if args.noise_rho is None else (args.noise_rho, args.noise_regime, args.noise_seed)
+            for path in prepare(Path(args.data_dir), args.dapo, args.math, args.math500, args.dapo_paired, args.force,
+                                noise):
                 print(f"wrote {path}")
             return 0
         rec = load_recipe(args.name)
