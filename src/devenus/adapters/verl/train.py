@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.adapters.verl.probe import ProbeConfig
+from devenus.online.collapse_guard import CollapseGuardConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
 
 
@@ -47,6 +48,7 @@ class DevenusConfig(Config):
     task_runner: str = option("ray", "where verl's task runner runs: ray (its own actor) or driver",
                               choices=TASK_RUNNERS)
     probe: ProbeConfig = section(ProbeConfig, "probe passes (docs/trainer.md)")
+    collapse_guard: CollapseGuardConfig = section(CollapseGuardConfig, "stop rule for label-free rewards (docs/sampling/collapse_guard.md)")
     evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
     round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
 

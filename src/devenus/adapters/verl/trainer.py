@@ -34,6 +34,7 @@ from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
+from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard (devenus.collapse_guard)
 from devenus.online import diagnostics
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
@@ -51,7 +52,7 @@ def save_atomically(obj, path: str) -> None:
         torch.save(obj, str(tmp))
 
 
-class DeVenusTrainer(RayPPOTrainer):
+class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     def __init__(self, *args, method: OnlineMethod, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         self.rules = StepRules(method)
@@ -209,6 +210,7 @@ class DeVenusTrainer(RayPPOTrainer):
             # here, not after fit()'s weight sync: the probe's evidence and the method state it changes
             # are then saved by this step's checkpoint, so a resume continues with the same state
             out.meta_info["metrics"].update(self.probe_pass())
+        self.collapse_guard_step(batch, out.meta_info["metrics"])  # collapse guard: last, on the complete metrics
         return out
 
     def _prepare_update(self, batch: DataProto):
