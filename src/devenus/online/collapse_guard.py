@@ -55,6 +55,10 @@ class CollapseGuardConfig(Config):
     max_duplicate_share: float = option(1.0, "share of rollouts identical to another of their group above this "
                                         "(1 = off)", ge=0.0, le=1.0)
 
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"+{cls.key(key)}={value}"
+
     def check(self) -> None:
         from devenus.config import ConfigError
 

@@ -118,3 +118,16 @@ def torch_zeros():
     import torch
 
     return torch.zeros(2, 1)
+
+
+def test_disabled_guard_adds_nothing_and_reads_its_config_once(tmp_path):
+    from omegaconf import OmegaConf
+
+    from devenus.online.registry import WeakTrainerInterface
+    from test_surfaces import bare_trainer, make_batch
+
+    t = bare_trainer(WeakTrainerInterface.get("ttrl").build({}))
+    t.config = OmegaConf.create({"devenus": {}, "trainer": {"default_local_dir": str(tmp_path)}})
+    metrics = {}
+    t.collapse_guard_step(make_batch([3] * 2, [False] * 2, [""] * 2, ["1", "1"], ["a", "a"]), metrics)
+    assert metrics == {} and t._collapse_guard is False

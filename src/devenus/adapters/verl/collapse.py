@@ -81,16 +81,14 @@ def rollback_pointer(folder: str, step: int | None) -> str:
 class CollapseGuardMixin:
     """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled``."""
 
-    _collapse_guard: CollapseGuard | None = None
+    _collapse_guard: CollapseGuard | bool | None = None  # False: read once, disabled
     _collapse_stop: CollapseStop | None = None
 
     def collapse_guard(self) -> CollapseGuard | None:
-        if self._collapse_guard is None:
+        if self._collapse_guard is None:  # the config is read once: a disabled guard costs one check a step
             cfg = guard_config((self.config.get("devenus", {}) or {}).get("collapse_guard"))
-            if not cfg.enabled:
-                return None
-            self._collapse_guard = CollapseGuard(cfg)
-        return self._collapse_guard
+            self._collapse_guard = CollapseGuard(cfg) if cfg.enabled else False
+        return self._collapse_guard or None
 
     # ------------------------------------------------------------------------------ the step
     def collapse_guard_step(self, batch, metrics: dict) -> None:
@@ -159,7 +157,7 @@ class CollapseGuardMixin:
     # ------------------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self):
         super()._save_checkpoint()
-        if self._collapse_guard is not None:
+        if self._collapse_guard:
             folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
             os.makedirs(folder, exist_ok=True)
             _write_json(os.path.join(folder, STATE_FILE), self._collapse_guard.state_dict())
