@@ -89,7 +89,7 @@ def test_hook_acts_then_the_next_training_generation_stops_fit(tmp_path):
     assert fired == [0, 0, 0, 0, 0, 0, 1]  # onset step 6, acts at 7
     result = json.loads((tmp_path / C.RESULT_FILE).read_text())
     assert result["step"] == 7 and result["onset"] == 6 and result["rollback_to"] == 4  # 5 generated step 6
-    assert (tmp_path / C.TRACKER_FILE).read_text() == "4"
+    (tmp_path / C.TRACKER_FILE).write_text("7")  # fit()'s save of the acting step, after the hook
 
     calls = []
     manager = SimpleNamespace(generate_sequences=lambda p: calls.append(p) or p)
@@ -112,6 +112,8 @@ def test_hook_acts_then_the_next_training_generation_stops_fit(tmp_path):
     u.__dict__.update(t.__dict__)
     u.init_workers()
     assert u.fit() is None and len(calls) == 1
+    assert (tmp_path / C.TRACKER_FILE).read_text() == "4"  # rolled back once fit() ended
+    assert "global_step_4" in json.loads((tmp_path / C.RESULT_FILE).read_text())["pointer"]
 
 
 def torch_zeros():

@@ -6,8 +6,9 @@
   truth, where the run has simulation truth), metrics ``devenus/collapse/...`` into the step's metrics
   (verl's trackers log them). When the guard acts: ``rollback`` points verl's resume pointer
   (``latest_checkpointed_iteration.txt``, atomically) at the last checkpoint saved before the collapse,
-  or moves it aside when there is none (a resume then starts from the base model); ``collapse_guard.json``
-  in ``trainer.default_local_dir`` records the decision; the run stops at the next step.
+  or moves it aside when there is none (a resume then starts from the base model), once fit() has ended
+  (fit's own save of the acting step rewrites the pointer); ``collapse_guard.json`` in
+  ``trainer.default_local_dir`` records the decision; the run stops at the next step.
 - how it stops without copying fit(): this step's metrics are logged by fit() as usual; the next training
   generation raises :class:`CollapseStop` before anything is generated, and ``fit`` (wrapped here, not
   copied) catches it and returns. Nothing of the next step has run.
@@ -119,11 +120,9 @@ class CollapseGuardMixin:
                   "last_step": bool(decision.step >= self.total_training_steps)}
         msg = (f"[devenus] collapse guard: collapse at step {decision.step} (onset step {decision.onset}, "
                f"{', '.join(decision.flags)} for {decision.streak} steps)")
-        if cfg.action == "rollback":
-            good = guard.good_checkpoint(saved_steps(folder))
-            result["rollback_to"] = good
-            result["pointer"] = rollback_pointer(folder, good)
-            msg += f"; rollback: {result['pointer']}"
+        if cfg.action == "rollback":  # the pointer moves when fit() has ended (its save of this step writes it)
+            result["rollback_to"] = guard.good_checkpoint(saved_steps(folder))
+            msg += f"; rollback to {'the base model' if result['rollback_to'] is None else result['rollback_to']}"
         msg += "; stopping the run" if not result["last_step"] else "; it was the last step"
         result["message"] = msg
         os.makedirs(folder, exist_ok=True)
@@ -149,10 +148,22 @@ class CollapseGuardMixin:
 
     def fit(self):
         try:
-            return super().fit()
+            out = super().fit()
         except CollapseStop as stop:
             print(f"[devenus] stopped for collapse at step {stop.result['step']}", flush=True)
-            return None
+            out = None
+        if self._collapse_stop is not None:  # also when the guard acted at the last step (nothing raised)
+            self._collapse_finish(self._collapse_stop.result)
+        return out
+
+    def _collapse_finish(self, result: dict) -> None:
+        """Rollback after fit() has ended: verl's save of the acting step rewrote the pointer to that step."""
+        if result["action"] != "rollback":
+            return
+        folder = self.config.trainer.default_local_dir
+        result["pointer"] = rollback_pointer(folder, result["rollback_to"])
+        _write_json(os.path.join(folder, RESULT_FILE), result)
+        print(f"[devenus] collapse guard rollback: {result['pointer']}", flush=True)
 
     # ------------------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self):
