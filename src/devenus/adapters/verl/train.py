@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.adapters.verl.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
+from devenus.online.collapse_guard import CollapseGuardConfig
 from devenus.online.sampling import DynamicSamplingConfig
 from devenus.online.skipping import SkipConfig
 
@@ -53,6 +54,7 @@ class DevenusConfig(Config):
                                                       "drop zero-variance groups, refill (docs/sampling/dynamic_sampling.md)")
     skip: SkipConfig = section(SkipConfig, "skip prompts before rollout from their reward history "
                                            "(docs/sampling/skipping.md)")
+    collapse_guard: CollapseGuardConfig = section(CollapseGuardConfig, "stop rule for label-free rewards (docs/sampling/collapse_guard.md)")
     evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
     round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
 

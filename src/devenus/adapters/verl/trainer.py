@@ -38,6 +38,7 @@ from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
+from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard (devenus.collapse_guard)
 from devenus.online import diagnostics
 from devenus.online import sampling, skipping
 from devenus.online.method import OnlineMethod
@@ -57,7 +58,7 @@ def save_atomically(obj, path: str) -> None:
         torch.save(obj, str(tmp))
 
 
-class DeVenusTrainer(RayPPOTrainer):
+class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     # dynamic sampling (class defaults: off, as for a trainer built without verl's __init__ in tests)
     sampling_config = sampling.DynamicSamplingConfig()
     # a rule that skips prompts before rollout (their slots become placeholders that refill fills);
@@ -275,6 +276,7 @@ class DeVenusTrainer(RayPPOTrainer):
             # here, not after fit()'s weight sync: the probe's evidence and the method state it changes
             # are then saved by this step's checkpoint, so a resume continues with the same state
             out.meta_info["metrics"].update(self.probe_pass())
+        self.collapse_guard_step(batch, out.meta_info["metrics"])  # collapse guard: last, on the complete metrics
         return out
 
     def _prepare_update(self, batch: DataProto):

@@ -1,0 +1,188 @@
+"""The collapse guard's trainer hook (``devenus.collapse_guard``): the rule is
+:mod:`devenus.online.collapse_guard`; this mixin only feeds it and carries out its decision.
+
+- ``collapse_guard_step(batch, metrics)``, called by ``DeVenusTrainer._update_actor`` once the step's
+  metrics are complete: observations from the training batch (and the step's reward accuracy vs the
+  truth, where the run has simulation truth), metrics ``devenus/collapse/...`` into the step's metrics
+  (verl's trackers log them). When the guard acts: ``rollback`` points verl's resume pointer
+  (``latest_checkpointed_iteration.txt``, atomically) at the last checkpoint saved before the collapse,
+  or moves it aside when there is none (a resume then starts from the base model), once fit() has ended
+  (fit's own save of the acting step rewrites the pointer); ``collapse_guard.json`` in
+  ``trainer.default_local_dir`` records the decision; the run stops at the next step.
+- how it stops without copying fit(): this step's metrics are logged by fit() as usual; the next training
+  generation raises :class:`CollapseStop` before anything is generated, and ``fit`` (wrapped here, not
+  copied) catches it and returns. Nothing of the next step has run.
+- the guard's state is saved beside each checkpoint (``devenus_collapse_guard.json``) and restored on
+  resume, so a resumed run keeps its baselines and streak.
+
+Wiring (the lead): ``class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer)`` and, at the end of
+``DeVenusTrainer._update_actor``, ``self.collapse_guard_step(batch, out.meta_info["metrics"])``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, CollapseGuardConfig, batch_observations
+
+STATE_FILE = "devenus_collapse_guard.json"
+RESULT_FILE = "collapse_guard.json"
+TRACKER_FILE = "latest_checkpointed_iteration.txt"  # verl's get_checkpoint_tracker_filename
+
+
+class CollapseStop(Exception):
+    """Raised at the start of the step after the guard acted; caught by :meth:`CollapseGuardMixin.fit`."""
+
+    def __init__(self, result: dict):
+        super().__init__(result["message"])
+        self.result = result
+
+
+def guard_config(raw) -> CollapseGuardConfig:
+    from omegaconf import DictConfig, OmegaConf
+
+    from devenus.config import config_from_dict
+
+    values = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw or {})
+    return config_from_dict(CollapseGuardConfig, values)
+
+
+def _write_json(path: str, payload: dict) -> None:
+    from devenus.records.io import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+def saved_steps(folder: str) -> list[int]:
+    """Steps with a complete verl checkpoint (an ``actor`` folder) under ``folder``."""
+    out = []
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            if name.startswith("global_step_") and name[12:].isdigit() and os.path.isdir(os.path.join(folder, name, "actor")):
+                out.append(int(name[12:]))
+    return sorted(out)
+
+
+def rollback_pointer(folder: str, step: int | None) -> str:
+    """Point verl's resume pointer at ``step`` (atomically); None: move the pointer aside. Returns what it did."""
+    from devenus.records.io import write_text_atomic
+
+    path = os.path.join(folder, TRACKER_FILE)
+    if step is None:
+        if os.path.exists(path):
+            os.replace(path, path + ".collapsed")
+        return f"no checkpoint before the collapse: moved {path} aside, a resume starts from the base model"
+    write_text_atomic(path, str(step))
+    return f"{path} now points at global_step_{step}"
+
+
+class CollapseGuardMixin:
+    """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled``."""
+
+    _collapse_guard: CollapseGuard | bool | None = None  # False: read once, disabled
+    _collapse_stop: CollapseStop | None = None
+
+    def collapse_guard(self) -> CollapseGuard | None:
+        if self._collapse_guard is None:  # the config is read once: a disabled guard costs one check a step
+            cfg = guard_config((self.config.get("devenus", {}) or {}).get("collapse_guard"))
+            self._collapse_guard = CollapseGuard(cfg) if cfg.enabled else False
+        return self._collapse_guard or None
+
+    # ------------------------------------------------------------------------------ the step
+    def collapse_guard_step(self, batch, metrics: dict) -> None:
+        guard = self.collapse_guard()
+        if guard is None:
+            return
+        from devenus.adapters.verl import surfaces
+
+        nt = batch.non_tensor_batch
+        labeled, _, _ = surfaces.label_state(nt["extra_info"], nt["reward_model"])
+        unl = ~np.asarray(labeled, bool)
+        lp = batch.batch["old_log_probs"].float().numpy() if "old_log_probs" in batch.batch.keys() else None
+        obs = batch_observations(batch.batch["responses"].numpy(), surfaces.response_mask(batch).bool().numpy(),
+                                 np.asarray(nt["uid"], dtype=object), unl if unl.any() else None, lp,
+                                 guard.config.ngram)
+        if REWARD_ACCURACY_METRIC in metrics:
+            obs["reward_accuracy"] = float(metrics[REWARD_ACCURACY_METRIC])
+        decision = guard.observe(int(self.global_steps), obs)
+        metrics.update(decision.metrics)
+        if decision.act:
+            metrics.update(self._collapse_act(guard, decision))
+
+    def _collapse_act(self, guard: CollapseGuard, decision) -> dict:
+        folder = self.config.trainer.default_local_dir
+        cfg = guard.config
+        result = {"stopped_for": "collapse", "step": decision.step, "onset": decision.onset,
+                  "flags": list(decision.flags), "action": cfg.action, "rollback_to": None,
+                  "last_step": bool(decision.step >= self.total_training_steps)}
+        msg = (f"[devenus] collapse guard: collapse at step {decision.step} (onset step {decision.onset}, "
+               f"{', '.join(decision.flags)} for {decision.streak} steps)")
+        if cfg.action == "rollback":  # the pointer moves when fit() has ended (its save of this step writes it)
+            result["rollback_to"] = guard.good_checkpoint(saved_steps(folder))
+            msg += f"; rollback to {'the base model' if result['rollback_to'] is None else result['rollback_to']}"
+        msg += "; stopping the run" if not result["last_step"] else "; it was the last step"
+        result["message"] = msg
+        os.makedirs(folder, exist_ok=True)
+        _write_json(os.path.join(folder, RESULT_FILE), result)
+        print(msg, flush=True)
+        self._collapse_stop = CollapseStop(result)
+        return {"devenus/collapse/stop_step": float(decision.step),
+                "devenus/collapse/rollback_step": float(-1 if result["rollback_to"] is None else result["rollback_to"])}
+
+    # ------------------------------------------------------------------------------ stopping fit()
+    def init_workers(self):
+        super().init_workers()
+        manager = self.async_rollout_manager
+        generate = manager.generate_sequences
+
+        def generate_unless_stopped(prompts):
+            # the first training generation after the guard acted: fit() logged the acting step already
+            if self._collapse_stop is not None and not prompts.meta_info.get("validate", False):
+                raise self._collapse_stop
+            return generate(prompts)
+
+        manager.generate_sequences = generate_unless_stopped
+
+    def fit(self):
+        try:
+            out = super().fit()
+        except CollapseStop as stop:
+            print(f"[devenus] stopped for collapse at step {stop.result['step']}", flush=True)
+            out = None
+        if self._collapse_stop is not None:  # also when the guard acted at the last step (nothing raised)
+            self._collapse_finish(self._collapse_stop.result)
+        return out
+
+    def _collapse_finish(self, result: dict) -> None:
+        """Rollback after fit() has ended: verl's save of the acting step rewrote the pointer to that step."""
+        if result["action"] != "rollback":
+            return
+        folder = self.config.trainer.default_local_dir
+        result["pointer"] = rollback_pointer(folder, result["rollback_to"])
+        _write_json(os.path.join(folder, RESULT_FILE), result)
+        print(f"[devenus] collapse guard rollback: {result['pointer']}", flush=True)
+
+    # ------------------------------------------------------------------------------ checkpoints
+    def _save_checkpoint(self):
+        super()._save_checkpoint()
+        if self._collapse_guard:
+            folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
+            os.makedirs(folder, exist_ok=True)
+            _write_json(os.path.join(folder, STATE_FILE), self._collapse_guard.state_dict())
+
+    def _load_checkpoint(self):
+        result = super()._load_checkpoint()
+        guard = self.collapse_guard()
+        if guard is not None and self.global_steps > 0:
+            cfg = self.config.trainer
+            folder = cfg.resume_from_path if cfg.resume_mode == "resume_path" and cfg.resume_from_path else \
+                os.path.join(cfg.default_local_dir, f"global_step_{self.global_steps}")
+            path = os.path.join(folder, STATE_FILE)
+            if os.path.exists(path):
+                with open(path) as f:
+                    guard.load_state_dict(json.load(f))
+                print(f"[devenus] restored the collapse guard's state from {path}")
+        return result

@@ -1,0 +1,135 @@
+"""The collapse guard on a run that collapses: label-free TTRL (no labels, 4 votes, no KL, lr 10x the
+demo's) on the CPU testbed through ``python -m devenus.train``, guard armed with action=rollback. The
+guard must stop the run before its last step, log ``devenus/collapse/...`` in verl's tracker, write
+collapse_guard.json, and point verl's resume pointer at a checkpoint saved before the collapse."""
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("verl")
+
+from devenus.runs.testbed import RunConfig, checkpoint_dir  # noqa: E402
+from e2e import train, train_steps  # noqa: E402
+
+STEPS = 30
+GUARD = ["+devenus.collapse_guard.enabled=true", "+devenus.collapse_guard.action=rollback",
+         "+devenus.collapse_guard.patience=2", "+devenus.collapse_guard.warmup_steps=3",
+         # the sharpening itself (armed here: TTRL's collapse is every rollout giving one answer form)
+         "+devenus.collapse_guard.nll_ratio=0.2", "+devenus.collapse_guard.max_duplicate_share=0.9"]
+
+
+@pytest.fixture(scope="module")
+def unlabeled_file(base_testbed, tmp_path_factory):
+    from devenus.records import hide_labels, read_records, write_records
+
+    rows = hide_labels(read_records(base_testbed.split("train"))[:256], labeled_fraction=0.0, seed=0)
+    return str(write_records(rows, tmp_path_factory.mktemp("unl") / "unlabeled.parquet"))
+
+
+@pytest.mark.slow
+def test_guard_stops_a_collapsing_ttrl_run_and_rolls_back(base_testbed, unlabeled_file, tmp_path):
+    cfg = RunConfig(method="ttrl", steps=STEPS, prompts_per_step=8, rollouts_per_prompt=4, lr=2e-3, kl_coef=0.0,
+                    train_file=unlabeled_file, save_freq=2, ckpt_to_keep=STEPS, val_before_train=False, val_n=1)
+    t0 = time.perf_counter()
+    r = train(base_testbed, tmp_path, cfg, *GUARD, timeout=600)
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.tail(40)
+    steps = train_steps(r)
+    for s in sorted(steps):
+        m = steps[s]
+        print(s, {k.split("/", 2)[-1]: round(v, 3) for k, v in m.items() if k.startswith("devenus/collapse/")
+                  and not k.startswith("devenus/collapse/flag/")},
+              "target_acc", m.get("devenus/target/accuracy"))
+    fired = [s for s, m in steps.items() if m.get("devenus/collapse/fired") == 1.0]
+    assert len(fired) == 1, "the guard acted once"
+    n = fired[0]
+    assert max(steps) == n < STEPS, "the run stopped at the step the guard acted"
+    result = json.loads((checkpoint_dir(tmp_path) / "collapse_guard.json").read_text())
+    assert result["stopped_for"] == "collapse" and result["step"] == n and result["action"] == "rollback"
+    good = result["rollback_to"]
+    assert good is None or good + 1 < result["onset"]
+    pointer = checkpoint_dir(tmp_path) / "latest_checkpointed_iteration.txt"
+    if good is not None:
+        assert pointer.read_text().strip() == str(good)
+        assert (checkpoint_dir(tmp_path) / f"global_step_{good}" / "devenus_collapse_guard.json").exists()
+    assert f"stopped for collapse at step {n}" in r.tail(200)
+    print(f"fired at step {n} (onset {result['onset']}, flags {result['flags']}), rollback to {good}, "
+          f"wall {wall:.0f} s")
+
+
+def test_hook_acts_then_the_next_training_generation_stops_fit(tmp_path):
+    """Bare trainer (no Ray): responses shrink after the warm-up; the hook logs devenus/collapse/..., acts
+    after patience, rolls verl's pointer back, and the next training generation raises; fit() returns."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+    from verl import DataProto
+
+    from devenus.adapters.verl import collapse as C
+    from devenus.online.registry import WeakTrainerInterface
+    from test_surfaces import bare_trainer, make_batch
+
+    t = bare_trainer(WeakTrainerInterface.get("ttrl").build({}))
+    t.config = OmegaConf.create({"devenus": {"collapse_guard": {"enabled": True, "action": "rollback", "patience": 2}},
+                                 "trainer": {"default_local_dir": str(tmp_path), "resume_mode": "auto"}})
+    t.total_training_steps = 20
+    for s in (2, 4, 5):
+        (tmp_path / f"global_step_{s}" / "actor").mkdir(parents=True)
+    (tmp_path / C.TRACKER_FILE).write_text("5")
+    fired = []
+    for step, length in enumerate([12, 12, 12, 12, 12, 3, 3], start=1):
+        t.global_steps = step
+        batch = make_batch([length] * 4, [False] * 4, [""] * 4, ["1234567"] * 4, ["a", "a", "b", "b"])
+        metrics = {}
+        t.collapse_guard_step(batch, metrics)
+        assert "devenus/collapse/response_length" in metrics
+        fired.append(metrics["devenus/collapse/fired"])
+    assert fired == [0, 0, 0, 0, 0, 0, 1]  # onset step 6, acts at 7
+    result = json.loads((tmp_path / C.RESULT_FILE).read_text())
+    assert result["step"] == 7 and result["onset"] == 6 and result["rollback_to"] == 4  # 5 generated step 6
+    (tmp_path / C.TRACKER_FILE).write_text("7")  # fit()'s save of the acting step, after the hook
+
+    calls = []
+    manager = SimpleNamespace(generate_sequences=lambda p: calls.append(p) or p)
+    t.async_rollout_manager = manager
+
+    class Base:
+        def init_workers(self):
+            pass
+
+        def fit(self):
+            val = DataProto.from_dict(tensors={"x": torch_zeros()}, meta_info={"validate": True})
+            self.async_rollout_manager.generate_sequences(val)  # validation still runs
+            self.async_rollout_manager.generate_sequences(DataProto.from_dict(tensors={"x": torch_zeros()}))
+            raise AssertionError("the training generation should have stopped the run")
+
+    class T(C.CollapseGuardMixin, Base):
+        pass
+
+    u = T.__new__(T)
+    u.__dict__.update(t.__dict__)
+    u.init_workers()
+    assert u.fit() is None and len(calls) == 1
+    assert (tmp_path / C.TRACKER_FILE).read_text() == "4"  # rolled back once fit() ended
+    assert "global_step_4" in json.loads((tmp_path / C.RESULT_FILE).read_text())["pointer"]
+
+
+def torch_zeros():
+    import torch
+
+    return torch.zeros(2, 1)
+
+
+def test_disabled_guard_adds_nothing_and_reads_its_config_once(tmp_path):
+    from omegaconf import OmegaConf
+
+    from devenus.online.registry import WeakTrainerInterface
+    from test_surfaces import bare_trainer, make_batch
+
+    t = bare_trainer(WeakTrainerInterface.get("ttrl").build({}))
+    t.config = OmegaConf.create({"devenus": {}, "trainer": {"default_local_dir": str(tmp_path)}})
+    metrics = {}
+    t.collapse_guard_step(make_batch([3] * 2, [False] * 2, [""] * 2, ["1", "1"], ["a", "a"]), metrics)
+    assert metrics == {} and t._collapse_guard is False
