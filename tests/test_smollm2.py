@@ -54,7 +54,8 @@ def test_chat_pool_asks_for_a_boxed_answer():
     rows = smollm2.chat_pool_rows(size=6)
     assert len(rows) == 6
     for r in rows:
-        (msg,) = r["prompt"]
+        *shot, msg = r["prompt"]
+        assert [m["role"] for m in shot] == ["user", "assistant"] and shot[1]["content"].endswith("\\boxed{7}.")
         assert msg["content"].endswith("Put the final answer in \\boxed{}.") and msg["content"].startswith("Compute ")
         assert r["extra_info"]["question"] == msg["content"] and r["simulation"]["hidden_answer"]
 

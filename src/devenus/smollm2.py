@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -42,11 +43,12 @@ def gguf_path() -> Path:
     return path
 
 
-def model_dir(cache_dir: str | Path | None = None, log=print) -> Path:
+def model_dir(cache_dir: str | Path | None = None, log=lambda m: print(m, file=sys.stderr)) -> Path:
     """The HF folder of SmolLM2-135M-Instruct, converted from the wheel's GGUF on first use.
 
     A finished folder (its ``conversion.json`` present) is reused without touching the wheel; the
-    conversion writes to a temporary folder renamed into place, so a killed run leaves none."""
+    conversion writes to a temporary folder renamed into place, so a killed run leaves none. The log goes
+    to stderr: ``model.path=$(devenus model path smollm2)`` captures the folder alone."""
     from devenus.testbed.build import default_cache_dir
 
     out = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -92,9 +94,13 @@ def fix_special_tokens(tok, model) -> None:
 #: what a chat model is told (the testbed's base model was trained on the bare question; a chat model
 #: answers in prose unless asked, and the verifier reads the last \boxed{})
 CHAT_SUFFIX = " Put the final answer in \\boxed{}."
+#: one worked turn before the question: asked alone, SmolLM2-135M answers in prose and rarely boxes (measured:
+#: 0 of 32 samples on 8 questions verified correct, many right sums unextractable); after it, it boxes nearly all
+ONE_SHOT = ({"role": "user", "content": "Compute 2 + 5." + CHAT_SUFFIX},
+            {"role": "assistant", "content": "2 + 5 = 7. The final answer is \\boxed{7}."})
 
 
-def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2, 3), seed: int = 0) -> list[dict]:
+def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2), seed: int = 0) -> list[dict]:
     """The testbed's candidate questions phrased for a chat model (unlabeled; answers in ``simulation``)."""
     from devenus.select.pool import PoolConfig, pool_rows
 
@@ -102,7 +108,7 @@ def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2, 3), seed: in
     for r in rows:
         text = r["extra_info"]["question"] + CHAT_SUFFIX
         r["extra_info"]["question"] = text
-        r["prompt"] = [{"role": "user", "content": text}]
+        r["prompt"] = [*ONE_SHOT, {"role": "user", "content": text}]
     return rows
 
 
@@ -111,8 +117,8 @@ def chat_pool(cache_dir: str | Path | None = None, size: int = 32) -> Path:
     from devenus.records.versions import write_version
     from devenus.testbed.build import default_cache_dir
 
-    out = Path(cache_dir or default_cache_dir()) / "select_pool" / f"smollm2-chat-{size}.parquet"
+    out = Path(cache_dir or default_cache_dir()) / "select_pool" / f"smollm2-chat-{size}-d12-1shot.parquet"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_version(chat_pool_rows(size), out, rule="select-smollm2-pool", config={"size": size, "suffix": CHAT_SUFFIX})
+        write_version(chat_pool_rows(size), out, rule="select-smollm2-pool", config={"size": size, "suffix": CHAT_SUFFIX, "one_shot": list(ONE_SHOT)})
     return out

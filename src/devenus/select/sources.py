@@ -52,7 +52,7 @@ def _smollm2_pool() -> Path:
 
 _POOLS: dict[str, tuple[Callable[[], Path], str]] = {
     "testbed-pool": (_testbed_pool, "the testbed's candidate pool (unlabeled addition, 1-6 digits)"),
-    "smollm2-pool": (_smollm2_pool, "32 testbed addition questions (1-3 digits) phrased for a chat model"),
+    "smollm2-pool": (_smollm2_pool, "32 testbed addition questions (1-2 digits) phrased for a chat model"),
 }
 _MODELS: dict[str, ModelSource] = {
     "testbed": ModelSource("testbed", _testbed_model, "the testbed's base model (~1M-parameter Qwen3)"),
