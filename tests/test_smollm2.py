@@ -64,3 +64,13 @@ def test_model_list_names_both(capsys):
     assert main(["model", "list"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("smollm2: ") and "\ntestbed: " in out
+
+
+def test_eval_resolves_the_name(no_wheel, tmp_path, monkeypatch):
+    from devenus.evaluate.cli import resolve_model as eval_resolve
+
+    monkeypatch.setenv("DEVENUS_CACHE", str(tmp_path))
+    done = tmp_path / "models" / smollm2.FOLDER
+    done.mkdir(parents=True)
+    (done / "conversion.json").write_text("{}")
+    assert eval_resolve("smollm2", None) == (str(done), "embedded model 'smollm2'")
