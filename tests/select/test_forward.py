@@ -161,3 +161,37 @@ def test_every_signal_in_bfloat16_comes_back_as_float64_close_to_float32(model_t
         assert bf16[name].dtype == np.float64 and np.isfinite(bf16[name]).all(), name
     for name in ("entropy", "self_certainty"):
         np.testing.assert_allclose(bf16[name], fp32[name], rtol=0.1, atol=0.05, err_msg=name)
+
+
+def test_pivot_trace_on_a_llama_matches_its_eager_attention_maps():
+    """SmolLM2's architecture (Llama: no q/k norms, grouped-query attention, its own rotary function),
+    random-initialised at toy size: the Q/K recompute must match Llama's own attention maps."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from devenus.select.score import pivot_layer_ids
+    from devenus.signals.attention import pivot_count
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=6, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True)
+    model = LlamaForCausalLM(cfg).eval()
+    model.set_attn_implementation("sdpa")
+    g = torch.Generator().manual_seed(1)
+    pids = [torch.randint(3, 300, (n,), generator=g).tolist() for n in (9, 14, 11)]
+    rids = [torch.randint(3, 300, (n,), generator=g).tolist() for n in (30, 22, 41)]
+    steps = [list(range(0, len(r), 5)) for r in rids]
+    window = 3
+    got = forward_signals(model, pids, rids, ["pivot_trace"], batch_size=2, step_starts=steps, pivot_window=window,
+                          pivot_chunk=7)
+    layers = pivot_layer_ids(cfg.num_hidden_layers)
+    model.set_attn_implementation("eager")
+    want = []
+    for p, r, st in zip(pids, rids, steps):
+        with torch.no_grad():
+            att = model(input_ids=torch.tensor([p + r]), output_attentions=True).attentions
+        t = len(p) + len(r)
+        i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
+        far = sum((att[li][0].double() * ((j < i - window) & (j > 0))).sum(-1).mean(0) for li in layers) / len(layers)
+        want.append(pivot_count(far.float()[len(p):].numpy(), st))
+    assert got["pivot_trace"].tolist() == want
+    assert sum(want) > 0  # the comparison is not between zeros

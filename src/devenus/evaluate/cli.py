@@ -37,7 +37,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "eval", help="evaluate a checkpoint: avg@k, pass@k, maj@k per benchmark, ID/OOD averages, 95%% CIs",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="an HF model folder, a verl checkpoint (run root, global_step_N or its actor/), "
-                                 "or 'testbed' (the testbed's base model)")
+                                 "or an embedded model's name: testbed, smollm2 (devenus model list)")
     p.add_argument("--protocol", choices=("paper", "testbed"), default=None,
                    help="benchmarks, samples and decoding (default: testbed for 'testbed' and testbed runs, else paper)")
     p.add_argument("--benchmarks", default=None, help="comma-separated subset of the protocol's benchmarks")
@@ -79,6 +79,10 @@ def resolve_model(model: str, args) -> tuple[str, str]:
     """(HF folder, how it was found)."""
     if model == "testbed":
         return str(_testbed(args).model_dir), "testbed base model"
+    from devenus.select.sources import model_names, resolve_model as resolve_named
+
+    if model in model_names():  # another embedded model (smollm2): its folder, converted on first use
+        return resolve_named(model), f"embedded model {model!r}"
     p = Path(model)
     if (p / "config.json").is_file():
         return str(p), "HF folder"

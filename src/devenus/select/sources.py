@@ -2,7 +2,7 @@
 
 ``pool``: a records Parquet, or a registered pool name (``testbed-pool``: the testbed's candidate pool,
 built and cached on first use). ``generate.model``: an HF model folder (or hub id), or a registered
-model name (``testbed``: the testbed's base model). The pipeline asks only this module; a new named
+model name (``testbed``: the testbed's base model; ``smollm2``: SmolLM2-135M-Instruct, :mod:`devenus.smollm2`). The pipeline asks only this module; a new named
 source is one :func:`register_pool` / :func:`register_model` call, never a string in the pipeline.
 
 A model's identity (:func:`model_identity`) is the content hash of its weight files, so a stage made
@@ -38,11 +38,26 @@ def _testbed_model() -> Path:
     return Path(build_testbed(log=lambda *_: None).model_dir)
 
 
+def _smollm2_model() -> Path:
+    from devenus.smollm2 import model_dir
+
+    return model_dir()
+
+
+def _smollm2_pool() -> Path:
+    from devenus.smollm2 import chat_pool
+
+    return chat_pool()
+
+
 _POOLS: dict[str, tuple[Callable[[], Path], str]] = {
     "testbed-pool": (_testbed_pool, "the testbed's candidate pool (unlabeled addition, 1-6 digits)"),
+    "smollm2-pool": (_smollm2_pool, "32 testbed addition questions (1-2 digits) phrased for a chat model"),
 }
 _MODELS: dict[str, ModelSource] = {
     "testbed": ModelSource("testbed", _testbed_model, "the testbed's base model (~1M-parameter Qwen3)"),
+    "smollm2": ModelSource("smollm2", _smollm2_model,
+                           "SmolLM2-135M-Instruct (30-layer Llama, vocabulary 49,152; the smollm2 extra, docs/smollm2.md)"),
 }
 
 
@@ -62,6 +77,10 @@ def pool_names() -> list[str]:
 
 def model_names() -> list[str]:
     return sorted(_MODELS)
+
+
+def model_sources() -> list[ModelSource]:
+    return [_MODELS[n] for n in model_names()]
 
 
 def resolve_pool(name: str) -> Path:

