@@ -52,12 +52,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, Transition, seed_list
+from devenus.experiments.runner import Arm, Experiment, Transition, seed_list, seeded_pool
 
 NAME = "label_noise"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -125,11 +124,6 @@ class Budget:
 BUDGET = Budget()
 
 
-def pool(rows: list[dict], seed: int, size: int = POOL) -> list[dict]:
-    """``size`` training questions drawn by ``seed``: every arm of one seed trains on the same pool."""
-    return random.Random(f"{NAME}:pool:{seed}").sample(rows, size)
-
-
 def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list[str]]:
     """Wrong answers the base model samples for the pool (active noise), cached per seed."""
     path = work / f"wrong_pool{POOL}_s{seed}.json"
@@ -163,7 +157,7 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
     if path.exists():
         return path
     data.mkdir(parents=True, exist_ok=True)
-    rows = pool(read_records(tb.split("train")), seed)
+    rows = seeded_pool(NAME, read_records(tb.split("train")), seed, POOL)
     config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
     changes = []
     if regime != "none":

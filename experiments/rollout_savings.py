@@ -57,12 +57,11 @@ import argparse
 import importlib.util
 import json
 import os
-import random
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, seed_list
+from devenus.experiments.runner import Arm, Experiment, pool_train_file, seed_list
 
 NAME = "rollout_savings"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -111,27 +110,7 @@ class Budget:
 BUDGET = Budget()
 
 
-def pool(rows: list[dict], seed: int, size: int = POOL) -> list[dict]:
-    """``size`` training questions drawn by ``seed``: every arm of one seed trains on the same pool."""
-    return random.Random(f"{NAME}:pool:{seed}").sample(rows, size)
-
-
-def train_file(arm: Arm, seed: int, work: Path) -> Path:
-    """The arm's pool with its labels (all, or 10% kept), written once as a dataset version before any run."""
-    from devenus.records import hide_labels, read_records
-    from devenus.records.versions import write_version
-    from devenus.testbed import build_testbed
-
-    tb = build_testbed()
-    path = Path(work) / "data" / f"pool{POOL}_{arm.labeled_fraction:g}_s{seed}.parquet"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        rows = pool(read_records(tb.split("train")), seed)
-        if arm.labeled_fraction < 1.0:
-            rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
-        write_version(rows, path, rule=NAME, parent=tb.split("train"),
-                      config={"pool": POOL, "labeled_fraction": arm.labeled_fraction, "seed": seed})
-    return path
+train_file = pool_train_file(NAME, POOL)
 
 
 def id_validation() -> dict[str, Path]:

@@ -35,7 +35,6 @@ What every run shares, by construction:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -96,6 +95,39 @@ def seed_list(text: str) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"a seed is named twice: {text!r}")
     return seeds
+
+
+# ------------------------------------------------------------------------------ training data
+def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
+    """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
+    same pool, and each experiment draws its own."""
+    import random
+
+    return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
+
+
+def pool_train_file(experiment: str, size: int) -> Callable[["Arm", int, Path], Path]:
+    """An :class:`Experiment` ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
+    split with the arm's ``labeled_fraction`` of labels kept (seeded), written once as a dataset version
+    under ``<work>/data`` before any run starts, so parallel runs never write the same file."""
+
+    def train_file(arm: "Arm", seed: int, work: Path) -> Path:
+        from devenus.records import hide_labels, read_records
+        from devenus.records.versions import write_version
+        from devenus.testbed import build_testbed
+
+        tb = build_testbed()
+        path = Path(work) / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rows = seeded_pool(experiment, read_records(tb.split("train")), seed, size)
+            if arm.labeled_fraction < 1.0:
+                rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
+            write_version(rows, path, rule=experiment, parent=tb.split("train"),
+                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed})
+        return path
+
+    return train_file
 
 
 # ------------------------------------------------------------------------------ validation data
