@@ -36,13 +36,15 @@ SEAMS: tuple[Seam, ...] = (
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_compute_old_log_prob", "member",
          "trainer.DeVenusTrainer (late surfaces), self_verification (verdict pass)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_update_actor", "member",
-         "trainer.DeVenusTrainer (admission, weights, metrics), teacher.EMATeacherTrainer (EMA update)"),
+         "trainer.DeVenusTrainer (admission, weights, metrics), teacher.EMATeacherTrainer (EMA update), "
+         "collapse.CollapseGuardMixin (the guard, last)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_create_dataloader", "member",
          "trainer.DeVenusTrainer (the sampler seam)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_save_checkpoint", "member",
-         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (method state, teacher shards)"),
+         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (method state, teacher "
+         "shards, the guard's state)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
-         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer (resume)"),
+         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (resume)"),
     # probe passes (trainer.DeVenusTrainer.probe_pass): verl's own generation path outside fit()'s rollout
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_get_gen_batch", "member",
          "trainer.DeVenusTrainer.probe_pass, sampling.Composer (generation batches, as fit() builds them)"),
@@ -77,7 +79,8 @@ SEAMS: tuple[Seam, ...] = (
     Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngine", "module", "instance",
          "teacher.TeacherWorker._actor_shards (the FSDP-wrapped model's parameter shards)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "async_rollout_manager", "instance",
-         "trainer.DeVenusTrainer.init_workers (wraps generate_sequences), probe (probe passes)"),
+         "trainer.DeVenusTrainer.init_workers (wraps generate_sequences), collapse.CollapseGuardMixin (stops "
+         "the step after it acted), probe (probe passes)"),
     Seam("verl.single_controller.base.worker_group:WorkerGroup", "setattr(self, method_name, func)", "text",
          "token_stats (patches compute_log_prob bound on the worker-group instance)", within="_bind_worker_method"),
     *(Seam("verl.workers.engine.fsdp.transformer_impl:FSDPEngineWithLMHead", f'"{key}"', "text",
