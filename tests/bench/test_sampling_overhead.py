@@ -67,6 +67,7 @@ def test_steps_must_exceed_the_warm_up(bench):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # two verl launches to check a bench's plumbing: not a capability of the default tier
 def test_the_bench_at_toy_size_with_one_commit_on_both_sides(tmp_path):
     """Two 3-step GRPO runs through verl, the same commit as absent and present: same samples, and a ratio."""
     out = tmp_path / "s.json"
