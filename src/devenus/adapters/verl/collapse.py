@@ -68,12 +68,12 @@ def saved_steps(folder: str) -> list[int]:
 
 def rollback_pointer(folder: str, step: int | None) -> str:
     """Point verl's resume pointer at ``step`` (atomically); None: move the pointer aside. Returns what it did."""
-    from devenus.records.io import write_text_atomic
+    from devenus.records.io import commit_temp, write_text_atomic
 
     path = os.path.join(folder, TRACKER_FILE)
     if step is None:
         if os.path.exists(path):
-            os.replace(path, path + ".collapsed")
+            commit_temp(path, path + ".collapsed")  # the tree's one rename (records/io), directory synced
         return f"no checkpoint before the collapse: moved {path} aside, a resume starts from the base model"
     write_text_atomic(path, str(step))
     return f"{path} now points at global_step_{step}"
