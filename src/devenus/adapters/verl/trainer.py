@@ -125,7 +125,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
                 out = supervised(prompts)
             else:
                 out = self._generate_filtered(prompts, supervised)
-            if self.sampling_config.enabled or self.pre_rollout_filter is not None:
+            if self.composes_steps:
                 dynamic.widen_reward_columns(out)
             return out
 
@@ -207,16 +207,26 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
 
     # ------------------------------------------------------------------------------ after log-probs
     def _compute_old_log_prob(self, batch: DataProto):
-        if not self.sampling_config.enabled and self.pre_rollout_filter is None:
+        if not self.composes_steps:
             return self._log_prob_pass(batch)  # no dynamic sampling: the seam costs nothing
         return dynamic.Composer(self, batch, late=self.rules.after_log_prob).run()
+
+    @property
+    def composes_steps(self) -> bool:
+        """Whether the sampling seam recomposes a step's groups (dynamic sampling, or a pre-rollout filter)."""
+        return self.sampling_config.enabled or self.pre_rollout_filter is not None
+
+    def train_label_state(self):
+        """(labeled, target, key) of every training row, as ``train_dataset`` indexes them (verl's rows
+        after its own filtering: what ``__getitem__`` indexes)."""
+        frame = self.train_dataset.dataframe
+        return surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
+                                    np.asarray(list(frame["reward_model"]), dtype=object))
 
     def refill_order(self) -> sampling.RefillOrder:
         """The seeded order refill prompts come from (over the rows ``train_dataset`` indexes)."""
         if self._refill_order is None:
-            frame = self.train_dataset.dataframe
-            _, _, keys = surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
-                                              np.asarray(list(frame["reward_model"]), dtype=object))
+            _, _, keys = self.train_label_state()
             self._refill_order = sampling.RefillOrder(keys, seed=self.sampling_config.seed)
             if self._refill_state is not None:
                 self._refill_order.load_state_dict(self._refill_state)
@@ -306,9 +316,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     def probe_set(self) -> np.ndarray:
         """Dataset indices of the probe set (:func:`.probe.probe_set` over the training rows' label states)."""
         if self._probe_rows is None:
-            frame = self.train_dataset.dataframe  # verl's rows after its own filtering: what __getitem__ indexes
-            labeled, _, _ = surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
-                                                 np.asarray(list(frame["reward_model"]), dtype=object))
+            labeled, _, _ = self.train_label_state()
             self._probe_rows = probes.probe_set(labeled, self.probe_config)
         return self._probe_rows
 
@@ -422,7 +430,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         os.makedirs(folder, exist_ok=True)
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
         save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
-        if self.sampling_config.enabled or self.pre_rollout_filter is not None:
+        if self.composes_steps:
             f = self.pre_rollout_filter
             save_atomically({"step": self.global_steps, "refill": self.refill_order().state_dict(),
                              "filter": None if f is None else f.state_dict()},
