@@ -101,7 +101,9 @@ def test_a_killed_sweep_resumes_where_it_stopped(tmp_path):
     first = {p.name: p.stat().st_mtime_ns for p in exp.results.glob("*.json")}
     assert 2 <= len(first) < 6
     calls_before = (tmp_path / "work" / "calls.log").read_text().split("\n")
-    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, timeout=120)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, timeout=120,
+                         capture_output=True, text=True)
+    assert "start-up -" in out.stdout + out.stderr and "Nones" not in out.stdout + out.stderr  # no step 1 to time
     calls = (tmp_path / "work" / "calls.log").read_text().split("\n")[len(calls_before) - 1:]
     done = {p.name: p.stat().st_mtime_ns for p in exp.results.glob("*.json")}
     assert len(done) == 6  # base, grpo_full, ttrl@10 for seeds 0 and 1

@@ -491,8 +491,10 @@ class Experiment:
             name, seed = job
             r = self.run_one(name, seed, ray)
             acc = " ".join(f"{g}={r['accuracy'].get(g, float('nan')):.3f}" for g in AGGREGATES)
+            # a validation-only run has no step 1 to measure its start-up against
+            startup = "start-up -" if r["startup_s"] is None else f"start-up {r['startup_s']}s"
             self.log(f"[{self.name}] {name} s{seed}: rc={r['returncode']} {r['wall_s']:.0f}s "
-                     f"start-up {r['startup_s']}s {acc} ({(time.perf_counter() - t0) / 60:.1f} min in)")
+                     f"{startup} {acc} ({(time.perf_counter() - t0) / 60:.1f} min in)")
             return r
 
         def sweep(ray):
