@@ -89,7 +89,7 @@ def test_gpu_shaped_run_on_the_cpu(method, base_testbed, semi_file, tmp_path):
     metric, keys = SURFACES[method]
     cfg = RunConfig(method=method, steps=2, prompts_per_step=4, rollouts_per_prompt=4, kl_coef=0.001,
                     train_file=semi_file, val_before_train=False, extra_overrides=("trainer.test_freq=-1",))
-    r = train(base_testbed, tmp_path, cfg, *GPU_SHAPED, *keys, timeout=900)
+    r = train(base_testbed, tmp_path, cfg, *GPU_SHAPED, *keys)
     assert r.ok, r.tail(80)
     steps = train_steps(r)
     assert sorted(steps) == [1, 2]

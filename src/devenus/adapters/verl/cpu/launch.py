@@ -51,7 +51,8 @@ def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
         "actor_rollout_ref.rollout.pipeline_model_parallel_size=1",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         "reward.num_workers=1",
-        # training engine: FSDP2 through the model engine; eager attention, padded batches
+        # training engine: FSDP2 through the model engine; eager attention, padded batches (remove-padding
+        # also runs, exactly: without flash-attn's varlen kernel its mask is dense over the packed micro-batch)
         "actor_rollout_ref.actor.strategy=fsdp2",
         "actor_rollout_ref.ref.strategy=fsdp2",
         "+actor_rollout_ref.model.override_config.attn_implementation=eager",
