@@ -262,7 +262,7 @@ def test_setup_backend_applies_cpu_defaults_only(monkeypatch):
 
 def test_setup_backend_gives_ray_one_fake_gpu_per_requested_rank(monkeypatch):
     """A user's ``trainer.n_gpus_per_node=2`` on the CPU backend: Ray must advertise 2 fake GPUs, or verl
-    refuses the 2-GPU resource pool after Ray has started (found by the GPU-shaped run, docs/gpu.md)."""
+    refuses the 2-GPU resource pool after Ray has started (docs/gpu.md, "GPU-shaped run on the CPU")."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEVENUS_VERL_CPU", "RAY_ADDRESS")}
     monkeypatch.setattr(os, "environ", env)
     monkeypatch.setattr(launch, "has_accelerator", lambda: False)
