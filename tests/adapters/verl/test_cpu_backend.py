@@ -260,6 +260,20 @@ def test_setup_backend_applies_cpu_defaults_only(monkeypatch):
     assert os.environ["WANDB_MODE"] == "offline" and os.environ["DEVENUS_VERL_CPU"] == "1"
 
 
+def test_setup_backend_gives_ray_one_fake_gpu_per_requested_rank(monkeypatch):
+    """A user's ``trainer.n_gpus_per_node=2`` on the CPU backend: Ray must advertise 2 fake GPUs, or verl
+    refuses the 2-GPU resource pool after Ray has started (docs/gpu.md, "GPU-shaped run on the CPU")."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DEVENUS_VERL_CPU", "RAY_ADDRESS")}
+    monkeypatch.setattr(os, "environ", env)
+    monkeypatch.setattr(launch, "has_accelerator", lambda: False)
+    argv, _ = launch.setup_backend(["trainer.n_gpus_per_node=1", "trainer.n_gpus_per_node=2"])  # the last wins
+    assert "++ray_kwargs.ray_init.num_gpus=2" in argv and "++ray_kwargs.ray_init.num_gpus=1" not in argv
+    argv, _ = launch.setup_backend([])
+    assert "++ray_kwargs.ray_init.num_gpus=1" in argv
+    with pytest.raises(launch.BackendError, match="trainer.n_gpus_per_node must be a positive integer"):
+        launch.setup_backend(["trainer.n_gpus_per_node=0"])
+
+
 def test_train_entry_refuses_a_bad_backend_before_anything_starts():
     r = subprocess.run([sys.executable, "-m", "devenus.train", "devenus.backend=tpu"], capture_output=True,
                        text=True, timeout=120)

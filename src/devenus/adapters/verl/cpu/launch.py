@@ -51,7 +51,8 @@ def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
         "actor_rollout_ref.rollout.pipeline_model_parallel_size=1",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         "reward.num_workers=1",
-        # training engine: FSDP2 through the model engine; eager attention, padded batches
+        # training engine: FSDP2 through the model engine; eager attention, padded batches (remove-padding
+        # also runs, exactly: without flash-attn's varlen kernel its mask is dense over the packed micro-batch)
         "actor_rollout_ref.actor.strategy=fsdp2",
         "actor_rollout_ref.ref.strategy=fsdp2",
         "+actor_rollout_ref.model.override_config.attn_implementation=eager",
@@ -232,6 +233,20 @@ def choose_backend(argv: Sequence[str], env: Mapping[str, str] | None = None,
     return BackendChoice("cpu", "auto", "no accelerator visible to torch on this host and no Ray cluster given")
 
 
+def requested_ranks(argv: Sequence[str]) -> int:
+    """FSDP ranks a CPU launch asks for: the last ``trainer.n_gpus_per_node`` in ``argv`` (default 1).
+
+    The CPU backend advertises one fake Ray GPU per rank (``ray_init.num_gpus``); were it left at 1 while
+    the user asks for 2 ranks, verl's resource check would refuse the pool after Ray had started."""
+    value = _override(argv, "trainer.n_gpus_per_node")
+    if value is None:
+        return 1
+    if not value.isdigit() or int(value) < 1:
+        raise BackendError(f"trainer.n_gpus_per_node must be a positive integer (FSDP ranks on the CPU backend); "
+                           f"got {value!r}")
+    return int(value)
+
+
 def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
     """Apply the chosen backend to this process: for ``cpu``, the CPU environment (defaults only) is
     merged into ``os.environ`` and the CPU overrides go in front of ``argv`` (so the user's win); for
@@ -244,6 +259,6 @@ def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
         os.environ.update(cpu_env(os.environ))
         # the training loop in this process rather than in a Ray actor of its own (one process fewer to
         # start; devenus.train's key, so not among cpu_overrides, which verl's own main_ppo also takes)
-        return cpu_overrides() + ["devenus.task_runner=driver"] + list(argv), choice
+        return cpu_overrides(n_ranks=requested_ranks(argv)) + ["devenus.task_runner=driver"] + list(argv), choice
     os.environ.setdefault("DEVENUS_VERL_CPU", "0")
     return list(argv), choice
