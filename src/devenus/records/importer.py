@@ -203,18 +203,24 @@ CHUNK_BYTES = 4 << 20
 def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
     """The rest of the binary file ``f`` in blocks of whole lines of about ``chunk_bytes`` (a line
     longer than a block is read on to its end; the last block is what follows the last newline,
-    possibly empty): the one block reader of the JSONL and CSV/TSV paths."""
-    buf = b""
+    possibly empty): the one block reader of the JSONL and CSV/TSV paths. Each block starts at a
+    line: the part line after a block's last newline is read again with the next block (a seek back),
+    so no block is the copy of a remainder joined to the next read."""
     while True:
         block = f.read(chunk_bytes)
-        buf += block
-        if not block:
-            yield buf
-            return
-        cut = buf.rfind(b"\n") + 1
-        if cut:  # (no newline yet: one line longer than a block, read on to its end)
-            data, buf = buf[:cut], buf[cut:]
-            yield data
+        cut = block.rfind(b"\n") + 1
+        while not cut:  # no newline yet: one line longer than a block, read on to its end (or the file's)
+            more = f.read(chunk_bytes)
+            if not more:
+                yield block
+                return
+            end = more.rfind(b"\n") + 1
+            cut = len(block) + end if end else 0
+            block += more
+        if cut < len(block):
+            f.seek(cut - len(block), os.SEEK_CUR)
+            block = block[:cut]
+        yield block
 
 
 def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
@@ -227,8 +233,10 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterat
                 data = data[3:]
             first = False
             if data:
-                lines = data.count(b"\n") + (not data.endswith(b"\n"))
-                table = _arrow_jsonl(data, lines) if arrow else None
+                # one pass over the block for its brackets and its newlines (the depth check, the line count)
+                skeleton = data.translate(None, _NOT_BRACKETS)
+                lines = skeleton.count(b"\n") + (not data.endswith(b"\n"))
+                table = _arrow_jsonl(data, lines, skeleton) if arrow else None
                 recs = (lambda d=data, l0=line0, p0=pos: list(_jsonl_records(d, l0, p0, issues))) if table is not None \
                     else list(_jsonl_records(data, line0, pos, issues))
                 chunk = Chunk(pos, table.num_rows if table is not None else len(recs), table, recs, line0)
@@ -237,14 +245,15 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterat
                 line0 += lines
 
 
-def _arrow_jsonl(data: bytes, lines: int) -> Any:
+def _arrow_jsonl(data: bytes, lines: int, skeleton: bytes) -> Any:
     """pyarrow's table of a block of JSONL lines, or None where Python must read it (pyarrow refuses
     it, a line is blank, a byte is not UTF-8, a value nests deeply). pyarrow refuses a control byte
-    in a string as Python does (checked), but does not check UTF-8 (so that is checked here)."""
+    in a string as Python does (checked), but does not check UTF-8 (so that is checked here).
+    ``skeleton``: the block's brackets and newlines alone (``data.translate(None, _NOT_BRACKETS)``)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if _deep_brackets(data):
+    if _DEEP_OPEN.search(skeleton) is not None:
         return None
     try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=len(data) + 1))
@@ -258,15 +267,11 @@ def _arrow_jsonl(data: bytes, lines: int) -> Any:
 
 #: nesting a block read by pyarrow may have; deeper values are read (and judged) by Python's reader
 _ARROW_MAX_DEPTH = 32
-#: a run of opening brackets deeper than that (seen in the block's brackets alone, strings included:
-#: a false alarm only sends the block to Python): pyarrow's type inference is quadratic in the depth
-#: (35 s for 5000 levels), so such a block never reaches it
+#: a run of opening brackets deeper than that on one line (seen in the line's brackets alone, strings
+#: included: a false alarm only sends the block to Python): pyarrow's type inference is quadratic in
+#: the depth (35 s for 5000 levels), so such a block never reaches it
 _DEEP_OPEN = re.compile(rb"[\[{]{%d}" % (_ARROW_MAX_DEPTH + 1))
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def _deep_brackets(data: bytes) -> bool:
-    return _DEEP_OPEN.search(data.translate(None, _NOT_BRACKETS)) is not None
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}\n")
 
 
 def _deeper_than(t: Any, limit: int) -> bool:
@@ -616,7 +621,7 @@ class ColumnStats:
                 # for the few values pyarrow's length and space tests do not settle)
                 n = len(col) - col.null_count
                 if n:
-                    blank = pc.or_(pc.equal(pc.utf8_length(col), 0), pc.utf8_is_space(col))
+                    blank = pc.or_(pc.equal(pc.binary_length(col), 0), pc.utf8_is_space(col))
                     n -= pc.sum(pc.fill_null(blank, False)).as_py() or 0
                     if n == 0 or not any(v is not None and v.strip() for v in col.slice(0, 64).to_pylist()):
                         n = sum(1 for v in col.to_pylist() if v is not None and v.strip())
@@ -1234,15 +1239,22 @@ def _question_hashes(qs: Any) -> list[str]:
     import numpy as np
     import pyarrow.compute as pc
 
-    # (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several times
-    # faster than match_substring)
-    odd = pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
-                 pc.match_substring_regex(qs, "  "))
-    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1].tolist()
+    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1]
     data = memoryview(qs.buffers()[2] or b"")
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]  # every value's bytes, in a row
+    space = text == 0x20
+    if text.size and (text.min() < 0x20 or text.max() > 0x7E or (space[1:] & space[:-1]).any()):
+        # some question is not printable ASCII or has a double space somewhere: find which, row by
+        # row (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several
+        # times faster than match_substring)
+        odd = pc.indices_nonzero(pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
+                                        pc.match_substring_regex(qs, "  "))).to_pylist()
+    else:
+        odd = []  # (the values are stripped: no pair of spaces straddles two of them)
+    offsets = offsets.tolist()
     sha1 = hashlib.sha1
     out = [sha1(data[a:b]).hexdigest()[:16] for a, b in zip(offsets, offsets[1:])]
-    for i in pc.indices_nonzero(odd).to_pylist():
+    for i in odd:
         out[i] = question_hash(qs[i].as_py())
     return out
 
@@ -1271,7 +1283,8 @@ def _column_targets(col: Any, field: str) -> Any:
     simple = np.zeros(n, dtype=bool)
     parts = []
     if len(idx):
-        tails = pc.utf8_trim(pc.list_element(pc.split_pattern(col.take(idx), "####", max_splits=1, reverse=True), 1),
+        texts = col if len(idx) == n else col.take(idx)
+        tails = pc.utf8_trim(pc.list_element(pc.split_pattern(texts, "####", max_splits=1, reverse=True), 1),
                              characters=PY_WHITESPACE)
         if longer(tails, _max_answer_chars()):
             return None  # a target longer than the verifier extracts: refused
