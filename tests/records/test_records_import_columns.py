@@ -100,3 +100,28 @@ def test_line_blocks_cover_the_file_in_whole_lines(tmp_path):
         assert b"\n" not in blocks[-1]
         for b in blocks[:-1]:
             assert b.endswith(b"\n") and (len(b) <= size or b.index(b"\n") >= size)
+
+
+@pytest.mark.parametrize("name", ["bom.jsonl", "late.jsonl", "plain.csv"])
+def test_the_parent_hash_is_the_input_file_s_read_or_not_by_the_blocks(tmp_path, monkeypatch, name):
+    """JSONL is hashed from the blocks as they are read (a BOM, a line longer than a block, no final
+    newline, a second pass for a column that starts late); other formats by reading the file again."""
+    import hashlib
+
+    from devenus.records.versions import read_manifest, verify_manifest
+
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    src = tmp_path / name
+    if name == "bom.jsonl":
+        src.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps({"question": f"Q{i} " + "x" * (600 if i == 3 else 5),
+                                                               "answer": f"#### {i}"}).encode() + b"\n" for i in range(20))[:-1])
+    elif name == "late.jsonl":
+        src.write_text("".join(json.dumps({"question": f"Q{i}?", **({"answer": str(i)} if i > 30 else {})}) + "\n"
+                               for i in range(40)))
+    else:
+        src.write_text("question,answer\n" + "".join(f"Q{i}?,{i}\n" for i in range(40)))
+    _, m = import_file(src, tmp_path / "d.parquet", source="h", labeled="auto", progress=False)
+    assert m.parents[0].sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert m.parents[0].rows == (20 if name == "bom.jsonl" else 40)
+    verify_manifest(tmp_path / "d.parquet", parents=[src])
+    assert read_manifest(tmp_path / "d.parquet").parents[0].name == name

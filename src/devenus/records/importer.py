@@ -143,19 +143,31 @@ class Chunk:
         return self._raw
 
 
-def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True) -> Iterator[Chunk]:
+class FileDigest:
+    """The SHA-256 of an input file, taken by its reader from the bytes it reads (``whole``: it read
+    every byte, in order, to the end), so that the manifest's hash of the input needs no second read
+    of it. JSONL is read so; for the other formats ``whole`` stays False and the caller hashes the file."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.whole = False
+
+
+def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True,
+                digest: FileDigest | None = None) -> Iterator[Chunk]:
     """The records of a file as :class:`Chunk` s (bounded memory: JSONL in blocks of
     :data:`CHUNK_BYTES`, CSV/TSV and Parquet in ``batch_rows`` records; ``.json`` is one document and
     is loaded whole); raises :class:`RecordError` listing every malformed line, after reading to the
     end (or to :data:`MAX_READ_ISSUES`), so that all of them are reported at once. ``arrow=False``:
-    no pyarrow reading (for a caller that wants the records only)."""
+    no pyarrow reading (for a caller that wants the records only). ``digest``: fed the bytes as they
+    are read (see :class:`FileDigest`)."""
     path = Path(path)
     fmt = raw_format(path)
     check_input(path, "input file")
     issues: list[Issue] = []
     try:
         if fmt == "jsonl":
-            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow)
+            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow, digest)
         elif fmt == "parquet":
             chunks = _parquet_chunks(path, batch_rows)
         elif fmt in ("csv", "tsv") and not arrow:
@@ -200,18 +212,21 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
-def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
+def _line_blocks(f: Any, chunk_bytes: int, feed=None) -> Iterator[bytes]:
     """The rest of the binary file ``f`` in blocks of whole lines of about ``chunk_bytes`` (a line
     longer than a block is read on to its end; the last block is what follows the last newline,
     possibly empty): the one block reader of the JSONL and CSV/TSV paths. Each block starts at a
     line: the part line after a block's last newline is read again with the next block (a seek back),
-    so no block is the copy of a remainder joined to the next read."""
+    so no block is the copy of a remainder joined to the next read. ``feed``: called with each block
+    before it is yielded (the blocks in order are the file from where ``f`` stood)."""
     while True:
         block = f.read(chunk_bytes)
         cut = block.rfind(b"\n") + 1
         while not cut:  # no newline yet: one line longer than a block, read on to its end (or the file's)
             more = f.read(chunk_bytes)
             if not more:
+                if feed is not None:
+                    feed(block)
                 yield block
                 return
             end = more.rfind(b"\n") + 1
@@ -220,15 +235,17 @@ def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
         if cut < len(block):
             f.seek(cut - len(block), os.SEEK_CUR)
             block = block[:cut]
+        if feed is not None:
+            feed(block)
         yield block
 
 
-def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
+def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: FileDigest | None = None) -> Iterator[Chunk]:
     chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
     first = True
     with open(path, "rb") as f:
-        for data in _line_blocks(f, chunk_bytes):
+        for data in _line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None):
             if first and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             first = False
@@ -243,6 +260,8 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterat
                 yield chunk
                 pos += chunk.rows
                 line0 += lines
+    if digest is not None:
+        digest.whole = True
 
 
 def _arrow_jsonl(data: bytes, lines: int, skeleton: bytes) -> Any:
@@ -1586,9 +1605,11 @@ class _Pipeline:
         self.opts = opts
         self.progress = progress
         self.batch_rows = batch_rows
+        #: the input file's hash as its reader takes it (a file source)
+        self.digest = FileDigest()
         if isinstance(source, (str, os.PathLike)):
             self.where = str(source)
-            self.chunks = lambda: iter_chunks(source, batch_rows)
+            self.chunks = lambda: iter_chunks(source, batch_rows, digest=self.digest)
         else:
             self.where = "<rows>"
             self.chunks = lambda: _row_chunks(source)
@@ -1784,7 +1805,7 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
     the raw file's hash, its rule ``import``, its config the options, its refusals the rows left out.
     Returns ``(ImportSummary, Manifest)``.
     """
-    from .versions import Parent, VersionWriter, check_output, parent_of
+    from .versions import Parent, VersionWriter, check_output, sha256_file
 
     path = Path(path)
     check_output(out, [path], force=force)
@@ -1798,15 +1819,16 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
             pipe.as_rows = False  # the writer checks a table column-wise, with the same result as its rows
             try:
                 with VersionWriter(out, rule="import", config=opts.config(), force=force,
-                                   parents=[parent_of(path, rows=None)],
+                                   parents=[Parent(path.name, "", None, check_input(path))],  # (hashed below)
                                    schema=pipe.verl_plan.schema if pipe.verl_plan is not None else None) as w:
                     for batch in pipe:
                         w.write(batch)
                     for r in pipe.refusals:
                         w.refuse(r)
                     summary = pipe.summary()
-                    p0 = w.parents[0]
-                    w.parents[0] = Parent(p0.name, p0.sha256, pipe.seen)  # the raw records read
+                    # the bytes the reader read, hashed as it read them (else read again for the hash)
+                    sha = pipe.digest.sha.hexdigest() if pipe.digest.whole else sha256_file(path)
+                    w.parents[0] = Parent(path.name, sha, pipe.seen)  # (rows: the raw records read)
             except _Restart as again:  # (the writer discarded its temporary files)
                 fields = again.fields
                 if bar is not None:
