@@ -1375,7 +1375,7 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         difficulty = _per_value(diffs, _difficulty, pa.int64()) if diffs is not None else pa.nulls(n, pa.int64())
     except ValueError:
         return None
-    family = _per_value(fams, _family, string) if fams else pa.nulls(n, string)
+    family = _per_value(fams, _family, string) if fams is not None and fams is not False else pa.nulls(n, string)
     if ids is not None:  # (_id_str column-wise: a text trimmed, an integer as its decimal text)
         ids = pc.utf8_trim(pc.cast(ids, string), characters=PY_WHITESPACE) if _is_text(ids.type) else pc.cast(ids, string)
         if ids.null_count or (pc.min(pc.binary_length(ids)).as_py() or 0) == 0 \
