@@ -41,6 +41,24 @@ def test_python_whitespace_is_what_strip_removes():
     assert set(PY_WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
 
 
+def test_blank_is_empty_after_strip_whatever_the_first_character():
+    """_blank trims only the strings that start with whitespace (or are empty): the result is still
+    ``not value.strip()`` for every value, null included."""
+    import random
+
+    from devenus.records.columnar import _blank
+
+    rng = random.Random(0)
+    chars = [*PY_WHITESPACE, "a", "\u00e9", "\u200b", "\x00", "\uff58"]  # (zero-width space: not whitespace)
+    for _ in range(200):
+        vals = [None if rng.random() < 0.1 else "".join(rng.choice(chars) for _ in range(rng.randint(0, 4)))
+                for _ in range(rng.randint(1, 30))]
+        col = pa.array(vals, pa.string())
+        want = [v is None or not v.strip() for v in vals]
+        assert _blank(col).to_pylist() == want
+        assert _blank(pa.chunked_array([col.slice(0, 2), col.slice(2)])).to_pylist() == want
+
+
 def test_table_and_dict_rows_write_byte_identical_versions(tmp_path):
     rs = rows(9)
     changes = row_changes(rs[1], {**rs[1], "reward_model": {"style": "rule", "ground_truth": "x"}}, "why")

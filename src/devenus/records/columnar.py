@@ -135,10 +135,22 @@ def _np(mask) -> np.ndarray:
 
 
 def _blank(col):
-    """True where a string is null or empty after ``str.strip()``."""
+    """True where a string is null or empty after ``str.strip()``: a string whose first character is
+    not whitespace is not blank, so only the others (few, or none) are trimmed whole."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    return pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0))
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    head = pc.utf8_trim(pc.utf8_slice_codeunits(col, 0, 1), characters=PY_WHITESPACE)
+    maybe = _np(pc.or_kleene(pc.is_null(col), pc.equal(pc.binary_length(head), 0)))
+    if not maybe.any():
+        return pa.array(maybe)
+    maybe = maybe.copy()  # (writable)
+    rows = pa.array(np.flatnonzero(maybe))
+    sub = col.take(rows)
+    maybe[rows.to_numpy()] = _np(pc.or_kleene(pc.is_null(sub), pc.equal(pc.binary_length(pc.utf8_trim(sub, characters=PY_WHITESPACE)), 0)))
+    return pa.array(maybe)
 
 
 def find_table_issues(table) -> list[Issue]:

@@ -49,6 +49,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from .columnar import PY_WHITESPACE
 from .io import check_input
 from .rows import make_row
 from .schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED
@@ -142,19 +143,31 @@ class Chunk:
         return self._raw
 
 
-def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True) -> Iterator[Chunk]:
+class FileDigest:
+    """The SHA-256 of an input file, taken by its reader from the bytes it reads (``whole``: it read
+    every byte, in order, to the end), so that the manifest's hash of the input needs no second read
+    of it. JSONL is read so; for the other formats ``whole`` stays False and the caller hashes the file."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.whole = False
+
+
+def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arrow: bool = True,
+                digest: FileDigest | None = None) -> Iterator[Chunk]:
     """The records of a file as :class:`Chunk` s (bounded memory: JSONL in blocks of
     :data:`CHUNK_BYTES`, CSV/TSV and Parquet in ``batch_rows`` records; ``.json`` is one document and
     is loaded whole); raises :class:`RecordError` listing every malformed line, after reading to the
     end (or to :data:`MAX_READ_ISSUES`), so that all of them are reported at once. ``arrow=False``:
-    no pyarrow reading (for a caller that wants the records only)."""
+    no pyarrow reading (for a caller that wants the records only). ``digest``: fed the bytes as they
+    are read (see :class:`FileDigest`)."""
     path = Path(path)
     fmt = raw_format(path)
     check_input(path, "input file")
     issues: list[Issue] = []
     try:
         if fmt == "jsonl":
-            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow)
+            chunks: Iterator[Chunk] = _jsonl_chunks(path, issues, arrow, digest)
         elif fmt == "parquet":
             chunks = _parquet_chunks(path, batch_rows)
         elif fmt in ("csv", "tsv") and not arrow:
@@ -199,51 +212,67 @@ def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
 CHUNK_BYTES = 4 << 20
 
 
-def _line_blocks(f: Any, chunk_bytes: int) -> Iterator[bytes]:
+def _line_blocks(f: Any, chunk_bytes: int, feed=None) -> Iterator[bytes]:
     """The rest of the binary file ``f`` in blocks of whole lines of about ``chunk_bytes`` (a line
     longer than a block is read on to its end; the last block is what follows the last newline,
-    possibly empty): the one block reader of the JSONL and CSV/TSV paths."""
-    buf = b""
+    possibly empty): the one block reader of the JSONL and CSV/TSV paths. Each block starts at a
+    line: the part line after a block's last newline is read again with the next block (a seek back),
+    so no block is the copy of a remainder joined to the next read. ``feed``: called with each block
+    before it is yielded (the blocks in order are the file from where ``f`` stood)."""
     while True:
         block = f.read(chunk_bytes)
-        buf += block
-        if not block:
-            yield buf
-            return
-        cut = buf.rfind(b"\n") + 1
-        if cut:  # (no newline yet: one line longer than a block, read on to its end)
-            data, buf = buf[:cut], buf[cut:]
-            yield data
+        cut = block.rfind(b"\n") + 1
+        while not cut:  # no newline yet: one line longer than a block, read on to its end (or the file's)
+            more = f.read(chunk_bytes)
+            if not more:
+                if feed is not None:
+                    feed(block)
+                yield block
+                return
+            end = more.rfind(b"\n") + 1
+            cut = len(block) + end if end else 0
+            block += more
+        if cut < len(block):
+            f.seek(cut - len(block), os.SEEK_CUR)
+            block = block[:cut]
+        if feed is not None:
+            feed(block)
+        yield block
 
 
-def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True) -> Iterator[Chunk]:
+def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: FileDigest | None = None) -> Iterator[Chunk]:
     chunk_bytes = CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
     first = True
     with open(path, "rb") as f:
-        for data in _line_blocks(f, chunk_bytes):
+        for data in _line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None):
             if first and data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             first = False
             if data:
-                lines = data.count(b"\n") + (not data.endswith(b"\n"))
-                table = _arrow_jsonl(data, lines) if arrow else None
+                # one pass over the block for its brackets and its newlines (the depth check, the line count)
+                skeleton = data.translate(None, _NOT_BRACKETS)
+                lines = skeleton.count(b"\n") + (not data.endswith(b"\n"))
+                table = _arrow_jsonl(data, lines, skeleton) if arrow else None
                 recs = (lambda d=data, l0=line0, p0=pos: list(_jsonl_records(d, l0, p0, issues))) if table is not None \
                     else list(_jsonl_records(data, line0, pos, issues))
                 chunk = Chunk(pos, table.num_rows if table is not None else len(recs), table, recs, line0)
                 yield chunk
                 pos += chunk.rows
                 line0 += lines
+    if digest is not None:
+        digest.whole = True
 
 
-def _arrow_jsonl(data: bytes, lines: int) -> Any:
+def _arrow_jsonl(data: bytes, lines: int, skeleton: bytes) -> Any:
     """pyarrow's table of a block of JSONL lines, or None where Python must read it (pyarrow refuses
     it, a line is blank, a byte is not UTF-8, a value nests deeply). pyarrow refuses a control byte
-    in a string as Python does (checked), but does not check UTF-8 (so that is checked here)."""
+    in a string as Python does (checked), but does not check UTF-8 (so that is checked here).
+    ``skeleton``: the block's brackets and newlines alone (``data.translate(None, _NOT_BRACKETS)``)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if _deep_brackets(data):
+    if _DEEP_OPEN.search(skeleton) is not None:
         return None
     try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=len(data) + 1))
@@ -257,15 +286,11 @@ def _arrow_jsonl(data: bytes, lines: int) -> Any:
 
 #: nesting a block read by pyarrow may have; deeper values are read (and judged) by Python's reader
 _ARROW_MAX_DEPTH = 32
-#: a run of opening brackets deeper than that (seen in the block's brackets alone, strings included:
-#: a false alarm only sends the block to Python): pyarrow's type inference is quadratic in the depth
-#: (35 s for 5000 levels), so such a block never reaches it
+#: a run of opening brackets deeper than that on one line (seen in the line's brackets alone, strings
+#: included: a false alarm only sends the block to Python): pyarrow's type inference is quadratic in
+#: the depth (35 s for 5000 levels), so such a block never reaches it
 _DEEP_OPEN = re.compile(rb"[\[{]{%d}" % (_ARROW_MAX_DEPTH + 1))
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def _deep_brackets(data: bytes) -> bool:
-    return _DEEP_OPEN.search(data.translate(None, _NOT_BRACKETS)) is not None
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}\n")
 
 
 def _deeper_than(t: Any, limit: int) -> bool:
@@ -615,7 +640,7 @@ class ColumnStats:
                 # for the few values pyarrow's length and space tests do not settle)
                 n = len(col) - col.null_count
                 if n:
-                    blank = pc.or_(pc.equal(pc.utf8_length(col), 0), pc.utf8_is_space(col))
+                    blank = pc.or_(pc.equal(pc.binary_length(col), 0), pc.utf8_is_space(col))
                     n -= pc.sum(pc.fill_null(blank, False)).as_py() or 0
                     if n == 0 or not any(v is not None and v.strip() for v in col.slice(0, 64).to_pylist()):
                         n = sum(1 for v in col.to_pylist() if v is not None and v.strip())
@@ -902,6 +927,10 @@ def _difficulty(value: Any) -> int | None:
     return None
 
 
+def _family(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
 class KeyBuilder:
     """``extra_info.index`` for each record in file order: from the id column, or the question hash
     with ``-2``, ``-3``, ... for repeats. Keeps one small entry per row (ids / hash counts)."""
@@ -935,6 +964,18 @@ class KeyBuilder:
         n = self.hash_counts.get(h, 0) + 1
         self.hash_counts[h] = n
         return f"{self.source}/{h}" if n == 1 else f"{self.source}/{h}-{n}"
+
+    def hash_keys(self, hashes: list[str]) -> Any:
+        """:meth:`hash_key_of` of each hash in order, as a pyarrow string array: joined column-wise
+        where no hash repeats (within ``hashes`` or with an earlier one), else one by one."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        new = dict.fromkeys(hashes, 1)
+        if len(new) == len(hashes) and self.hash_counts.keys().isdisjoint(new):
+            self.hash_counts.update(new)
+            return pc.binary_join_element_wise(f"{self.source}/", pa.array(hashes, pa.string()), "")
+        return pa.array([self.hash_key_of(h) for h in hashes], pa.string())
 
 
 class Deduper:
@@ -1128,8 +1169,7 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
         extra["difficulty"] = _difficulty(rec.data.get(fm.difficulty)) if fm.difficulty else None
     except ValueError as exc:
         return Outcome(issue=Issue(rec.pos, key, fm.difficulty or "", f"{exc}{_at(rec)}"))
-    fam = rec.data.get(fm.family) if fm.family else None
-    extra["family"] = fam.strip() if isinstance(fam, str) and fam.strip() else None
+    extra["family"] = _family(rec.data.get(fm.family)) if fm.family else None
     template = opts.prompt_template
     if fm.choices:
         got = choice_question(fm, rec, question)
@@ -1161,23 +1201,54 @@ def _is_text(t: Any) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _column(table: Any, name: str | None, ok) -> list | None | bool:
-    """The Python values of a column whose type passes ``ok`` (all None where the chunk lacks it), or
-    False where its type does not."""
+def _column(table: Any, name: str | None, ok) -> Any:
+    """A column as one pyarrow array where its type passes ``ok``; None where the chunk lacks it or
+    it holds only nulls; False where its type does not pass."""
     import pyarrow as pa
 
     if name is None or name not in table.column_names:
-        return [None] * table.num_rows
+        return None
     col = table.column(name)
     if pa.types.is_null(col.type):
-        return [None] * table.num_rows
-    return col.to_pylist() if ok(col.type) else False
+        return None
+    return col.combine_chunks() if ok(col.type) else False
 
 
-#: the characters ``str.strip()`` removes (those ``str.isspace()`` names), for pyarrow's ``utf8_trim``
-#: to strip a column exactly as Python strips each value
-_PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
-                  "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+def _per_value(values: Any, f, type_: Any) -> Any:
+    """``f`` of every value of a pyarrow array as an array of ``type_``: ``f`` runs once per distinct
+    value (a column of levels or subjects holds a few) and pyarrow spreads the results; a null
+    stays null (``f(None)`` is None for every ``f`` given here)."""
+    import pyarrow as pa
+
+    enc = values.dictionary_encode()
+    return pa.array([f(v) for v in enc.dictionary.to_pylist()], type_).take(enc.indices)
+
+
+def _python_targets(values: list, field: str) -> list[str | None] | None:
+    """:func:`normalise_target` of each value (None for the whole list where one is refused: the
+    per-record route names it)."""
+    out = []
+    for v in values:
+        target, _, refused = normalise_target(v, field)
+        if refused:
+            return None
+        out.append(target)
+    return out
+
+
+def _scatter(n: int, parts: list[tuple[Any, Any]]) -> Any:
+    """One array of ``n`` values from parts ``(row numbers, values)`` that together cover every row once."""
+    import numpy as np
+    import pyarrow as pa
+
+    if len(parts) == 1:
+        return parts[0][1]  # (its row numbers are 0..n-1 in order)
+    where = np.empty(n, dtype=np.int64)
+    start = 0
+    for rows, values in parts:
+        where[rows] = np.arange(start, start + len(values))
+        start += len(values)
+    return pa.concat_arrays([values for _, values in parts]).take(pa.array(where))
 
 
 def _question_hashes(qs: Any) -> list[str]:
@@ -1187,66 +1258,85 @@ def _question_hashes(qs: Any) -> list[str]:
     import numpy as np
     import pyarrow.compute as pc
 
-    # (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several times
-    # faster than match_substring)
-    odd = pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
-                 pc.match_substring_regex(qs, "  "))
-    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1].tolist()
+    offsets = np.frombuffer(qs.buffers()[1], dtype=np.int32)[qs.offset:qs.offset + len(qs) + 1]
     data = memoryview(qs.buffers()[2] or b"")
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]  # every value's bytes, in a row
+    space = text == 0x20
+    if text.size and (text.min() < 0x20 or text.max() > 0x7E or (space[1:] & space[:-1]).any()):
+        # some question is not printable ASCII or has a double space somewhere: find which, row by
+        # row (ascii_is_printable: 0x20-0x7e, as str.isprintable() on ASCII; RE2 finds "  " several
+        # times faster than match_substring)
+        odd = pc.indices_nonzero(pc.or_(pc.invert(pc.and_(pc.string_is_ascii(qs), pc.ascii_is_printable(qs))),
+                                        pc.match_substring_regex(qs, "  "))).to_pylist()
+    else:
+        odd = []  # (the values are stripped: no pair of spaces straddles two of them)
+    offsets = offsets.tolist()
     sha1 = hashlib.sha1
     out = [sha1(data[a:b]).hexdigest()[:16] for a, b in zip(offsets, offsets[1:])]
-    for i in pc.indices_nonzero(odd).to_pylist():
+    for i in odd:
         out[i] = question_hash(qs[i].as_py())
     return out
 
 
-def _column_targets(col: Any, field: str) -> list[str | None] | None:
-    """:func:`normalise_target` of every value of a text column, or None where one is refused.
-    Column-wise for the common answer ``"... #### 42"`` whose tail is ASCII without braces or a
-    backslash (there :func:`_reduce_text` and :func:`unmatchable` reduce to a length check, a comma
-    pattern and a non-finite pattern, run by pyarrow's RE2: no backtracking); every other value goes
-    through :func:`normalise_target` itself. Lengths are checked before anything searches a value."""
+def _column_targets(col: Any, field: str) -> Any:
+    """:func:`normalise_target` of every value of a text column, as a string array (null: no
+    target), or None where one is refused. Column-wise for the common answer ``"... #### 42"`` whose
+    tail is ASCII without braces or a backslash (there :func:`_reduce_text` and :func:`unmatchable`
+    reduce to a length check, a comma pattern and a non-finite pattern, run by pyarrow's RE2: no
+    backtracking); every other value goes through :func:`normalise_target` itself. Lengths are
+    checked before anything searches a value (in bytes first: a text has at least as many bytes as
+    characters, so characters are counted only past the limit in bytes)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if (pc.max(pc.utf8_length(col)).as_py() or 0) > MAX_ANSWER_FIELD_CHARS:
+    def longer(arr: Any, limit: int) -> bool:
+        return (pc.max(pc.binary_length(arr)).as_py() or 0) > limit and (pc.max(pc.utf8_length(arr)).as_py() or 0) > limit
+
+    col = pc.cast(col, pa.string())
+    if longer(col, MAX_ANSWER_FIELD_CHARS):
         return None  # (the per-record route names it, before any search)
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(col)
     marked = pc.fill_null(pc.match_substring_regex(col, "####"), False)  # (RE2: far faster than match_substring)
     idx = pc.indices_nonzero(marked)
-    out: list[str | None] = [None] * len(col)
-    simple = [False] * len(col)
+    simple = np.zeros(n, dtype=bool)
+    parts = []
     if len(idx):
-        tails = pc.utf8_trim(pc.list_element(pc.split_pattern(col.take(idx), "####", max_splits=1, reverse=True), 1),
-                             characters=_PY_WHITESPACE)
-        limit = _max_answer_chars()
-        if (pc.max(pc.utf8_length(tails)).as_py() or 0) > limit:
+        texts = col if len(idx) == n else col.take(idx)
+        tails = pc.utf8_trim(pc.list_element(pc.split_pattern(texts, "####", max_splits=1, reverse=True), 1),
+                             characters=PY_WHITESPACE)
+        if longer(tails, _max_answer_chars()):
             return None  # a target longer than the verifier extracts: refused
         plain = pc.and_(pc.string_is_ascii(tails), pc.invert(pc.match_substring_regex(tails, r"[{}\\]")))
         if pc.any(pc.and_(plain, pc.match_substring_regex(tails, r"^[-+]?(?:inf|infinity|nan)$", ignore_case=True))).as_py():
             return None  # a non-finite number: refused
         commas = pc.match_substring_regex(tails, r"^[-+]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?$")
-        tails = pc.if_else(commas, pc.replace_substring(tails, ",", ""), tails)
-        for i, t, p in zip(idx.to_pylist(), tails.to_pylist(), plain.to_pylist()):
-            if p:
-                out[i], simple[i] = t or None, True  # (nothing after '####': no target)
-    rest = pc.indices_nonzero(pc.invert(pa.array(simple, pa.bool_())))  # (only these are read into Python)
-    for i, v in zip(rest.to_pylist(), col.take(rest).to_pylist()):
-        target, _, refused = normalise_target(v, field)
-        if refused:
+        tails = pc.filter(pc.if_else(commas, pc.replace_substring(tails, ",", ""), tails), plain)
+        rows = idx.to_numpy()[plain.to_numpy(zero_copy_only=False)]
+        simple[rows] = True
+        # (nothing after '####': no target)
+        parts.append((rows, pc.if_else(pc.equal(pc.binary_length(tails), 0), pa.scalar(None, pa.string()), tails)))
+    rest = np.flatnonzero(~simple)  # (only these are read into Python)
+    if rest.size:
+        targets = _python_targets(col.take(pa.array(rest)).to_pylist(), field)
+        if targets is None:
             return None
-        out[i] = target
-    return out
+        parts.append((rest, pa.array(targets, pa.string())))
+    return _scatter(n, parts)
+
 
 def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
-              dedupe: Deduper | None = None) -> tuple[Any, int, list[int]] | None:
+              dedupe: Deduper | None = None) -> tuple[Any, int, Any] | None:
     """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers,
-    each row's record number)``
-    with exactly the rows :func:`build_record` makes, or None (nothing changed) where any record
-    needs more than the plain route: an error, a refusal, a type Python would read otherwise (a
-    float: Python keeps it as a Decimal), multiple choice, verl's layout. The caller then builds the
-    chunk's records one by one; so every check is the per-record one, and this is only faster."""
+    each row's record number)`` with exactly the rows :func:`build_record` makes, or None (nothing
+    changed) where any record needs more than the plain route: an error, a refusal, a type Python
+    would read otherwise (a float: Python keeps it as a Decimal), multiple choice, verl's layout.
+    The caller then builds the chunk's records one by one; so every check is the per-record one,
+    and this is only faster. Every step is a pyarrow operation over the chunk's columns but one
+    SHA-1 per question key (and, with ``dedupe``, one digest per record)."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from .schema import records_schema
 
@@ -1258,116 +1348,105 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     if qcol is None or not _is_text(qcol.type) or qcol.null_count:
         return None
     text_or_int = lambda t: _is_text(t) or pa.types.is_integer(t)  # noqa: E731
-    text_answers = fm.answer in table.column_names and _is_text(table.column(fm.answer).type)
-    answers = None if text_answers else _column(table, fm.answer, text_or_int)  # (a text column: column-wise below)
-    ids = _column(table, fm.id, text_or_int) if fm.id else None
+    answers = _column(table, fm.answer, text_or_int)
+    ids = _column(table, fm.id, text_or_int)
     diffs = _column(table, fm.difficulty, text_or_int)
-    fams = _column(table, fm.family, _is_text)
+    fams = _column(table, fm.family, _is_text)  # (a family that is no text is None in every row)
     if answers is False or ids is False or diffs is False:
         return None
-    if fams is False:  # a family that is no text is None in every row
-        fams = [None] * n
-    labeled_mode = opts.labeled
-    import pyarrow.compute as pc
-
+    string = pa.string()
     # column-wise, each as the per-record route computes it (str.strip() is utf8_trim of the very
     # characters str.isspace() names; a value no column operation reproduces exactly goes through
     # the per-record function)
-    qs = pc.cast(pc.utf8_trim(qcol.combine_chunks(), characters=_PY_WHITESPACE), pa.string())
-    if (pc.min(pc.utf8_length(qs)).as_py() or 0) == 0:
+    qs = pc.cast(pc.utf8_trim(qcol.combine_chunks(), characters=PY_WHITESPACE), string)
+    if (pc.min(pc.binary_length(qs)).as_py() or 0) == 0:
         return None  # an empty question: the per-record route names it
-    if fm.answer is None:
-        targets = [None] * n
-    else:
-        if text_answers:
-            targets = _column_targets(table.column(fm.answer), fm.answer)
-        elif answers is False:
-            return None
-        else:
-            targets = []
-            for a in answers:
-                target, _, refused = normalise_target(a, fm.answer)
-                if refused:
-                    return None
-                targets.append(target)
+    if answers is None:
+        targets = pa.nulls(n, string)
+    elif _is_text(answers.type):
+        targets = _column_targets(answers, fm.answer)
         if targets is None:
             return None  # a refused answer
-    if labeled_mode is True and None in targets:
+    else:  # an integer's target is its decimal text (canonical_number), never refused
+        targets = pc.cast(answers, string)
+    if opts.labeled is True and targets.null_count:
         return None
     try:
-        difficulty = [_difficulty(d) for d in diffs] if fm.difficulty else [None] * n
+        difficulty = _per_value(diffs, _difficulty, pa.int64()) if diffs is not None else pa.nulls(n, pa.int64())
     except ValueError:
         return None
-    family = [fam.strip() if isinstance(fam, str) and fam.strip() else None for fam in fams]
-    if ids is not None:
-        ids = [_id_str(v) for v in ids]
-        if None in ids or len(set(ids)) < n or not keys.seen_ids.keys().isdisjoint(ids):
+    family = _per_value(fams, _family, string) if fams is not None and fams is not False else pa.nulls(n, string)
+    if ids is not None:  # (_id_str column-wise: a text trimmed, an integer as its decimal text)
+        ids = pc.utf8_trim(pc.cast(ids, string), characters=PY_WHITESPACE) if _is_text(ids.type) else pc.cast(ids, string)
+        if ids.null_count or (pc.min(pc.binary_length(ids)).as_py() or 0) == 0 \
+                or pc.count_distinct(ids).as_py() < n:
             return None  # a missing or repeated id: the per-record route names it
+        id_list = ids.to_pylist()
+        if not keys.seen_ids.keys().isdisjoint(id_list):
+            return None
+    hashes = _question_hashes(qs) if ids is None else None
 
-    # every record is a plain row: now the keys (and the repeats) in file order
-    line0 = chunk.line0
-    keep, index = [], []
-    if ids is None and dedupe is None:  # (the common case: hash keys, no dedupe, in one loop)
-        keep = range(n)
-        index = [keys.hash_key_of(h) for h in _question_hashes(qs)]
+    # every record is a plain row: now the repeats (dedupe) and the keys, in file order
+    keep: Any = range(n)
+    if dedupe is not None:
+        questions, tlist, line0 = qs.to_pylist(), targets.to_pylist(), chunk.line0
+        keep = [i for i in range(n) if not dedupe.repeat(
+            questions[i], tlist[i], f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}")]
+    if ids is not None:
+        kept = id_list if len(keep) == n else [id_list[i] for i in keep]
+        keys.seen_ids.update(zip(kept, (chunk.pos + i for i in keep)))
+        index = pc.binary_join_element_wise(f"{keys.source}/", pa.array(kept, string), "")
     else:
-        questions = qs.to_pylist()
-        hashes = _question_hashes(qs) if ids is None else None
-        for i in range(n):
-            if dedupe is not None and dedupe.repeat(questions[i], targets[i],
-                                                    f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}"):
-                continue
-            keep.append(i)
-            index.append(keys.id_key(ids[i], chunk.pos + i) if ids is not None else keys.hash_key_of(hashes[i]))
+        index = keys.hash_keys(hashes if len(keep) == n else [hashes[i] for i in keep])
     if len(keep) < n:
-        targets, difficulty, family = ([v[i] for i in keep] for v in (targets, difficulty, family))
-        qs = qs.take(pa.array(keep, pa.int64()))
+        rows = pa.array(keep, pa.int64())
+        targets, difficulty, family, qs = (v.take(rows) for v in (targets, difficulty, family, qs))
     m = len(keep)
-    labeled = [t is not None and labeled_mode is not False for t in targets]
-    hidden = [None if lab or t is None or not opts.hidden_answers else t for t, lab in zip(targets, labeled)]
+    if opts.labeled is False:  # every row unlabeled; the answers kept as hidden ones (unless not)
+        labeled = pa.array(np.zeros(m, dtype=bool))
+        ground_truth = pa.repeat(pa.scalar("", string), m)
+        hidden = targets if opts.hidden_answers else pa.nulls(m, string)
+    else:  # labeled iff there is a target (labeled=True: every row has one, checked above)
+        labeled = pc.is_valid(targets)
+        ground_truth = pc.fill_null(targets, "")
+        hidden = pa.nulls(m, string)
 
     schema = records_schema()
-    string = pa.string()
     template = opts.prompt_template or DEFAULT_PROMPT_TEMPLATE
     # template.replace("{question}", q) for every q: the template's pieces joined with the question
+    # (ImportOptions.check: the template has the placeholder)
     pieces = template.split("{question}")
-    users = (pc.binary_join_element_wise(*[x for piece in pieces[:-1] for x in (piece, qs)], pieces[-1], "")
-             if len(pieces) > 1 else pa.array([template] * m, string))
+    users = pc.binary_join_element_wise(*[x for piece in pieces[:-1] for x in (piece, qs)], pieces[-1], "")
     msg_type = schema.field("prompt").type.value_type
     if opts.system_prompt:  # (as make_row: a system message first where there is one)
-        roles = ["system", "user"] * m
-        contents = pa.concat_arrays([pa.array([opts.system_prompt], string), users]).take(
-            pa.array([j for i in range(m) for j in (0, i + 1)], pa.int64()))
+        roles = pa.array(["system", "user"], string).take(pa.array(np.tile(np.array([0, 1]), m)))
+        at = np.zeros(2 * m, dtype=np.int64)
+        at[1::2] = np.arange(1, m + 1)
+        contents = pa.concat_arrays([pa.array([opts.system_prompt], string), users]).take(pa.array(at))
         step = 2
     else:
-        roles, contents, step = ["user"] * m, users, 1
-    messages = pa.StructArray.from_arrays([pa.array(roles, string), contents], fields=list(msg_type))
-    prompt = pa.ListArray.from_arrays(pa.array(range(0, step * m + 1, step), pa.int32()), messages,
+        roles, contents, step = pa.repeat(pa.scalar("user", string), m), users, 1
+    messages = pa.StructArray.from_arrays([roles, contents], fields=list(msg_type))
+    prompt = pa.ListArray.from_arrays(pa.array(np.arange(0, step * m + 1, step, dtype=np.int32)), messages,
                                       type=schema.field("prompt").type)
 
-    def const(v: Any, t: Any = string) -> Any:
-        return pa.array([v] * m, t)
+    def const(v: Any) -> Any:
+        return pa.repeat(pa.scalar(v, string), m)
 
-    reward_model = pa.StructArray.from_arrays(
-        [const("rule"), pa.array([t if lab else "" for t, lab in zip(targets, labeled)], string)],
-        fields=list(schema.field("reward_model").type))
+    reward_model = pa.StructArray.from_arrays([const("rule"), ground_truth], fields=list(schema.field("reward_model").type))
     ei_type = schema.field(EXTRA_INFO).type
     ei_values = {
-        "index": pa.array(index, string), "labeled": pa.array(labeled, pa.bool_()),
-        "label_source": pa.array(["gold" if lab else "none" for lab in labeled], string),
-        "source": const(opts.source), "split": const(opts.split), "difficulty": pa.array(difficulty, pa.int64()),
-        "family": pa.array(family, string), "view": const("original"), "pair_key": const(None),
-        "question": qs,
+        "index": index, "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
+        "source": const(opts.source), "split": const(opts.split), "difficulty": difficulty,
+        "family": family, "view": const("original"), "pair_key": const(None), "question": qs,
     }
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
-    sim_type = schema.field("simulation").type
-    no_sim = pa.array([h is None for h in hidden], pa.bool_())
-    simulation = pa.StructArray.from_arrays([pa.array(hidden, string), pa.array(["none"] * m, string)],
-                                            fields=list(sim_type), mask=no_sim)
+    simulation = pa.StructArray.from_arrays([hidden, const("none")], fields=list(schema.field("simulation").type),
+                                            mask=pc.is_null(hidden))
     out = pa.Table.from_arrays(
         [const(opts.data_source or opts.source), prompt, const(opts.ability or "math"), reward_model, extra_info,
          simulation], schema=schema)
-    return out, sum(1 for h in hidden if h is not None), [chunk.pos + i for i in keep]
+    return out, m - hidden.null_count, range(chunk.pos, chunk.pos + n) if m == n else [chunk.pos + i for i in keep]
 
 
 _VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}
@@ -1526,9 +1605,11 @@ class _Pipeline:
         self.opts = opts
         self.progress = progress
         self.batch_rows = batch_rows
+        #: the input file's hash as its reader takes it (a file source)
+        self.digest = FileDigest()
         if isinstance(source, (str, os.PathLike)):
             self.where = str(source)
-            self.chunks = lambda: iter_chunks(source, batch_rows)
+            self.chunks = lambda: iter_chunks(source, batch_rows, digest=self.digest)
         else:
             self.where = "<rows>"
             self.chunks = lambda: _row_chunks(source)
@@ -1724,7 +1805,7 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
     the raw file's hash, its rule ``import``, its config the options, its refusals the rows left out.
     Returns ``(ImportSummary, Manifest)``.
     """
-    from .versions import Parent, VersionWriter, check_output, parent_of
+    from .versions import Parent, VersionWriter, check_output, sha256_file
 
     path = Path(path)
     check_output(out, [path], force=force)
@@ -1738,15 +1819,16 @@ def import_file(path: str | os.PathLike[str], out: str | os.PathLike[str], *, fo
             pipe.as_rows = False  # the writer checks a table column-wise, with the same result as its rows
             try:
                 with VersionWriter(out, rule="import", config=opts.config(), force=force,
-                                   parents=[parent_of(path, rows=None)],
+                                   parents=[Parent(path.name, "", None, check_input(path))],  # (hashed below)
                                    schema=pipe.verl_plan.schema if pipe.verl_plan is not None else None) as w:
                     for batch in pipe:
                         w.write(batch)
                     for r in pipe.refusals:
                         w.refuse(r)
                     summary = pipe.summary()
-                    p0 = w.parents[0]
-                    w.parents[0] = Parent(p0.name, p0.sha256, pipe.seen)  # the raw records read
+                    # the bytes the reader read, hashed as it read them (else read again for the hash)
+                    sha = pipe.digest.sha.hexdigest() if pipe.digest.whole else sha256_file(path)
+                    w.parents[0] = Parent(path.name, sha, pipe.seen)  # (rows: the raw records read)
             except _Restart as again:  # (the writer discarded its temporary files)
                 fields = again.fields
                 if bar is not None:

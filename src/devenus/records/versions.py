@@ -384,6 +384,7 @@ class VersionWriter:
         table = self._table(rows)
         if table is None or table.num_rows == 0:
             return
+        table = table.combine_chunks()  # (once: the checks and the re-typing below then copy nothing)
         from .columnar import find_table_issues
 
         issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)

@@ -1,0 +1,127 @@
+"""The import's column route (``fast_rows``: a block pyarrow read, converted with pyarrow operations)
+against its record route (``build_record``, one record at a time): the same Parquet bytes, manifest,
+summary and errors, on inputs whose blocks mix what the columns reduce and what they leave to Python."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from devenus.records import RecordError, import_file, importer
+
+WS = ["", " ", "\t", "\u3000", "\x1c"]
+PLAIN_Q = ["Tom has {} apples and buys 4 more.", "What is {} times 7?", "A farm sells {} eggs."]
+ODD_Q = ["What is \ufb01ve  plus {}?", "\uff26ull width {}", "Tab\tinside {}", "\u00e9migr\u00e9 count {}?",
+         "Double  space {}"]
+ANSWERS = ["3 + 4 = 7\n#### 7", "#### 2,000", "#### 1,2", "#### 1,234,567.5", "  #### 12  ", "a####b####c",
+           "#### \\frac{1}{2}", "#### \u00bd", "so \\boxed{5}", "42", "#### 12\u3000", "#### x9"]
+
+
+def _records(n, seed, *, ids=None, level=None, subject=False, missing=False):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        # the first half plain ASCII questions (the normal-form check at once), then mixed ones
+        pool = PLAIN_Q if i < n // 2 else PLAIN_Q + ODD_Q
+        q = rng.choice(pool).format(i if rng.random() < 0.7 else 1)  # (repeats: keys -2, -3, ... across blocks)
+        rec = {"question": rng.choice(WS) + q + rng.choice(WS),
+               "answer": rng.choice(ANSWERS + (["#### ", None] if missing else []))}
+        if ids == "text":
+            rec["id"] = rng.choice(WS[:3]) + f"q{i}" + rng.choice(WS[:3])
+        elif ids == "int":
+            rec["id"] = 1000 - i
+        if level == "text":
+            rec["level"] = rng.choice(["Level 3", " 2 ", "hard", "level 5"])
+        elif level == "int":
+            rec["level"] = rng.randint(1, 5)
+        if subject:
+            rec["subject"] = rng.choice([" Algebra ", "Geometry", "", "\u3000"])
+        out.append(rec)
+    return out
+
+
+INPUTS = {
+    "hash keys": dict(),
+    "text ids, text levels, subjects": dict(ids="text", level="text", subject=True),
+    "int ids, int levels": dict(ids="int", level="int"),
+    "answers missing": dict(missing=True),
+}
+OPTIONS = [dict(), dict(labeled="auto"), dict(labeled=False), dict(labeled=False, hidden_answers=False),
+           dict(labeled="auto", dedupe="exact"), dict(system_prompt="Be brief.", prompt_template="Q: {question}\nA:")]
+
+
+def _import(src, out, opts):
+    try:
+        summary, _ = import_file(src, out, source="c", progress=False, **opts)
+    except RecordError as exc:
+        return "error", str(exc).replace(str(src), "<in>")
+    return summary, out.read_bytes(), out.with_name(out.stem + ".manifest.json").read_text().replace(out.name, "<out>")
+
+
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_the_column_route_gives_the_record_route_s_version(tmp_path, monkeypatch, name):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=i % 2 == 0) + "\n"
+                           for i, r in enumerate(_records(400, seed=len(name), **INPUTS[name]))))
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 2048)  # many blocks, each pyarrow's
+    fast = importer.fast_rows
+    converted = []
+
+    def spy(chunk, *args, **kw):
+        got = fast(chunk, *args, **kw)
+        converted.append(got is not None)
+        return got
+
+    for i, opts in enumerate(OPTIONS):
+        monkeypatch.setattr(importer, "fast_rows", spy)
+        converted.clear()
+        by_columns = _import(src, tmp_path / f"a{i}.parquet", opts)
+        assert sum(converted) >= len(converted) // 2 or by_columns[0] == "error", (opts, converted)
+        monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)  # every record by build_record
+        by_records = _import(src, tmp_path / f"b{i}.parquet", opts)
+        assert by_columns == by_records, opts
+
+
+def test_line_blocks_cover_the_file_in_whole_lines(tmp_path):
+    """Each block is whole lines of at most a block's bytes (or begins with a longer line, read to its end),
+    the last one what follows the last newline; together they are the file."""
+    rng = random.Random(3)
+    for trial in range(60):
+        lines = [b"x" * rng.choice([0, 1, 5, 40, 300]) for _ in range(rng.randint(0, 30))]
+        data = b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
+        p = tmp_path / f"f{trial}"
+        p.write_bytes(data)
+        size = rng.choice([1, 7, 64, 1000])
+        with open(p, "rb") as f:
+            blocks = list(importer._line_blocks(f, size))
+        assert b"".join(blocks) == data
+        assert b"\n" not in blocks[-1]
+        for b in blocks[:-1]:
+            assert b.endswith(b"\n") and (len(b) <= size or b.index(b"\n") >= size)
+
+
+@pytest.mark.parametrize("name", ["bom.jsonl", "late.jsonl", "plain.csv"])
+def test_the_parent_hash_is_the_input_file_s_read_or_not_by_the_blocks(tmp_path, monkeypatch, name):
+    """JSONL is hashed from the blocks as they are read (a BOM, a line longer than a block, no final
+    newline, a second pass for a column that starts late); other formats by reading the file again."""
+    import hashlib
+
+    from devenus.records.versions import read_manifest, verify_manifest
+
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    src = tmp_path / name
+    if name == "bom.jsonl":
+        src.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps({"question": f"Q{i} " + "x" * (600 if i == 3 else 5),
+                                                               "answer": f"#### {i}"}).encode() + b"\n" for i in range(20))[:-1])
+    elif name == "late.jsonl":
+        src.write_text("".join(json.dumps({"question": f"Q{i}?", **({"answer": str(i)} if i > 30 else {})}) + "\n"
+                               for i in range(40)))
+    else:
+        src.write_text("question,answer\n" + "".join(f"Q{i}?,{i}\n" for i in range(40)))
+    _, m = import_file(src, tmp_path / "d.parquet", source="h", labeled="auto", progress=False)
+    assert m.parents[0].sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert m.parents[0].rows == (20 if name == "bom.jsonl" else 40)
+    verify_manifest(tmp_path / "d.parquet", parents=[src])
+    assert read_manifest(tmp_path / "d.parquet").parents[0].name == name
