@@ -115,6 +115,9 @@ def test_refill_size_is_the_open_slots_over_the_informative_share_so_far_within_
     assert refill_size(3, drawn=16, informative=13, batch_size=16, granule=4) == 4
     assert refill_size(5, drawn=16, informative=13, batch_size=16, granule=4) == 8
     assert refill_size(5, drawn=16, informative=4, batch_size=16, granule=4) == 16
+    # a granule of one batch (late placement: verl's log-prob pass needs the step's shape) is whole batches
+    assert refill_size(1, drawn=16, informative=15, batch_size=16, granule=16) == 16
+    assert refill_size(1, drawn=16, informative=15, batch_size=16, granule=16, variance_filter=False) == 16
 
 
 def test_refill_granule_is_the_fewest_prompts_every_generate_call_splits_evenly():

@@ -194,10 +194,13 @@ class Composer:
             f.observe(list(groups.key[real]), groups.zero_variance[real], groups.mean_score[real], self.t.global_steps)
 
     def size(self, composer: rule.SlotComposer, drawn: int, informative: int, use_filter: bool) -> int:
-        """Prompts for the next round: what the open slots need (:func:`rule.refill_size`)."""
-        return rule.refill_size(len(composer.open_slots(use_filter)), drawn, informative,
-                                int(self.t.config.data.train_batch_size), self.cfg.refill_prompts,
-                                self.t.refill_granule, variance_filter=use_filter)
+        """Prompts for the next round: what the open slots need (:func:`rule.refill_size`). With late
+        placement each round gets verl's own log-prob pass, whose micro-batches only the step's shape is
+        known to fit (a 3-prompt round failed verl's micro-batch divisibility): whole batches, as before."""
+        batch = int(self.t.config.data.train_batch_size)
+        return rule.refill_size(len(composer.open_slots(use_filter)), drawn, informative, batch,
+                                self.cfg.refill_prompts, batch if self.late else self.t.refill_granule,
+                                variance_filter=use_filter)
 
     def run(self) -> tuple[DataProto, float]:
         t, batch, cfg = self.t, self.batch, self.cfg
