@@ -46,6 +46,14 @@ Plan (written 2026-12-03, before any run of this experiment; the claims are the 
   ~500 s with ds: ~2,500 s of run time per seed, ~30-40 min at --jobs 2 on this 2-core machine (two runs
   side by side each run ~1.5x slower). Full mode: 3x that, ~1.5-2 h (seed 0 reused from --quick).
 
+Amendment (2026-12-03, after the first --quick run of seed 0 and before its rerun; nothing else changed):
+the first run's refill rounds each drew a whole batch (16 prompts) to fill a few empty slots (the skip arm
+spent 1,664 rollouts on 13 refill rounds to fill 19 skipped slots). ``devenus.dynamic_sampling``'s default
+``refill_prompts=0`` now sizes each round to its need: the open slots divided by the informative share of
+the prompts the step has drawn so far, at most 16 (an unfiltered round for skipped slots draws exactly
+the slots left). The arms' settings are unchanged (still the component's defaults, 2 rounds at most);
+every arm of seed 0 is rerun with --force; the whole-batch run's numbers stay in experiments/README.md.
+
 Results: one JSON per (arm, seed) under experiments/results/rollout_savings/; rollout_savings.md (and
 .json, .png: the runner's table and paired differences) and rollout_savings_curves.md / _curves.png (the
 savings table and accuracy against rollouts, one curve per arm and seed) beside it.

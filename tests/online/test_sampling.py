@@ -10,7 +10,7 @@ import pytest
 from devenus.config import ConfigError
 from devenus.online.rollouts import RolloutBatch
 from devenus.online.sampling import (PLACEHOLDER_KEY, DynamicSamplingConfig, RefillOrder, SlotComposer, judge,
-                                     sampling_config, step_metrics)
+                                     refill_granule, refill_size, sampling_config, step_metrics)
 
 
 def batch(scores, labeled=None, size=4, shuffle=None, **fields) -> RolloutBatch:
@@ -90,6 +90,44 @@ def test_refill_order_is_seeded_avoids_excluded_keys_and_resumes_from_its_cursor
         RefillOrder(keys, seed=5).load_state_dict(state)
 
 
+def test_refill_size_is_the_open_slots_over_the_informative_share_so_far_within_one_batch():
+    # 16 prompts drawn, 4 informative (share 1/4): 3 empty slots need 12 prompts, 5 would need 20 -> one batch
+    assert refill_size(3, drawn=16, informative=4, batch_size=16) == 12
+    assert refill_size(5, drawn=16, informative=4, batch_size=16) == 16
+    # share 13/16 (the testbed's late steps): 3 slots -> ceil(3 * 16 / 13) = 4 prompts, not a batch of 16
+    assert refill_size(3, drawn=16, informative=13, batch_size=16) == 4
+    assert refill_size(1, drawn=16, informative=15, batch_size=16) == 2  # ceil(16 / 15): never under the need
+    assert refill_size(2, drawn=16, informative=8, batch_size=16) == 4  # exact: no float round-off upwards
+    # the share pools every round so far: 16 + 12 drawn, 4 + 6 informative -> 2 slots need ceil(2 * 28 / 10) = 6
+    assert refill_size(2, drawn=28, informative=10, batch_size=16) == 6
+    # nothing informative yet (or nothing drawn): one batch, as the whole-batch rule did; no slot open: nothing
+    assert refill_size(4, drawn=16, informative=0, batch_size=16) == 16
+    assert refill_size(4, drawn=0, informative=0, batch_size=16) == 16
+    assert refill_size(0, drawn=16, informative=0, batch_size=16) == 0
+    # without the variance filter (the placeholders' last resort) every drawn prompt fills a slot
+    assert refill_size(3, drawn=16, informative=1, batch_size=16, variance_filter=False) == 3
+    assert refill_size(30, drawn=16, informative=1, batch_size=16, variance_filter=False) == 16
+    # refill_prompts=N still means N, whatever the share; zero open slots still draw nothing
+    assert refill_size(1, drawn=16, informative=15, batch_size=16, explicit=16) == 16
+    assert refill_size(9, drawn=16, informative=1, batch_size=16, explicit=3) == 3
+    assert refill_size(0, drawn=16, informative=1, batch_size=16, explicit=3) == 0
+    # rounded up to the workers' granule, never past the batch
+    assert refill_size(3, drawn=16, informative=13, batch_size=16, granule=4) == 4
+    assert refill_size(5, drawn=16, informative=13, batch_size=16, granule=4) == 8
+    assert refill_size(5, drawn=16, informative=4, batch_size=16, granule=4) == 16
+    # a granule of one batch (late placement: verl's log-prob pass needs the step's shape) is whole batches
+    assert refill_size(1, drawn=16, informative=15, batch_size=16, granule=16) == 16
+    assert refill_size(1, drawn=16, informative=15, batch_size=16, granule=16, variance_filter=False) == 16
+
+
+def test_refill_granule_is_the_fewest_prompts_every_generate_call_splits_evenly():
+    assert refill_granule(1, [8]) == 1
+    assert refill_granule(8, [8]) == 1  # 8 rollouts a prompt: any prompt count splits over 8 workers
+    assert refill_granule(8, [4]) == 2 and refill_granule(8, [3]) == 8
+    assert refill_granule(8, [4, 6]) == 4  # training rollouts and vote-on-N: both calls must split
+    assert refill_granule(2, [3, 5]) == 2
+
+
 def test_step_metrics_count_kept_groups_rounds_and_zero_variance_by_label_state():
     first = judge(batch([0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0], labeled=[True, True, False, False],
                         **{PLACEHOLDER_KEY: [0] * 12 + [1] * 4}))
@@ -101,6 +139,7 @@ def test_step_metrics_count_kept_groups_rounds_and_zero_variance_by_label_state(
     assert m["devenus/sampling/groups_kept"] == 2  # the one informative + the placeholder's refill
     assert m["devenus/sampling/slots_unfilled"] == 2 and m["devenus/sampling/refill_rounds"] == 1
     assert m["devenus/sampling/rollouts_generated"] == 20 and m["devenus/sampling/refill_groups"] == 2
+    assert m["devenus/sampling/refill_groups_unused"] == 1  # r1 is zero-variance: generated, fills nothing
     # generated groups, placeholders aside: labeled g0 (zero), g1, r0; unlabeled g2 (zero), r1 (zero)
     assert m["devenus/sampling/zero_variance_share/labeled"] == pytest.approx(1 / 3)
     assert m["devenus/sampling/zero_variance_share/unlabeled"] == 1.0
@@ -111,6 +150,7 @@ def test_config_keys_bounds_and_defaults():
     c = sampling_config(None)
     assert c == DynamicSamplingConfig() and not c.enabled and c.prompts_per_round(8) == 8
     assert sampling_config({"enabled": True, "refill_prompts": 3}).prompts_per_round(8) == 3
+    assert c.refill_prompts == 0  # auto: refill_size sizes each round to its open slots
     with pytest.raises(ConfigError, match="devenus.dynamic_sampling.max_refill_rounds"):
         sampling_config({"max_refill_rounds": -1})
     with pytest.raises(ConfigError, match="devenus.dynamic_sampling.tolerance"):

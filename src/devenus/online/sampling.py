@@ -10,8 +10,9 @@ constant and replaces a slot's rows in place (docs/sampling/dynamic_sampling.md)
 - it is a *placeholder*: a prompt a :class:`PreRolloutFilter` skipped before rollout, whose rows are
   copies that must never train.
 
-Refill rounds generate further prompts (a seeded order over the training set, :class:`RefillOrder`) and
-:class:`SlotComposer` fills empty slots with their informative groups, placeholders first. A zero-variance
+Refill rounds generate further prompts (a seeded order over the training set, :class:`RefillOrder`), as
+many as the empty slots need (:func:`refill_size`), and :class:`SlotComposer` fills empty slots with their
+informative groups, placeholders first. A zero-variance
 slot still empty after the last round keeps its own rows (GRPO gives it zero advantage anyway); a
 placeholder still empty is filled from further prompts without the variance filter, so nothing trains on
 a copy.
@@ -19,6 +20,7 @@ a copy.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Sequence
 
@@ -44,7 +46,10 @@ class DynamicSamplingConfig(Config):
 
     enabled: bool = option(False, "drop zero-variance groups and refill their slots from further prompts")
     max_refill_rounds: int = option(2, "extra generation rounds per step, at most", ge=0, le=64)
-    refill_prompts: int = option(0, "prompts generated per refill round (0: data.train_batch_size)", ge=0)
+    refill_prompts: int = option(0, "prompts per refill round; 0 (auto): the slots still empty divided by the "
+                                    "informative share of the prompts this step has drawn so far, at most "
+                                    "data.train_batch_size (a round sized to its need, not a whole batch: rollouts "
+                                    "are the cost measured; docs/sampling/dynamic_sampling.md)", ge=0)
     tolerance: float = option(1e-6, "scores of one group within this of each other count as equal", ge=0.0, le=1.0)
     seed: int = option(0, "seed of the refill order over the training set", ge=0)
 
@@ -53,6 +58,7 @@ class DynamicSamplingConfig(Config):
         return f"+{cls.key(key)}={value}"
 
     def prompts_per_round(self, train_batch_size: int) -> int:
+        """The most prompts one refill round draws (auto: a whole batch, when nothing was informative)."""
         return self.refill_prompts or int(train_batch_size)
 
 
@@ -187,6 +193,44 @@ class SlotComposer:
         return int((self.placeholder & ~self.filled).sum())
 
 
+# ------------------------------------------------------------------------------ how many refill prompts
+def refill_size(open_slots: int, drawn: int, informative: int, batch_size: int, explicit: int = 0,
+                granule: int = 1, variance_filter: bool = True) -> int:
+    """Prompts the next refill round draws to fill ``open_slots`` empty slots.
+
+    ``explicit`` > 0 (``refill_prompts=N``): N. Otherwise (auto) the expected need: ``open_slots`` divided by
+    the informative share ``informative / drawn`` of the prompts this step has drawn so far (its own batch,
+    skipped prompts included, plus its earlier refill rounds: the freshest estimate, and no state to
+    checkpoint), rounded up, at most ``batch_size`` (the share is floored at ``open_slots / batch_size``,
+    so a step with no informative group yet draws one batch, as the whole-batch rule did). Without the
+    variance filter (the placeholders' last resort: no skip rule, no variance rule) every drawn prompt
+    fills a slot, so the need is ``open_slots``. Rounded up to ``granule`` (the fewest prompts whose
+    rollouts the agent-loop workers split evenly; it divides ``batch_size``, checked before Ray starts).
+    """
+    if open_slots <= 0:
+        return 0
+    if explicit:
+        return int(explicit)
+    granule = max(1, int(granule))
+    cap = -(-int(batch_size) // granule) * granule
+    if not variance_filter:
+        k = open_slots
+    elif drawn <= 0 or informative <= 0:
+        k = cap
+    else:
+        k = math.ceil(open_slots * drawn / informative)  # open / share, in integers (no float round-off)
+    return min(-(-k // granule) * granule, cap)
+
+
+def refill_granule(workers: int, rollouts_per_prompt: Sequence[int]) -> int:
+    """The fewest prompts whose ``r`` rollouts (each ``r`` of a generate call) split evenly over ``workers``."""
+    g = 1
+    for r in rollouts_per_prompt:
+        need = int(workers) // math.gcd(int(r), int(workers))
+        g = g * need // math.gcd(g, need)
+    return g
+
+
 # ------------------------------------------------------------------------------ where refill prompts come from
 class RefillOrder:
     """A seeded order over the training set's rows, epoch after epoch (permutation ``default_rng([seed,
@@ -240,6 +284,9 @@ def step_metrics(first: Groups, refills: Sequence[Groups], composer: SlotCompose
         "devenus/sampling/rollouts_generated": float(rollouts),
         "devenus/sampling/refill_rounds": float(rounds),
         "devenus/sampling/refill_groups": float(sum(len(g) for g in refills)),
+        # refill prompts drawn that fill no slot (skipped, zero-variance, or surplus): methods still see the
+        # generated ones as visits; sizing rounds to their need keeps this small
+        "devenus/sampling/refill_groups_unused": float(sum(len(g) for g in refills) - composer.filled.sum()),
         "devenus/sampling/groups_zero_variance": float(first.zero_variance.sum()),
         "devenus/sampling/groups_placeholder": float(first.placeholder.sum()),
         # informative slots the step trains on: those it had, plus those refill filled with informative groups

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from devenus.online.sampling import refill_size
 from devenus.runs.testbed import RunConfig
 from e2e import train, train_steps
 
@@ -47,6 +48,12 @@ def _refills(output: str, step: int) -> list[str]:
     return re.findall(rf"\[devenus\] step {step} refill: .*", output)
 
 
+def _round_sizes(output: str, step: int) -> list[tuple[int, bool]]:
+    """(prompts drawn, filtered) of each refill round of ``step``, from its log line."""
+    return [(int(re.search(r"refill: (\d+) prompts", line).group(1)), not line.endswith("(unfiltered)"))
+            for line in _refills(output, step)]
+
+
 @pytest.mark.slow
 def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(base_testbed, small_train, tmp_path):
     t0 = time.perf_counter()
@@ -58,10 +65,17 @@ def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(ba
     for s, m in steps.items():
         assert m["devenus/sampling/groups_placeholder"] == 1  # the skipped prompt's slot ...
         assert m["devenus/sampling/slots_unfilled"] <= m["devenus/sampling/groups_zero_variance"]  # ... always filled
-        # the step's 3 generated prompts and 3 per filtered refill round (unfiltered rounds add 4 more each)
-        generated = (PROMPTS - 1) * N * (1 + m["devenus/sampling/refill_rounds"])
-        assert m["devenus/rollouts/generated"] == m["devenus/sampling/rollouts_generated"] >= generated
-        assert len(_refills(full.output(), s)) >= m["devenus/sampling/refill_rounds"]
+        # every response generated is counted: the step's 3 generated prompts, and per refill round its
+        # drawn prompts (the filter skips the second of a filtered round's prompts)
+        sizes = _round_sizes(full.output(), s)
+        assert sum(f for _, f in sizes) == m["devenus/sampling/refill_rounds"]
+        generated = N * (PROMPTS - 1 + sum(k - (f and k > 1) for k, f in sizes))
+        assert m["devenus/rollouts/generated"] == m["devenus/sampling/rollouts_generated"] == generated
+        # auto-sized rounds: the first draws the open slots over the step's informative share, within a batch
+        zero = int(m["devenus/sampling/groups_zero_variance"])
+        if sizes:
+            assert sizes[0] == (refill_size(zero + 1, PROMPTS, PROMPTS - 1 - zero, PROMPTS), True)
+        assert all(k <= PROMPTS for k, _ in sizes)
         if m["devenus/sampling/slots_unfilled"] == 0:  # every slot the step trains on is informative
             assert m["devenus/sampling/groups_kept"] + m["devenus/sampling/slots_filled_unfiltered"] == PROMPTS
     refilled = [m for m in steps.values() if m["devenus/sampling/groups_zero_variance"] > 0]
@@ -83,7 +97,11 @@ def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(ba
     assert "restored the refill cursor" in resumed.output()
     assert sorted(train_steps(resumed)) == [3]
     a, b = _refills(full.output(), 3), _refills(resumed.output(), 3)
-    assert a and b and a[0] == b[0], (a, b)
+    assert a and b, (a, b)
+    # the same prompts from the restored cursor; a round's size follows its step's own groups, so when the
+    # resumed generation judged them otherwise, one round's prompts are the start of the other's
+    ka, kb = (line.split(" prompts ")[1].split(" ")[0].split(",") for line in (a[0], b[0]))
+    assert ka[:len(kb)] == kb[:len(ka)], (a, b)
     print(f"resume {time.perf_counter() - t1:.0f} s; step 3 refills: {a} vs {b}")
 
 
@@ -99,8 +117,10 @@ def test_dynamic_sampling_with_a_late_placement_method(base_testbed, small_train
     assert r.ok, r.tail(60)
     steps = train_steps(r)
     assert sorted(steps) == [1, 2]
-    for m in steps.values():
-        assert m["devenus/rollouts/generated"] == PROMPTS * N * (1 + m["devenus/sampling/refill_rounds"])
+    for s, m in steps.items():
+        sizes = _round_sizes(r.output(), s)
+        assert len(sizes) == m["devenus/sampling/refill_rounds"]
+        assert m["devenus/rollouts/generated"] == N * (PROMPTS + sum(k for k, _ in sizes))
         assert m["devenus/geomin/layers_total"] == 5  # the late surfaces ran (on the composed batch)
     assert any(m["devenus/sampling/refill_rounds"] > 0 for m in steps.values())
     print("\nlate placement: " + "; ".join(

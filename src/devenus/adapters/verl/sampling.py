@@ -131,14 +131,13 @@ class Composer:
         self.keep_alias = frozenset(batch.meta_info.get("reward_extra_keys", []) or [])
         self.awake = False
 
-    def refill_round(self, exclude: set[str], use_filter: bool):
-        """One generation of refill prompts through the wrapped generate (S_y, early surfaces), as fit()
+    def refill_round(self, exclude: set[str], use_filter: bool, k: int):
+        """One generation of ``k`` refill prompts through the wrapped generate (S_y, early surfaces), as fit()
         builds its batch; with late placement, their log-prob pass and late surfaces too. None: no prompt left."""
         from verl.trainer.ppo.ray_trainer import compute_response_mask
         from verl.utils.dataset.rl_dataset import collate_fn
 
         t = self.t
-        k = self.cfg.prompts_per_round(int(t.config.data.train_batch_size))
         idx = t.refill_order().take(k, exclude)
         if len(idx) == 0:
             return None, None
@@ -194,6 +193,15 @@ class Composer:
             real = ~groups.placeholder
             f.observe(list(groups.key[real]), groups.zero_variance[real], groups.mean_score[real], self.t.global_steps)
 
+    def size(self, composer: rule.SlotComposer, drawn: int, informative: int, use_filter: bool) -> int:
+        """Prompts for the next round: what the open slots need (:func:`rule.refill_size`). With late
+        placement each round gets verl's own log-prob pass, whose micro-batches only the step's shape is
+        known to fit (a 3-prompt round failed verl's micro-batch divisibility): whole batches, as before."""
+        batch = int(self.t.config.data.train_batch_size)
+        return rule.refill_size(len(composer.open_slots(use_filter)), drawn, informative, batch,
+                                self.cfg.refill_prompts, batch if self.late else self.t.refill_granule,
+                                variance_filter=use_filter)
+
     def run(self) -> tuple[DataProto, float]:
         t, batch, cfg = self.t, self.batch, self.cfg
         t0 = time.perf_counter()
@@ -208,21 +216,24 @@ class Composer:
         exclude = {str(k) for k in first.key}
         refills: list[rule.Groups] = []
         rounds = 0
+        # the informative share of the prompts drawn so far (skipped ones included): what sizes each round
+        drawn, informative = len(first), int(first.informative.sum())
         try:
             while cfg.enabled and rounds < cfg.max_refill_rounds and not composer.done():
-                cand, cand_old = self.refill_round(exclude, use_filter=True)
+                cand, cand_old = self.refill_round(exclude, True, self.size(composer, drawn, informative, True))
                 if cand is None:
                     break
                 rounds += 1
                 g = rule.judge(score_view(cand, t.global_steps), cfg.tolerance)
                 self.observe(g)
                 refills.append(g)
+                drawn, informative = drawn + len(g), informative + int(g.informative.sum())
                 self.replace(old, slots, cand, cand_old, g, composer.offer(g.informative))
             # placeholders left: further prompts, without the skip rule or the variance filter
             for _ in range(4):
                 if not composer.placeholders_unfilled:
                     break
-                cand, cand_old = self.refill_round(exclude, use_filter=False)
+                cand, cand_old = self.refill_round(exclude, False, self.size(composer, drawn, informative, False))
                 if cand is None:
                     break
                 g = rule.judge(score_view(cand, t.global_steps), cfg.tolerance)
