@@ -1,5 +1,5 @@
 """bench/step_breakdown.py's plain arm (shared by bench/smollm2_phases.py) at toy size on the testbed's model:
-every phase timed, the batch's shape from its own generation, and the step really trains the model."""
+every phase timed and the batch's shape taken from its own generation."""
 
 import importlib.util
 import sys
