@@ -64,11 +64,10 @@ def tree_cpu_s() -> float:
     return total
 
 
-def verl_arm(steps: int, out: Path, extra: tuple[str, ...]) -> dict:
-    from devenus.runs.testbed import RunConfig, run
-    from devenus.testbed import build_testbed
+def verl_arm(tb, cfg, out: Path) -> dict:
+    """``cfg`` (a :class:`devenus.runs.testbed.RunConfig`) through ``python -m devenus.train``."""
+    from devenus.runs.testbed import run
 
-    tb = build_testbed()
     t0 = time.perf_counter()
     arrivals: list[tuple[float, str]] = []  # (seconds since launch, log line), for the start-up milestones
     step_cpu: dict[int, float] = {}  # tree CPU seconds when step N's metrics reached verl's file tracker
@@ -93,7 +92,7 @@ def verl_arm(steps: int, out: Path, extra: tuple[str, ...]) -> dict:
     out = Path(out).resolve()
     tailer = threading.Thread(target=tail, args=(out / "train.log",), daemon=True)
     tailer.start()
-    res = run(tb, out, RunConfig(steps=steps, extra_overrides=extra), on_step=on_step)
+    res = run(tb, out, cfg, on_step=on_step)
     done.set()
     tailer.join()
     if res.returncode != 0:
@@ -113,23 +112,20 @@ def verl_arm(steps: int, out: Path, extra: tuple[str, ...]) -> dict:
             "step_cpu": step_cpu, "cpu_per_step": cpu_per_step}
 
 
-def plain_arm(reps: int, max_new_tokens: int, n_prompts: int, n_samples: int, micro: int, lr: float,
-              attn: str = "sdpa") -> dict:
+def plain_arm(reps: int, max_new_tokens: int, rows: list[dict], n_samples: int, micro: int, lr: float,
+              model_dir, attn: str = "sdpa") -> dict:
+    """The step of the module doc in plain PyTorch/HF on the model in ``model_dir``, prompts ``rows``."""
     import torch
-    import torch.nn.functional as F
 
-    from devenus.records import read_records
-    from devenus.testbed import build_testbed
     from devenus.verify.reward import compute_score
 
     torch.set_num_threads(1)
-    tb = build_testbed()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(tb.model_dir)
-    model = AutoModelForCausalLM.from_pretrained(tb.model_dir, dtype=torch.float32, attn_implementation=attn)
-    copy = AutoModelForCausalLM.from_pretrained(tb.model_dir, dtype=torch.float32, attn_implementation=attn)
-    rows = read_records(tb.split("train"))[:n_prompts]
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation=attn)
+    copy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation=attn)
+    n_prompts = len(rows)
     prompts = [tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True) for r in rows]
     if isinstance(prompts[0], dict) or hasattr(prompts[0], "input_ids"):
         prompts = [p["input_ids"] for p in prompts]
@@ -213,53 +209,36 @@ def plain_arm(reps: int, max_new_tokens: int, n_prompts: int, n_samples: int, mi
     return {"times": times, "shape": shape}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=6, help="verl training steps")
-    ap.add_argument("--skip", type=int, default=1, help="warm-up steps left out of the verl medians")
-    ap.add_argument("--reps", type=int, default=3, help="repetitions of the plain step")
-    ap.add_argument("--out", default=None, help="run folder (default: a temporary one)")
-    ap.add_argument("--no-val", action="store_true", help="no step-0 or final validation (start-up without it)")
-    ap.add_argument("--attn", default="sdpa", help="attention of the plain arm (sdpa or eager)")
-    ap.add_argument("extra", nargs="*", help="extra verl overrides for the verl arm")
-    args = ap.parse_args()
-    if args.steps <= args.skip + 1:
-        ap.error("--steps must be at least --skip + 2")
+def compare(tb, cfg, *, skip: int, reps: int, out: Path, rows: list[dict], model_dir, attn: str = "sdpa") -> None:
+    """Both arms on ``cfg``'s batch shape (plain before and after verl) and the table of the module doc."""
+    micro = math.gcd(cfg.micro_batch or 64, cfg.prompts_per_step * cfg.rollouts_per_prompt)
 
-    out = Path(args.out or tempfile.mkdtemp(prefix="devenus-step-breakdown-"))
-    extra = tuple(args.extra) + (("trainer.val_before_train=False", "trainer.test_freq=-1") if args.no_val else ())
-    from devenus.runs.testbed import RunConfig
-
-    cfg = RunConfig()
-    micro = math.gcd(64, cfg.prompts_per_step * cfg.rollouts_per_prompt)
-
-    def plain(reps):
-        return plain_arm(reps, cfg.max_response_length, cfg.prompts_per_step, cfg.rollouts_per_prompt, micro, cfg.lr,
-                         args.attn)
+    def plain(n):
+        return plain_arm(n, cfg.max_response_length, rows, cfg.rollouts_per_prompt, micro, cfg.lr, model_dir, attn)
 
     # the plain arm runs before and after the verl arm, so that a change in the machine's load
     # during the run weighs on both arms alike
     loads = [os.getloadavg()[0]]
-    print(f"[bench] plain arm ({(args.reps + 1) // 2} reps) ...", flush=True)
-    p = plain((args.reps + 1) // 2)
-    print(f"[bench] verl arm: {args.steps} steps (log: {out / 'train.log'}) ...", flush=True)
+    print(f"[bench] plain arm ({(reps + 1) // 2} reps) ...", flush=True)
+    p = plain((reps + 1) // 2)
+    print(f"[bench] verl arm: {cfg.steps} steps (log: {out / 'train.log'}) ...", flush=True)
     loads.append(os.getloadavg()[0])
-    v = verl_arm(args.steps, out, extra)
+    v = verl_arm(tb, cfg, out)
     loads.append(os.getloadavg()[0])
-    if args.reps // 2:
-        print(f"[bench] plain arm ({args.reps // 2} reps) ...", flush=True)
-        more = plain(args.reps // 2)
+    if reps // 2:
+        print(f"[bench] plain arm ({reps // 2} reps) ...", flush=True)
+        more = plain(reps // 2)
         for k in p["times"]:
             p["times"][k] += more["times"][k]
     loads.append(os.getloadavg()[0])
 
-    ms = [m for m in v["metrics"] if m["step"] > args.skip and "timing_s/step" in m]
+    ms = [m for m in v["metrics"] if m["step"] > skip and "timing_s/step" in m]
 
     def verl_times(key):
         return [m[key] for m in ms if key in m]
 
-    print(f"\nverl: steps {args.skip + 1}..{args.steps}; plain: {args.reps} reps; load average at the arms' "
-          f"boundaries {' -> '.join(f'{x:.1f}' for x in loads)} (2 cores)")
+    print(f"\nverl: steps {skip + 1}..{cfg.steps}; plain: {reps} reps; load average at the arms' "
+          f"boundaries {' -> '.join(f'{x:.1f}' for x in loads)} ({os.cpu_count()} cores)")
     vl = [statistics.median(verl_times(k)) for k in ("prompt_length/max", "response_length/max", "response_length/mean")]
     print(f"batch: verl prompt/response max {vl[0]:.0f}/{vl[1]:.0f} (response mean {vl[2]:.1f}); "
           f"plain {p['shape'][0]} x {p['shape'][1]} tokens (prompt/response max {p['shape'][2]}/{p['shape'][3]})")
@@ -280,7 +259,7 @@ def main() -> None:
         print(row)
     # CPU seconds per step: every process of the run vs the plain step's own (what load cannot inflate
     # much). The last step's window holds the final validation: left out.
-    cps = v["cpu_per_step"][args.skip:-1] if len(v["cpu_per_step"]) > args.skip + 1 else v["cpu_per_step"]
+    cps = v["cpu_per_step"][skip:-1] if len(v["cpu_per_step"]) > skip + 1 else v["cpu_per_step"]
     if cps:
         vc, pc = statistics.median(cps), statistics.median(pt["step_cpu"])
         print(f"{'step, CPU s':22} {min(cps):9.3f} {vc:9.3f} {min(pt['step_cpu']):9.3f} {pc:9.3f} "
@@ -294,6 +273,34 @@ def main() -> None:
     if 0 in v["step_cpu"]:
         print(f"  CPU seconds of all the run's live processes by the step-0 validation's end: {v['step_cpu'][0]:.1f}")
     print(f"run wall time {v['wall']:.1f} s")
+
+
+NO_VAL = ("trainer.val_before_train=False", "trainer.test_freq=-1")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=6, help="verl training steps")
+    ap.add_argument("--skip", type=int, default=1, help="warm-up steps left out of the verl medians")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions of the plain step")
+    ap.add_argument("--out", default=None, help="run folder (default: a temporary one)")
+    ap.add_argument("--no-val", action="store_true", help="no step-0 or final validation (start-up without it)")
+    ap.add_argument("--attn", default="sdpa", help="attention of the plain arm (sdpa or eager)")
+    ap.add_argument("extra", nargs="*", help="extra verl overrides for the verl arm")
+    args = ap.parse_args()
+    if args.steps <= args.skip + 1:
+        ap.error("--steps must be at least --skip + 2")
+
+    from devenus.records import read_records
+    from devenus.runs.testbed import RunConfig
+    from devenus.testbed import build_testbed
+
+    out = Path(args.out or tempfile.mkdtemp(prefix="devenus-step-breakdown-"))
+    extra = tuple(args.extra) + (NO_VAL if args.no_val else ())
+    tb = build_testbed()
+    cfg = RunConfig(steps=args.steps, extra_overrides=extra)
+    rows = read_records(tb.split("train"))[:cfg.prompts_per_step]
+    compare(tb, cfg, skip=args.skip, reps=args.reps, out=out, rows=rows, model_dir=tb.model_dir, attn=args.attn)
 
 
 if __name__ == "__main__":

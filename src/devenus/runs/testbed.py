@@ -32,6 +32,10 @@ class RunConfig:
     val_n: int = 4
     seed: int = 0
     train_file: str | None = None  # default: the testbed's train split
+    val_files: Sequence[str] = ()  # default: the testbed's two test splits
+    model_dir: str | None = None  # default: the testbed's base model (e.g. devenus.smollm2.model_dir())
+    max_prompt_length: int = 64  # the testbed's bare questions; a chat template with a worked turn needs more
+    micro_batch: int = 0  # rows per forward (0: the whole step where it fits); bounds the [rows, T, vocab] logits
     save_freq: int = -1
     ckpt_to_keep: int = 2  # verl keeps every checkpoint unless told; the last two leave a spare to resume from
     val_before_train: bool = True  # the step-0 evaluation (several runs from one base can share one)
@@ -52,18 +56,18 @@ def evidence_dir(out_dir: str | Path) -> Path:
 def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
     train = cfg.train_file or str(tb.split("train"))
     # micro-batches must divide the step's rows: the whole step in one forward where it fits
-    micro = math.gcd(64, cfg.prompts_per_step * cfg.rollouts_per_prompt)
-    val = [str(tb.split("test_id")), str(tb.split("test_ood"))]
+    micro = math.gcd(cfg.micro_batch or 64, cfg.prompts_per_step * cfg.rollouts_per_prompt)
+    val = [str(v) for v in cfg.val_files] or [str(tb.split("test_id")), str(tb.split("test_ood"))]
     return [
         f"devenus.method={cfg.method}",
         "algorithm.adv_estimator=grpo",
         f"data.train_files={train}",
         f"data.val_files=[{','.join(val)}]",
         f"data.train_batch_size={cfg.prompts_per_step}",
-        "data.max_prompt_length=64",
+        f"data.max_prompt_length={cfg.max_prompt_length}",
         f"data.max_response_length={cfg.max_response_length}",
         f"data.seed={cfg.seed}",
-        f"actor_rollout_ref.model.path={tb.model_dir}",
+        f"actor_rollout_ref.model.path={cfg.model_dir or tb.model_dir}",
         f"actor_rollout_ref.actor.optim.lr={cfg.lr}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={cfg.prompts_per_step}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
