@@ -253,3 +253,15 @@ class Composer:
         if not self.late:
             old, mfu = t._log_prob_pass(batch)
         return old, mfu
+
+
+def refill_rollouts(config, method) -> list[int]:
+    """Rollouts per prompt of each generate call a refill round makes (training rollouts, vote-on-N, teacher votes)."""
+    n = int(config.actor_rollout_ref.rollout.n)
+    return [n] + ([n + len(list(method.extra_rollouts(n)))] if method.implements("extra_rollouts") else []) \
+        + ([method.teacher_rollouts(n)] if "teacher" in method.step_needs else [])
+
+
+def refill_granule(config, method) -> int:
+    """The fewest refill prompts whose rollouts every generate call splits evenly over the agent-loop workers."""
+    return rule.refill_granule(int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1), refill_rollouts(config, method))

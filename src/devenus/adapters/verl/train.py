@@ -243,24 +243,12 @@ def _check_sampling(config, ds: DynamicSamplingConfig, method, skip: SkipConfig 
     # auto-sized rounds (refill_prompts=0) are rounded up to refill_granule, which divides any k that passes
     k = ds.prompts_per_round(int(config.data.train_batch_size))
     workers = int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1)
+    from devenus.adapters.verl.sampling import refill_rollouts
+
     for r in refill_rollouts(config, method):
         if (k * r) % workers:
             raise SetupError(f"{ds.key('refill_prompts')}: {k} refill prompts x {r} rollouts = {k * r} cannot be split "
                              f"evenly over actor_rollout_ref.rollout.agent.num_workers={workers}")
-
-
-def refill_rollouts(config, method) -> list[int]:
-    """Rollouts per prompt of each generate call a refill round makes (training rollouts, vote-on-N, teacher votes)."""
-    n = int(config.actor_rollout_ref.rollout.n)
-    return [n] + ([n + len(list(method.extra_rollouts(n)))] if method.implements("extra_rollouts") else []) \
-        + ([method.teacher_rollouts(n)] if "teacher" in method.step_needs else [])
-
-
-def refill_granule(config, method) -> int:
-    """The fewest refill prompts whose rollouts every generate call splits evenly over the agent-loop workers."""
-    from devenus.online.sampling import refill_granule as granule
-
-    return granule(int(config.actor_rollout_ref.rollout.agent.get("num_workers", 1) or 1), refill_rollouts(config, method))
 
 
 def preflight(overrides: list[str]):

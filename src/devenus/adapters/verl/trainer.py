@@ -226,9 +226,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     @property
     def refill_granule(self) -> int:
         """The fewest refill prompts every generate call of a refill round splits evenly over the workers."""
-        from devenus.adapters.verl.train import refill_granule
-
-        return refill_granule(self.config, self.method)
+        return dynamic.refill_granule(self.config, self.method)
 
     def refill_order(self) -> sampling.RefillOrder:
         """The seeded order refill prompts come from (over the rows ``train_dataset`` indexes)."""
