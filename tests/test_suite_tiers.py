@@ -26,6 +26,7 @@ SETUP_CHECKED = {
                                                  "test_every_methods_run_passes_the_setup_checks"),
 }
 
+
 def _marks(text: str) -> set[str]:
     return set(re.findall(r"pytest\.mark\.(\w+)", text))
 
