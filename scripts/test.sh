@@ -19,8 +19,10 @@ fi
 # wall-clock latencies (marker `timing`) one at a time: a neighbour would distort them.
 # Phase 2: end-to-end runs (marker `slow`), two at a time: a verl run spends most of its start-up on one
 # process at a time (each imports torch and verl in turn), so two runs share two cores with little loss.
-# The default suite runs at least one end-to-end run through verl per capability; `--all` adds the
-# `extended` ones (every other method, the seeded-runs and kill-and-resume tests: README, "Quick start").
+# The default suite runs one end-to-end run through verl per capability (tests/test_suite_tiers.py lists
+# them); its other end-to-end tests check their runs' overrides and data with devenus.train's preflight
+# instead of launching verl again. `--all` adds the `extended` runs (every other method, the resumes the
+# default suite covers once, the seeded-runs and kill-and-resume tests: README, "Quick start").
 # DEVENUS_UNIT_WORKERS / DEVENUS_E2E_WORKERS=1 run a phase one test at a time.
 status=0
 # each phase's time, and how many verl trainers the suite started (devenus.train appends a line per launch)

@@ -1,10 +1,18 @@
-"""Shared fixtures. Heavy artefacts (the default testbed) are built once per machine and cached."""
+"""Shared fixtures. Heavy artefacts (the default testbed) are built once per machine and cached.
+
+Helper modules: a test imports those of its own folder as siblings (``from batches import rollouts``:
+pytest puts a test's folder on sys.path, tests/ not being a package); a helper another folder's tests need
+is a fixture here. No test edits sys.path."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
+
+TESTS = Path(__file__).resolve().parent
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -26,3 +34,13 @@ def base_testbed():
     from devenus.testbed import build_testbed
 
     return build_testbed()
+
+
+@pytest.fixture(scope="session")
+def transition_inputs():
+    """tests/transitions/fixtures.py (``make_dataset``: a D(k); ``make_evidence``: proposals of both offline
+    rules), for the tests of the lifecycle and the experiment runner."""
+    spec = importlib.util.spec_from_file_location("transition_inputs", TESTS / "transitions" / "fixtures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -323,10 +322,8 @@ def test_two_round_plan_runs_the_source_first_and_again_when_its_evidence_is_gon
     assert exp.plan([0]) == []  # finished: its D(1) is kept with the results, the evidence is not needed
 
 
-def test_a_two_round_arm_trains_on_d1_from_its_sources_evidence(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parents[1] / "transitions"))
-    from fixtures import make_dataset, make_evidence
-
+def test_a_two_round_arm_trains_on_d1_from_its_sources_evidence(tmp_path, transition_inputs):
+    make_dataset, make_evidence = transition_inputs.make_dataset, transition_inputs.make_evidence
     from devenus.records.io import read_records
     from devenus.records.versions import verify_manifest
 

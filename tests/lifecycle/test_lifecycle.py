@@ -58,11 +58,9 @@ def test_a_bad_config_is_one_line_from_the_cli(tmp_path, text, message):
     assert message in r.stderr and str(bad) in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def _data(tmp_path: Path) -> Path:
-    sys.path.insert(0, str(REPO / "tests" / "transitions"))
-    from fixtures import make_dataset
-
-    return make_dataset(tmp_path / "d.parquet", n=12)
+@pytest.fixture
+def d0(tmp_path, transition_inputs) -> Path:
+    return transition_inputs.make_dataset(tmp_path / "d.parquet", n=12)
 
 
 def fake_train(calls: list):
@@ -92,8 +90,8 @@ def fake_train(calls: list):
     return train
 
 
-def test_rounds_chain_datasets_write_reports_and_skip_what_is_done(tmp_path):
-    src = _data(tmp_path)
+def test_rounds_chain_datasets_write_reports_and_skip_what_is_done(tmp_path, d0):
+    src = d0
     cfg = parse_config({"out_dir": str(tmp_path / "out"), "rounds": 2, "data": {"path": str(src)}})
     calls: list = []
     # round 0 promotes every unlabeled row except those held back below: split k5 into round 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from batches import rollouts
 from devenus.online.rollouts import RolloutBatch
 
 
@@ -19,11 +20,9 @@ def step_batch(groups, step: int = 1) -> RolloutBatch:
             tgt.append(target)
             pred.append(a)
             score.append(1.0 if (a is not None and target and a == target) else 0.0)
-    n = len(uid)
-    return RolloutBatch(uid=np.array(uid, object), key=np.array(key, object), labeled=np.array(lab, bool),
-                        target=np.array(tgt, object), pred=pred, score=np.array(score), response_length=np.full(n, 5),
-                        truncated=np.zeros(n, bool), step=step, response=[str(a) for a in pred],
-                        fields={"extra_info": np.array([{"index": k} for k in key], dtype=object)})
+    return rollouts(pred, uid, key=key, labeled=lab, target=tgt, score=score, step=step,
+                    response=[str(a) for a in pred],
+                    fields={"extra_info": np.array([{"index": k} for k in key], dtype=object)})
 
 
 def answers(major: str, k: int, g: int = 8) -> list[str]:

@@ -6,8 +6,6 @@ whole step through the house's StepRules."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -16,15 +14,14 @@ from scipy import integrate
 from scipy.special import gammaln, ive
 from scipy.stats import norm, vonmises_fisher
 
-sys.path.insert(0, str(Path(__file__).parent))
-from refine_batches import answers, exact_grade, step_batch  # noqa: E402
+from refine_batches import answers, exact_grade, step_batch
 
-from devenus.online.config import ConfigError, config_from_dict  # noqa: E402
-from devenus.online.refine.geomin import GeoMin, GeoMinConfig, affinity, keep_and_weight  # noqa: E402
-from devenus.signals.mixture import reliable_posteriors  # noqa: E402
-from devenus.signals.vmf import (  # noqa: E402
+from devenus.online.config import ConfigError, config_from_dict
+from devenus.online.refine.geomin import GeoMin, GeoMinConfig, affinity, keep_and_weight
+from devenus.signals.mixture import reliable_posteriors
+from devenus.signals.vmf import (
     estimate_kappa, fit_vmf, heldout_aurocs, log_bessel_iv, top_layers, unit_rows, vmf_log_normalizer)
-from devenus.online.step import StepRules  # noqa: E402
+from devenus.online.step import StepRules
 
 
 # ------------------------------------------------------------------------------------------ vMF math

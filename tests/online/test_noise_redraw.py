@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from batches import rollouts
 from devenus.online.method import OnlineMethod
 from devenus.online.noise import REDRAW_FIELD, draw, redraw_marks, wrong_candidates
 from devenus.online.rollouts import RolloutBatch
@@ -27,14 +28,10 @@ class Seer(OnlineMethod):
 
 
 def batch(preds, groups, marks, step=3) -> RolloutBatch:
-    n = len(preds)
-    return RolloutBatch(
-        uid=np.array(groups, dtype=object), key=np.array([f"k{g}" for g in groups], dtype=object),
-        labeled=np.ones(n, bool), target=np.array([UNMATCHABLE if m else "5" for m in marks], dtype=object),
-        pred=list(preds), score=np.zeros(n), response_length=np.full(n, 5), truncated=np.zeros(n, bool),
-        step=step, response=[f"so \\boxed{{{p}}}" if p is not None else "no answer" for p in preds],
-        fields={REDRAW_FIELD: np.array([{"hidden": "5", "seed": 0} if m else None for m in marks], dtype=object)},
-    )
+    return rollouts(preds, groups, labeled=True, target=[UNMATCHABLE if m else "5" for m in marks], step=step,
+                    response=[f"so \\boxed{{{p}}}" if p is not None else "no answer" for p in preds],
+                    fields={REDRAW_FIELD: np.array([{"hidden": "5", "seed": 0} if m else None for m in marks],
+                                                   dtype=object)})
 
 
 PREDS = ["5", "7", "7", "9", "5", "4", "5", "5"]

@@ -5,18 +5,15 @@ precision against hidden truth)."""
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from refine_batches import answers, exact_grade, step_batch  # noqa: E402
+from refine_batches import answers, exact_grade, step_batch
 
-from devenus.online.refine.olr import OLR, OLRConfig, olr_decision  # noqa: E402
-from devenus.online.step import StepRules  # noqa: E402
+from devenus.online.refine.olr import OLR, OLRConfig, olr_decision
+from devenus.online.step import StepRules
 
 
 def reference_decision(majorities, rates, visits, start=4, min_slope=0.05):

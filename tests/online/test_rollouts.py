@@ -1,22 +1,16 @@
 import numpy as np
 import pytest
 
+from batches import rollouts
 from devenus.online.rollouts import RolloutBatch
 
 
 def batch():
-    return RolloutBatch(
-        uid=np.array(["a", "a", "b", "b", "c"], dtype=object),
-        key=np.array(["ka", "ka", "kb", "kb", "kc"], dtype=object),
-        labeled=np.array([True, True, False, False, False]),
-        target=np.array(["1", "1", "", "", ""], dtype=object),
-        pred=["1", "2", None, "3", "4"],
-        score=np.array([1.0, 0.0, 0.0, 0.0, 0.0]),
-        response_length=np.array([5, 6, 7, 8, 9]),
-        truncated=np.array([False, False, True, False, False]),
-        response=["r0", "r1", "r2", "r3", "r4"],
-        fields={"vote_only": np.array([False, True, False, True, False]), "tag": np.arange(5)},
-    )
+    return rollouts(["1", "2", None, "3", "4"], ["a", "a", "b", "b", "c"], key=["ka", "ka", "kb", "kb", "kc"],
+                    labeled=[True, True, False, False, False], score=[1.0, 0.0, 0.0, 0.0, 0.0],
+                    response_length=[5, 6, 7, 8, 9], truncated=[False, False, True, False, False],
+                    response=["r0", "r1", "r2", "r3", "r4"],
+                    fields={"vote_only": np.array([False, True, False, True, False]), "tag": np.arange(5)})
 
 
 def test_groups_in_order_of_first_appearance():

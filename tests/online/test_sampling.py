@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from batches import rollouts
 from devenus.config import ConfigError
 from devenus.online.rollouts import RolloutBatch
 from devenus.online.sampling import (PLACEHOLDER_KEY, DynamicSamplingConfig, RefillOrder, SlotComposer, judge,
@@ -18,10 +19,8 @@ def batch(scores, labeled=None, size=4, shuffle=None, **fields) -> RolloutBatch:
     labeled = [True] * (n // size) if labeled is None else labeled
     uid = np.array([f"u{i // size}" for i in range(n)], object)
     lab = np.array([labeled[i // size] for i in range(n)], bool)
-    b = RolloutBatch(uid=uid, key=np.array([f"k{i // size}" for i in range(n)], object), labeled=lab,
-                     target=np.array(["1" if x else "" for x in lab], object), pred=[None] * n,
-                     score=np.asarray(scores, np.float64), response_length=np.full(n, 3), truncated=np.zeros(n, bool),
-                     fields={k: np.asarray(v) for k, v in fields.items()})
+    b = rollouts([None] * n, uid, key=[f"k{i // size}" for i in range(n)], labeled=lab, score=scores,
+                 response_length=3, fields={k: np.asarray(v) for k, v in fields.items()})
     return b if shuffle is None else b.select(shuffle)
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from batches import rollouts
 from devenus.online import WeakTrainerInterface
 from devenus.online.method import OnlineMethod
 from devenus.online.rollouts import RolloutBatch, RowKeyError, label_states, row_identity, truncated_rows
@@ -10,15 +11,9 @@ from devenus.online.step import StepRules
 
 
 def batch(labeled, preds, groups, truncated=None, targets=None, scores=None) -> RolloutBatch:
-    n = len(preds)
-    return RolloutBatch(
-        uid=np.array(groups, dtype=object), key=np.array([f"k{g}" for g in groups], dtype=object),
-        labeled=np.array(labeled, bool),
-        target=np.array(targets if targets is not None else ["1" if lab else "" for lab in labeled], dtype=object),
-        pred=list(preds), score=np.array(scores if scores is not None else [0.0] * n, dtype=np.float64),
-        response_length=np.full(n, 5), truncated=np.array(truncated or [False] * n, bool),
-        response=[f"so \\boxed{{{p}}}" if p is not None else "no answer" for p in preds],
-    )
+    return rollouts(preds, groups, labeled=labeled, target=targets, score=0.0 if scores is None else scores,
+                    truncated=False if truncated is None else truncated,
+                    response=[f"so \\boxed{{{p}}}" if p is not None else "no answer" for p in preds])
 
 
 class Everywhere(OnlineMethod):

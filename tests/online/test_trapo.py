@@ -4,17 +4,14 @@ floor and warm-up cases, and through the step rules (whole groups admitted)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from refine_batches import answers, exact_grade, step_batch  # noqa: E402
+from refine_batches import answers, exact_grade, step_batch
 
-from devenus.online.refine.trapo import TraPO, TraPOConfig, admit_scored, trajectory_score, znorm  # noqa: E402
-from devenus.online.step import StepRules  # noqa: E402
+from devenus.online.refine.trapo import TraPO, TraPOConfig, admit_scored, trajectory_score, znorm
+from devenus.online.step import StepRules
 
 
 def reference_score(cand, refs):

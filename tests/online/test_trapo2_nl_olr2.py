@@ -3,18 +3,15 @@ training never edits a label. Decisions against an independent computation on ha
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from refine_batches import answers, exact_grade, step_batch  # noqa: E402
+from refine_batches import answers, exact_grade, step_batch
 
-from devenus.online.refine.nl_olr2 import NLOLR2, NLOLR2Config  # noqa: E402
-from devenus.online.refine.trapo2 import TraPO2, TraPO2Config  # noqa: E402
-from devenus.online.step import StepRules  # noqa: E402
+from devenus.online.refine.nl_olr2 import NLOLR2, NLOLR2Config
+from devenus.online.refine.trapo2 import TraPO2, TraPO2Config
+from devenus.online.step import StepRules
 
 
 def ref_promote(majorities, rates, k=3, min_probes=3, min_rate=0.75, min_slope=0.02):

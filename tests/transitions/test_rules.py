@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures import cli, make_dataset, make_evidence  # noqa: E402
+from fixtures import cli, make_dataset, make_evidence
 
-from devenus.online.config import MethodConfig, option  # noqa: E402
-from devenus.records.evidence import EvidenceWriter, evidence_parts, provenance_path, read_evidence  # noqa: E402
-from devenus.records.io import read_records  # noqa: E402
-from devenus.records.versions import VersionError, read_manifest, sha256_file, verify_manifest  # noqa: E402
-from devenus.transitions import TransitionError, build_transition, rules  # noqa: E402
+from devenus.online.config import MethodConfig, option
+from devenus.records.evidence import EvidenceWriter, evidence_parts, provenance_path, read_evidence
+from devenus.records.io import read_records
+from devenus.records.versions import VersionError, read_manifest, sha256_file, verify_manifest
+from devenus.transitions import TransitionError, build_transition, rules
 
 
 @pytest.fixture()

@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures import cli, kill_at, make_dataset, make_evidence  # noqa: E402
+from fixtures import cli, kill_at, make_dataset, make_evidence
 
-from devenus.records.evidence import EvidenceWriter  # noqa: E402
-from devenus.records.io import read_records  # noqa: E402
-from devenus.records.versions import manifest_path, sha256_file, verify_manifest  # noqa: E402
-from devenus.transitions import TransitionError, build_transition  # noqa: E402
+from devenus.records.evidence import EvidenceWriter
+from devenus.records.io import read_records
+from devenus.records.versions import manifest_path, sha256_file, verify_manifest
+from devenus.transitions import TransitionError, build_transition
 
 
 @pytest.fixture()

@@ -150,28 +150,41 @@ def run_lifecycle(cfg: LifecycleConfig, train: TrainFn | None = None, log: Calla
     return reports
 
 
+def val_path(cfg: LifecycleConfig) -> Path:
+    return Path(cfg.out_dir) / "data" / "val.parquet"
+
+
+def round_run_config(cfg: LifecycleConfig, k: int, data: Path):
+    """Round k's run on D(k) (a :class:`~devenus.runs.testbed.RunConfig`): what :func:`train_round` launches,
+    and what a test checks with ``devenus.train``'s preflight without launching it."""
+    from devenus.runs.testbed import RunConfig
+
+    t = cfg.train
+    extra = [f"+devenus.method_config.{k_}={v}" for k_, v in sorted(cfg.method_config.items())]
+    if t.probe_every_k_steps:
+        extra += [f"+devenus.probe.every_k_steps={t.probe_every_k_steps}",
+                  f"+devenus.probe.sample_size={t.probe_sample_size}"]
+    return RunConfig(method=cfg.method, steps=cfg.steps_per_round, prompts_per_step=t.prompts_per_step,
+                     rollouts_per_prompt=t.rollouts_per_prompt, val_n=t.val_n, seed=cfg.seed,
+                     train_file=str(data), val_before_train=False,
+                     extra_overrides=(f"data.val_files={val_path(cfg)}", f"+devenus.round={k}", *extra, *t.overrides))
+
+
 def train_round(cfg: LifecycleConfig, k: int, data: Path, rd: Path) -> dict[str, Any]:
     """Round k's training: ``python -m devenus.train`` (verl's trainer; the CPU backend on a CPU host) on D(k)
     from the testbed's base model, with probe passes, validation at the last step on a held-out sample."""
     from devenus.records.io import read_records
     from devenus.records.versions import write_version
-    from devenus.runs.testbed import RunConfig, accuracy_by_split, run
+    from devenus.runs.testbed import accuracy_by_split, run
     from devenus.testbed import build_testbed
 
     tb = build_testbed()
     t = cfg.train
-    val = Path(cfg.out_dir) / "data" / "val.parquet"
+    val = val_path(cfg)
     if not val.exists():  # a small held-out set, the same every round: ID and OOD questions
         rows = [r for s in ("test_id", "test_ood") for r in read_records(tb.split(s))[:t.val_rows]]
         write_version(rows, val, rule="lifecycle-val", config={"rows_per_split": t.val_rows})
-    extra = [f"+devenus.method_config.{k_}={v}" for k_, v in sorted(cfg.method_config.items())]
-    if t.probe_every_k_steps:
-        extra += [f"+devenus.probe.every_k_steps={t.probe_every_k_steps}",
-                  f"+devenus.probe.sample_size={t.probe_sample_size}"]
-    run_cfg = RunConfig(method=cfg.method, steps=cfg.steps_per_round, prompts_per_step=t.prompts_per_step,
-                        rollouts_per_prompt=t.rollouts_per_prompt, val_n=t.val_n, seed=cfg.seed,
-                        train_file=str(data), val_before_train=False,
-                        extra_overrides=(f"data.val_files={val}", f"+devenus.round={k}", *extra, *t.overrides))
+    run_cfg = round_run_config(cfg, k, data)
     for attempt in range(3):
         r = run(tb, rd / "train", run_cfg)
         # Ray's node start has a fixed 30 s deadline that a loaded host can miss before anything trained:

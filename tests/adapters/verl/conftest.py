@@ -1,11 +1,9 @@
-import sys
-from pathlib import Path
+"""Fixtures of the verl adapter's tests. Helper modules of this folder (e2e.py, verl_cpu_fixtures.py, ...)
+import as siblings: pytest puts a test's (and a conftest's) own folder on sys.path, tests/ not being a package."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import verl_cpu_fixtures  # noqa: E402
+import verl_cpu_fixtures
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The OLR reference's active noise in verl's real step: rows marked ``redraw`` get a wrong answer of the
 step's own rollouts as their target at every visit (``devenus/noise/*``), and verl trains on its rewards.
-One small run (8 rows, all noisy, 4 prompts x 4 rollouts, 2 steps)."""
+One small run (8 rows, all noisy, 4 prompts x 4 rollouts, 2 steps), extended: the default suite shows the
+same through the experiment runner's arm (tests/experiments/test_runner_e2e.py), one launch fewer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from e2e import train, train_steps
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the runner's e2e arm trains on redrawn noise in the default suite
 def test_redrawn_noise_reaches_verls_rewards(base_testbed, tmp_path):
     from devenus.records.io import read_records
     from devenus.records.versions import write_version

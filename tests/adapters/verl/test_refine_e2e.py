@@ -1,6 +1,7 @@
 """The refinement methods end to end through ``python -m devenus.train`` on the testbed: evidence written per
 step, method state saved with verl's checkpoint and identical after a resume from it, and ``devenus
-transition`` on the evidence of a real run.
+transition`` on the evidence of a real run (extended: ``bash scripts/test.sh --all``). The default suite
+checks every method's run up to the launch (:func:`test_every_methods_run_passes_the_setup_checks`).
 
 Small on purpose (8 training rows, 4 per step, 4 steps: every row is visited twice) so that histories,
 trajectories and proposals are exercised in minutes; thresholds are loosened so that the rules fire.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -56,14 +56,32 @@ def _cfg(method, data, steps=4, **kw):
                      extra_overrides=("trainer.test_freq=-1", *kw.get("extra", ())))
 
 
-#: the one method the default suite trains end to end (admission on a semi-supervised pool, the cheapest
-#: run); the others, and their resumes, run with ``bash scripts/test.sh --all``
-DEFAULT = "trapo"
+def test_every_methods_run_passes_the_setup_checks(base_testbed, small_data, tmp_path):
+    """What each run below would launch (overrides, data), through every check devenus.train makes before Ray
+    starts (the method config with the loosened thresholds, the data's label states, verl's own rules):
+    the part of these runs the default suite keeps. Training itself is extended: the default suite's
+    end-to-end run of a refinement method, with its evidence, probes and a transition, is the lifecycle's
+    (tests/lifecycle/test_lifecycle_e2e.py, TraPO v2)."""
+    from devenus.adapters.verl.cpu.launch import cpu_overrides
+    from devenus.adapters.verl.train import preflight
+    from devenus.records.io import read_records
+    from devenus.runs.testbed import overrides
+
+    for method, (which, keys) in sorted(CASES.items()):
+        config = preflight([*cpu_overrides(), *overrides(base_testbed, tmp_path / method, _cfg(method, small_data[which])),
+                            *keys])
+        assert config.devenus.method == method and config.data.train_files == str(small_data[which])
+        for k in keys:  # every loosened threshold reached the method's config
+            name, value = k.removeprefix("+devenus.method_config.").split("=")
+            assert str(config.devenus.method_config[name]) == value, (method, name)
+        assert config.trainer.save_freq == 3 and config.trainer.total_training_steps == 4  # the resume's step 3
+    labeled = {w: [r["extra_info"]["labeled"] for r in read_records(p)] for w, p in small_data.items()}
+    assert labeled["semi"].count(False) == 4 and all(labeled["noisy"])  # TraPO / GeoMin admit, OLR corrects
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [m if m == DEFAULT else pytest.param(m, marks=pytest.mark.extended)
-                                    for m in sorted(CASES)])
+@pytest.mark.extended  # every method; the default suite's refinement run is the lifecycle's (TraPO v2)
+@pytest.mark.parametrize("method", sorted(CASES))
 def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(method, base_testbed, small_data, tmp_path):
     from devenus.records.evidence import read_evidence
     from devenus.records.versions import sha256_file

@@ -5,8 +5,10 @@ zero-variance visit is skipped with probability 0.95) over 8 training rows, 4 pr
 dataloader resumes to the same batch), then a resume from it.
 
 Shows: prompts are skipped once they have a zero-variance history and their rollouts are never generated
-(their slots are refilled from further prompts), the skips are in the evidence table, and a resumed run
-decides the same skips as the run that never stopped.
+(their slots are refilled from further prompts), the skips are in the evidence table, and (extended) a
+resumed run decides the same skips as the run that never stopped. The default suite's resume through the
+same sampling state file is tests/adapters/verl/test_sampling_e2e.py's (the refill cursor; the skip
+rule's own state_dict round trip is tests/online/test_skipping.py's).
 """
 
 from __future__ import annotations
@@ -45,11 +47,18 @@ def _skips(out, steps, call: int | None = None) -> dict[int, list[str]]:
     return {s: sorted(r["key"] for r in rows if r["step"] == s and call in (None, r["values"]["call"])) for s in steps}
 
 
-@pytest.mark.slow
-def test_skipping_skips_zero_variance_history_and_a_resumed_run_skips_the_same(base_testbed, eight_rows, tmp_path):
+@pytest.fixture(scope="module")
+def full_run(base_testbed, eight_rows, tmp_path_factory):
+    """The uninterrupted run (both tests read it; one launch)."""
+    out = tmp_path_factory.mktemp("skip_run")
     t0 = time.perf_counter()
-    full = train(base_testbed, tmp_path / "full", _cfg(eight_rows), *KEYS, timeout=900)
-    wall = time.perf_counter() - t0
+    full = train(base_testbed, out / "full", _cfg(eight_rows), *KEYS, timeout=900)
+    return out, full, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_skipping_skips_zero_variance_history(full_run):
+    out, full, wall = full_run
     assert full.ok, full.tail(60)
     steps = train_steps(full)
     assert sorted(steps) == [1, 2, 3, 4]
@@ -60,20 +69,26 @@ def test_skipping_skips_zero_variance_history_and_a_resumed_run_skips_the_same(b
         # a skipped prompt generates nothing; its slot is filled (unfiltered at the last round if need be)
         assert m["devenus/sampling/groups_placeholder"] == skipped[s]
         assert m["devenus/sampling/slots_unfilled"] == 0 or m["devenus/sampling/groups_zero_variance"] > 0
-    evidence = _skips(tmp_path / "full", steps)
+    evidence = _skips(out / "full", steps)
     assert {s: len(k) for s, k in evidence.items()} == skipped  # every skip is in the evidence table
+    print(f"\nskipping e2e: skipped per step {skipped}; run {wall:.0f} s")
 
+
+@pytest.mark.slow
+@pytest.mark.extended  # the default suite resumes the same sampling state file in test_sampling_e2e.py
+def test_a_resumed_run_skips_the_same(base_testbed, eight_rows, full_run):
+    out, full, _ = full_run
+    assert full.ok, full.tail(60)
     t1 = time.perf_counter()
-    resumed = train(base_testbed, tmp_path / "resumed", _cfg(eight_rows), *KEYS, "trainer.resume_mode=resume_path",
-                    f"trainer.resume_from_path={tmp_path / 'full' / 'checkpoints' / 'global_step_3'}", timeout=900)
+    resumed = train(base_testbed, out / "resumed", _cfg(eight_rows), *KEYS, "trainer.resume_mode=resume_path",
+                    f"trainer.resume_from_path={out / 'full' / 'checkpoints' / 'global_step_3'}", timeout=900)
     assert resumed.ok, resumed.tail(60)
     assert "restored the skip histories" in resumed.output()
     later = train_steps(resumed)
     assert sorted(later) == [4]
     # step 4's own prompts are decided from the restored histories alone: the same skips
-    first = _skips(tmp_path / "full", [4], call=0)
+    first = _skips(out / "full", [4], call=0)
     assert first[4], "the uninterrupted run skips some of step 4's own prompts (seeded: the same every run)"
-    assert _skips(tmp_path / "resumed", [4], call=0) == first
-    print(f"\nskipping e2e: skipped per step {skipped}; step 4 (own prompts) {first[4]}; all of step 4: full "
-          f"{_skips(tmp_path / 'full', [4])} resumed {_skips(tmp_path / 'resumed', [4])}; run {wall:.0f} s, "
-          f"resume {time.perf_counter() - t1:.0f} s")
+    assert _skips(out / "resumed", [4], call=0) == first
+    print(f"\nskipping resume: step 4 (own prompts) {first[4]}; all of step 4: full {_skips(out / 'full', [4])} "
+          f"resumed {_skips(out / 'resumed', [4])}; resume {time.perf_counter() - t1:.0f} s")

@@ -21,7 +21,6 @@ if __name__ == "__main__":  # the probe process: verl must see these before it i
     os.environ.update({"VERL_PLATFORM": "cpu", "VERL_ENGINE_DEVICE": "cuda", "DEVENUS_VERL_CPU": "1",
                        "MASTER_ADDR": "127.0.0.1", "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})
     os.environ.setdefault("MASTER_PORT", "29633")
-    sys.path.insert(0, str(HERE))
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
