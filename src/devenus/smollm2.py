@@ -58,7 +58,7 @@ def model_dir(cache_dir: str | Path | None = None, log=lambda m: print(m, file=s
     if (out / "conversion.json").is_file():
         return out
     src = gguf_path()
-    log(f"[devenus] converting {src.name} into {out} (once; ~40 s) ...")
+    log(f"[devenus] converting {src.name} into {out} (once; about a minute on an idle 2-core CPU) ...")
     convert(src, out)
     return out
 
