@@ -199,7 +199,7 @@ class Composer:
         known to fit (a 3-prompt round failed verl's micro-batch divisibility): whole batches, as before."""
         batch = int(self.t.config.data.train_batch_size)
         return rule.refill_size(len(composer.open_slots(use_filter)), drawn, informative, batch,
-                                self.cfg.refill_prompts, batch if self.late else self.t.refill_granule,
+                                self.cfg.refill_prompts, batch if self.late else refill_granule(self.t.config, self.t.method),
                                 variance_filter=use_filter)
 
     def run(self) -> tuple[DataProto, float]:

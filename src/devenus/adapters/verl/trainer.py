@@ -223,11 +223,6 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         return surfaces.label_state(np.asarray(list(frame["extra_info"]), dtype=object),
                                     np.asarray(list(frame["reward_model"]), dtype=object))
 
-    @property
-    def refill_granule(self) -> int:
-        """The fewest refill prompts every generate call of a refill round splits evenly over the workers."""
-        return dynamic.refill_granule(self.config, self.method)
-
     def refill_order(self) -> sampling.RefillOrder:
         """The seeded order refill prompts come from (over the rows ``train_dataset`` indexes)."""
         if self._refill_order is None:
