@@ -139,7 +139,7 @@ def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), bu
 # ------------------------------------------------------------------------------ the savings report
 def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
     """The savings table (markdown) and its numbers, from the runner's records."""
-    from devenus.experiments.curves import savings
+    from devenus.experiments.curves import savings, zero_variance_floor
     from devenus.experiments.runner import _fmt
 
     rows, out, notes = [], {}, []
@@ -167,6 +167,18 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
             f"reference's rollouts (linear between validation points; '>x': not reached, x = the arm's total); "
             f"reference rows: the reference's own first crossing (the measure's resolution).\n\n"
             + head + "\n".join(rows) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else ""))
+    floors = {arm: f for arm in REFERENCE if (f := zero_variance_floor(records, arm))["seeds"]}
+    if floors:
+        lines = []
+        for arm, f in floors.items():
+            per = " / ".join(f"{v['share']:.3f}" for v in f["seeds"].values())
+            lines.append(f"| {arm} | {len(f['seeds'])} | {per} | {_fmt(f['share'], signed=False)} | {f['floor']:.2f} |")
+        text += ("\nZero-variance groups (`devenus/sampling/zero_variance_share`, mean over training steps): an arm "
+                 "that generated only informative groups, for the same steps, would still spend (1 - share) of "
+                 "the rollouts, so a share below 1 - goal puts the goal out of reach at a fixed step count.\n\n"
+                 "| arm | seeds | share per seed | share (mean ± 95%) | floor: 1 - share |\n|---|---|---|---|---|\n"
+                 + "\n".join(lines) + "\n")
+        out["zero_variance"] = floors
     return text, out
 
 

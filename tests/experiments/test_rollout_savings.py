@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devenus.experiments.curves import (ROLLOUTS, accuracy_at, accuracy_curve, cumulative_rollouts,
-                                        rollouts_to_reach, savings)
+from devenus.experiments.curves import (ROLLOUTS, ZERO_VARIANCE, accuracy_at, accuracy_curve, cumulative_rollouts,
+                                        rollouts_to_reach, savings, zero_variance_floor)
 from devenus.experiments.stats import t_ppf
 
 SCRIPT = Path(__file__).parents[2] / "experiments" / "rollout_savings.py"
@@ -164,6 +164,27 @@ def test_the_savings_table_reads_hand_built_records(rs):
     assert set(numbers) == set(rs.REFERENCE) | {"grpo", "ttrl@10"}
     assert numbers["grpo+ds"]["seeds"][0]["ratio"] == pytest.approx(800 / 400)
     assert "| grpo+ds | grpo | 1 |" in text and "one run: no interval" in text
+
+
+def test_zero_variance_floor_averages_steps_then_seeds():
+    recs = {("grpo+ds", s): {"curves": [{"step": 0, ZERO_VARIANCE: 0.9}]  # step 0 (validation) is not training
+                             + [{"step": i + 1, ZERO_VARIANCE: v} for i, v in enumerate(shares)]}
+            for s, shares in ((0, [0.1, 0.3]), (1, [0.2, 0.2]), (2, [0.1, 0.2, 0.3]))}
+    recs[("grpo", 0)] = {"curves": [{"step": 1}]}  # the seam off: no share logged
+    f = zero_variance_floor(recs, "grpo+ds")
+    assert [v["share"] for v in f["seeds"].values()] == pytest.approx([0.2, 0.2, 0.2])
+    assert f["share"]["mean"] == pytest.approx(0.2) and f["floor"] == pytest.approx(0.8)
+    assert zero_variance_floor(recs, "grpo") == {"arm": "grpo", "seeds": {}}
+
+
+def test_the_savings_table_adds_the_zero_variance_floor_when_runs_log_it(rs):
+    recs = {("base", 0): base(0), ("grpo", 0): record("grpo", 0, [100] * 4, {2: 0.4, 4: 0.5})}
+    recs[("grpo+ds", 0)] = record("grpo+ds", 0, [150] * 4, {2: 0.4, 4: 0.5})
+    for m in recs[("grpo+ds", 0)]["curves"]:
+        m[ZERO_VARIANCE] = 0.25
+    text, numbers = rs.savings_table(recs)
+    assert "| grpo+ds | 1 | 0.250 |" in text and "| 0.75 |" in text
+    assert numbers["zero_variance"]["grpo+ds"]["floor"] == pytest.approx(0.75)
 
 
 def test_the_savings_table_names_a_run_without_the_rollouts_metric(rs):

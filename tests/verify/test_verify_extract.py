@@ -40,6 +40,25 @@ def test_no_answer(text):
     assert extract_answer(text) is None
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # an empty final box is no answer: the fallbacks must not return the box itself as the prediction
+        ("The answer is \\boxed{}.", None),
+        ("Answer: \\boxed{ }", None),
+        ("so the answer is \\boxed{} 7", None),
+        ("The answer is \\fbox{}", None),
+        # ... but a later strategy with a real answer still counts, and so does an earlier non-empty box
+        ("The answer is \\boxed{}\n#### 9", "9"),
+        ("#### 4\nThe answer is \\boxed{}", "4"),
+        ("\\boxed{3} and the answer is \\boxed{}", "3"),
+        ("The answer is \\boxedfoo{}", "\\boxedfoo{}"),  # not a box command
+    ],
+)
+def test_an_empty_box_is_no_answer_for_any_strategy(text, expected):
+    assert extract_answer(text) == expected
+
+
 def test_truncated_counts_as_no_answer():
     assert extract_answer("... \\boxed{5}", truncated=True) is None
     assert extract_answer("... \\boxed{5}", truncated=False) == "5"

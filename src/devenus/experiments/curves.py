@@ -11,7 +11,10 @@ the questions an experiment on rollout savings asks of them:
 - :func:`savings`: for each seed, an arm against its reference arm of the same seed: the rollouts it
   needed to reach the reference's final accuracy, as a share of the reference's rollouts; and its
   accuracy at ``goal`` times the reference's rollouts minus the reference's final accuracy. Intervals
-  over seeds come from :mod:`devenus.experiments.stats`.
+  over seeds come from :mod:`devenus.experiments.stats`;
+- :func:`zero_variance_floor`: the share of generated groups whose rewards had zero variance, per seed
+  (runs with the sampling seam on log it); an arm that generated only the informative ones, for the
+  same steps, would still spend (1 - that share) of the rollouts.
 
 Rollouts are ``devenus/rollouts/generated`` (responses generated for the step: training, refill and
 vote-only rows; probe rollouts are counted apart), summed over steps 1..s.
@@ -25,6 +28,7 @@ from typing import Mapping, Sequence
 from devenus.experiments.stats import Interval, mean_interval
 
 ROLLOUTS = "devenus/rollouts/generated"
+ZERO_VARIANCE = "devenus/sampling/zero_variance_share"  # per step: zero-variance groups / groups generated
 
 Points = list[tuple[float, float]]  # (cumulative rollouts, accuracy), rollouts non-decreasing
 
@@ -138,4 +142,24 @@ def savings(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, goal
     deltas = [s["delta_at_goal"] for s in per_seed.values() if s["delta_at_goal"] is not None]
     if deltas and len(deltas) == len(per_seed):
         out["delta_at_goal"] = mean_interval(deltas).to_dict()
+    return out
+
+
+def zero_variance_floor(records: Mapping[tuple[str, int], Mapping], arm: str, key: str = ZERO_VARIANCE) -> dict:
+    """``arm``'s zero-variance share of generated groups: per seed, the mean over its training steps of
+    ``key``; over seeds, its mean interval and ``floor`` = 1 - that mean (the rollouts, as a share, that a
+    run generating only informative groups would still spend at the same steps). Seeds whose runs never
+    logged ``key`` are left out; no seed at all: ``{"seeds": {}}``."""
+    per_seed = {}
+    for (name, seed), r in sorted(records.items()):
+        if name != arm:
+            continue
+        shares = [float(m[key]) for m in r.get("curves") or [] if m.get("step", 0) > 0 and key in m]
+        if shares:
+            per_seed[seed] = {"share": sum(shares) / len(shares), "steps": len(shares)}
+    out: dict = {"arm": arm, "seeds": per_seed}
+    if per_seed:
+        iv = mean_interval([v["share"] for v in per_seed.values()])
+        out["share"] = iv.to_dict()
+        out["floor"] = 1.0 - iv.mean
     return out

@@ -76,6 +76,12 @@ def _box_regex(commands: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=32)
+def _empty_box_regex(commands: tuple[str, ...]) -> re.Pattern[str]:
+    alts = "|".join(re.escape(c) for c in commands)
+    return re.compile(rf"(?:{alts})(?![A-Za-z])\s*\{{\s*\}}")
+
+
+@lru_cache(maxsize=32)
 def _compile_extra(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p) for p in patterns)
 
@@ -227,5 +233,7 @@ def extract_answer(
             return None
         if ans is not None:
             assert isinstance(ans, str)
+            if _empty_box_regex(cfg.boxed_commands).search(ans):
+                continue  # "the answer is \boxed{}": the model's final answer is empty, not the text around it
             return None if len(ans) > cfg.max_answer_chars else ans
     return None

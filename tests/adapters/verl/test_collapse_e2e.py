@@ -28,13 +28,27 @@ def unlabeled_file(base_testbed, tmp_path_factory):
     return str(write_records(rows, tmp_path_factory.mktemp("unl") / "unlabeled.parquet"))
 
 
-@pytest.mark.slow
-def test_guard_stops_a_collapsing_ttrl_run_and_rolls_back(base_testbed, unlabeled_file, tmp_path):
-    cfg = RunConfig(method="ttrl", steps=STEPS, prompts_per_step=8, rollouts_per_prompt=4, lr=2e-3, kl_coef=0.0,
-                    train_file=unlabeled_file, save_freq=2, ckpt_to_keep=STEPS, val_before_train=False, val_n=1)
+def _cfg(train_file: str) -> RunConfig:
+    return RunConfig(method="ttrl", steps=STEPS, prompts_per_step=8, rollouts_per_prompt=4, lr=2e-3, kl_coef=0.0,
+                     train_file=train_file, save_freq=2, ckpt_to_keep=STEPS, val_before_train=False, val_n=1)
+
+
+def _guard_metrics(steps: dict[int, dict]) -> dict[int, dict]:
+    return {s: {k: v for k, v in m.items() if k.startswith("devenus/collapse/")} for s, m in steps.items()}
+
+
+@pytest.fixture(scope="module")
+def collapsed_run(base_testbed, unlabeled_file, tmp_path_factory):
+    """The run that collapses (both tests read it; one launch)."""
+    out = tmp_path_factory.mktemp("collapse")
     t0 = time.perf_counter()
-    r = train(base_testbed, tmp_path, cfg, *GUARD, timeout=600)
-    wall = time.perf_counter() - t0
+    r = train(base_testbed, out, _cfg(unlabeled_file), *GUARD, timeout=600)
+    return out, r, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_guard_stops_a_collapsing_ttrl_run_and_rolls_back(collapsed_run):
+    tmp_path, r, wall = collapsed_run
     assert r.returncode == 0, r.tail(40)
     steps = train_steps(r)
     for s in sorted(steps):
@@ -133,3 +147,38 @@ def test_disabled_guard_adds_nothing_and_reads_its_config_once(tmp_path):
     metrics = {}
     t.collapse_guard_step(make_batch([3] * 2, [False] * 2, [""] * 2, ["1", "1"], ["a", "a"]), metrics)
     assert metrics == {} and t._collapse_guard is False
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # a second launch on the same run: the default suite's proof of the rollback is the pointer
+def test_a_resume_after_the_rollback_replays_from_the_good_checkpoint(base_testbed, unlabeled_file, collapsed_run):
+    """``trainer.resume_mode=auto`` after the rollback: verl loads the last good checkpoint (not the newest),
+    the guard's state saved beside it comes back (baselines, no streak, not acted), and the seeded run
+    replays the steps after it: the same observations, the guard acts at the same step for the same onset
+    and rolls back again. (A resume that should not collapse again needs a changed config.)"""
+    out, first, _ = collapsed_run
+    assert first.returncode == 0, first.tail(40)
+    before = json.loads((checkpoint_dir(out) / "collapse_guard.json").read_text())
+    good = before["rollback_to"]
+    if good is None:
+        pytest.skip("the collapse came before any checkpoint: nothing to resume from")
+    t0 = time.perf_counter()
+    r = train(base_testbed, out, _cfg(unlabeled_file), *GUARD, timeout=600)
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.tail(40)
+    text = r.output()
+    assert f"global_step_{good}/devenus_collapse_guard.json" in text and "restored the collapse guard's state" in text
+    steps, old = train_steps(r), train_steps(first)
+    assert min(steps) == good + 1, f"resumed at step {min(steps)}, not after the good checkpoint {good}"
+    assert max(steps) == before["step"], "the replay stops where the first run stopped"
+    a, b = _guard_metrics({s: old[s] for s in steps}), _guard_metrics(steps)
+    for s in sorted(steps):
+        assert b[s].keys() == a[s].keys(), s
+        for k in a[s]:
+            assert b[s][k] == pytest.approx(a[s][k], rel=1e-6, abs=1e-9), (s, k, a[s][k], b[s][k])
+    after = json.loads((checkpoint_dir(out) / "collapse_guard.json").read_text())
+    assert {k: after[k] for k in ("step", "onset", "flags", "rollback_to")} == \
+        {k: before[k] for k in ("step", "onset", "flags", "rollback_to")}
+    assert (checkpoint_dir(out) / "latest_checkpointed_iteration.txt").read_text().strip() == str(good)
+    print(f"resumed from global_step_{good}: steps {min(steps)}-{max(steps)} replayed, the guard acted again at "
+          f"step {after['step']} (onset {after['onset']}); wall {wall:.0f} s")
