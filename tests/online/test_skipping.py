@@ -78,6 +78,72 @@ def test_all_skipped_generates_the_least_likely():
         assert skip.tolist() == [True, False]  # b has the lower P(skip)
 
 
+# ------------------------------------------------------------------ the granule (agent-loop workers)
+def near_sure() -> SkipRule:
+    """s1, s2: streaks of 1 and 2 (P(skip) 1 - 1e-6 and 1 - 1e-12); s3a, s3b: at the floor (1 - 1e-15, a tie);
+    f*: no history (never skipped). Every streak key's draw falls below its P(skip) at step 9 (checked)."""
+    r = rule(p_easy=1e-6, min_p=1e-6, min_explore=1e-15)
+    for key, n in (("s1", 1), ("s2", 2), ("s3a", 3), ("s3b", 3)):
+        streak(r, key, "easy", n)
+    assert all(_draw(r.seed, 9, k) < r.skip_probability(k) for k in ("s1", "s2", "s3a", "s3b"))
+    r.pop_evidence(), r.pop_metrics()
+    return r
+
+
+@pytest.mark.parametrize("keys, granule, skipped", [
+    # granule 1: the draws as they are, only a call that is all skipped generates its least likely prompt
+    (["f1", "s3a", "s1", "s2", "s3b"], 1, ["s3a", "s1", "s2", "s3b"]),
+    (["s3a", "s1", "s2", "s3b"], 1, ["s3a", "s2", "s3b"]),
+    # rounded up to the next multiple, lowest P(skip) generated back first, the first of a tie
+    (["f1", "s3a", "s1", "s2", "s3b"], 2, ["s3a", "s2", "s3b"]),
+    (["f1", "s3a", "s1", "s2", "s3b"], 4, ["s3b"]),
+    (["s3a", "s1", "s2", "s3b"], 2, ["s3a", "s3b"]),  # all skipped: the granule, not one prompt
+    (["f1", "f2", "s1", "s2"], 2, ["s1", "s2"]),  # already a multiple: nothing generated back
+    # a call whose prompt count is not a multiple: rounded up where a multiple fits (5 prompts, 4 kept) ...
+    (["f1", "f2", "f3", "s1", "s2"], 4, ["s2"]),
+    # ... and generated whole where none does (the next multiple of 3 above 4 kept is 6 > 5; 4 < 8)
+    (["f1", "f2", "f3", "f4", "s1"], 3, []),
+    (["s3a", "s1", "s2", "s3b"], 8, []),
+])
+def test_kept_prompts_are_rounded_up_to_the_granule(keys, granule, skipped):
+    r = near_sure()
+    skip = r.decide(keys, 9, granule=granule)
+    assert [k for k, s in zip(keys, skip) if s] == skipped
+    drawn = sum(k.startswith("s") for k in keys)  # every streak key was drawn to be skipped
+    m = r.pop_metrics()
+    assert m["devenus/skip/skipped"] == len(skipped) and m["devenus/skip/decided"] == len(keys)
+    assert m["devenus/skip/kept_for_granule"] == drawn - len(skipped)
+    assert m["devenus/skip/skip_rate"] == len(skipped) / len(keys)
+    # evidence: a row for each prompt really skipped, none for those generated back
+    assert sorted(x["key"] for x in r.pop_evidence() if x["values"]["event"] == "skipped") == sorted(skipped)
+
+
+def test_granule_one_decides_as_the_draws_and_any_granule_only_generates_back():
+    r = rule(p_easy=0.5, p_hard=0.3, step_size=0.0)
+    keys = [f"k{i}" for i in range(8)]
+    for i, k in enumerate(keys[:6]):
+        streak(r, k, "easy" if i % 2 else "hard", 1 + i % 3)  # P(skip) from 0.3 to 0.875, with ties
+    probs = np.array([r.skip_probability(k) for k in keys])
+    for step in range(20, 120):
+        drawn = np.array([_draw(r.seed, step, k) < p for k, p in zip(keys[:6], probs)] + [False, False])
+        assert r.decide(keys, step).tolist() == r.decide(keys, step, granule=1).tolist() == drawn.tolist()
+        for g in (2, 4):
+            skip = r.decide(keys, step, granule=g)
+            assert not (skip & ~drawn).any()  # never skips a prompt its draw kept
+            kept = int((~skip).sum())
+            assert kept % g == 0 and kept - g < max(int((~drawn).sum()), 1)  # the next multiple, no further
+            back = drawn & ~skip
+            if back.any() and skip.any():  # generated back: the least likely ones
+                assert probs[back].max() <= probs[skip].min()
+    m = r.pop_metrics()
+    assert m["devenus/skip/kept_for_granule"] > 0 and m["devenus/skip/skipped"] > 0
+
+
+def test_a_granule_below_one_is_an_error():
+    with pytest.raises(ValueError, match="granule must be >= 1"):
+        rule().decide(["a"], 0, granule=0)
+
+
 def feed(r: SkipRule, step: int, easy: int, hard: int, mixed: int) -> None:
     """One step: decide over a candidate, then observe groups with the given zero-variance mix."""
     r.decide(["cand", "other"], step)

@@ -72,8 +72,9 @@ class PreRolloutFilter(Protocol):
     Skipped prompts' slots become placeholders that refill fills. Its metrics go to verl's trackers and its
     evidence rows to the run's evidence table after every step; its state is saved with each checkpoint."""
 
-    def decide(self, keys: Sequence[str], step: int) -> np.ndarray:
-        """One bool per prompt: True = skip (never generated). Deterministic given its state."""
+    def decide(self, keys: Sequence[str], step: int, granule: int = 1) -> np.ndarray:
+        """One bool per prompt: True = skip (never generated). Deterministic given its state. The prompts
+        it keeps are a non-zero multiple of ``granule`` (:func:`refill_granule`) where the call allows one."""
 
     def observe(self, keys: Sequence[str], zero_variance: np.ndarray, mean_score: np.ndarray, step: int) -> None:
         """One entry per generated group of the step, on its final scores."""

@@ -20,8 +20,10 @@ Differences from GRESO, each for DE-Venus's setting: draws are hashed from (seed
 ``torch.rand`` (no RNG state; a resumed run decides the same); easy/hard come from the group's mean score
 (>= 0.5: easy) because rewards here are 0/1 verified, pseudo-label or confidence scores, not GRESO's
 0.1-for-wrong; the probabilities adapt after a step that had skip candidates (GRESO: from the second epoch
-on, the first step a prompt can have a history; here earlier rounds give histories at step 0); a call where
-every prompt would be skipped generates the one least likely to be skipped (a step is never empty).
+on, the first step a prompt can have a history; here earlier rounds give histories at step 0); a call
+generates a non-zero multiple of the adapter's granule (verl splits every generate call evenly over its
+agent-loop workers), the skipped prompts least likely to be skipped generated back first (a step is never
+empty; GRESO's large sampling batch needs neither).
 
 The rule never sees verl: the adapter calls :meth:`SkipRule.decide` before generating, generates only the
 prompts it returned False for, and calls :meth:`SkipRule.observe` with each generated group's final scores.
@@ -128,9 +130,16 @@ class SkipRule:
         kind, streak = h
         return 1.0 - max(self.p[kind] ** streak, self.config.min_explore)
 
-    def decide(self, keys: Sequence[str], step: int) -> np.ndarray:
+    def decide(self, keys: Sequence[str], step: int, granule: int = 1) -> np.ndarray:
         """One bool per prompt, True = skip (never generated). Deterministic in (seed, step, key, state).
-        When every prompt would be skipped, the least likely one (first on a tie) is generated."""
+
+        The generated prompts are a non-zero multiple of ``granule`` (the agent-loop workers split every
+        generate call evenly): skipped prompts are generated back, lowest P(skip) first (first on a tie),
+        until they are; with ``granule`` 1 that only keeps a call from being empty. A call with no multiple
+        between its kept count and its prompt count (only when the prompt count is not a multiple itself)
+        generates every prompt: the call is the one the caller made, as without the rule."""
+        if int(granule) < 1:
+            raise ValueError(f"SkipRule.decide: granule must be >= 1, got {granule}")
         self._advance(step)
         call = self._pending["calls"]  # 0: the step's own prompts; 1, 2, ...: its refill rounds
         self._pending["calls"] = call + 1
@@ -138,13 +147,13 @@ class SkipRule:
         probs = np.array([self.skip_probability(k) for k in keys], dtype=np.float64)
         draws = np.array([_draw(self.seed, step, k) for k in keys], dtype=np.float64)
         skip = draws < probs
-        if len(keys) and skip.all():
-            skip[int(np.argmin(probs))] = False
+        kept_back = self._round_up(skip, probs, int(granule))
         candidates = probs > 0
         self._pending["candidates"] += int(candidates.sum())
         c = self._counts
         c["decided"] += len(keys)
         c["candidates"] += int(candidates.sum())
+        c["kept_for_granule"] += kept_back
         for i in np.flatnonzero(skip):
             kind, streak = self.history[keys[i]]
             c[f"skipped_{kind}"] += 1
@@ -152,6 +161,18 @@ class SkipRule:
                 "event": "skipped", "call": int(call), "class": kind, "streak": int(streak),
                 "p_skip": float(probs[i]), "draw": float(draws[i])}})
         return skip
+
+    @staticmethod
+    def _round_up(skip: np.ndarray, probs: np.ndarray, granule: int) -> int:
+        """Un-skip (in place) the fewest skipped prompts, least likely first, that make the generated count
+        a non-zero multiple of ``granule``, or all of them when the call has no such multiple; returns how many."""
+        n, kept = len(skip), int((~skip).sum())
+        if n == 0:
+            return 0
+        want = min(-(-max(kept, 1) // granule) * granule, n)
+        back = np.flatnonzero(skip)[np.argsort(probs[skip], kind="stable")][:want - kept]
+        skip[back] = False
+        return len(back)
 
     def observe(self, keys: Sequence[str], zero_variance: np.ndarray, mean_score: np.ndarray, step: int) -> None:
         """One entry per generated group of ``step`` (its final scores): extends or ends the key's streak,
@@ -213,8 +234,8 @@ class SkipRule:
 
     @staticmethod
     def _fresh_counts() -> dict[str, int]:
-        return {"decided": 0, "candidates": 0, "skipped_easy": 0, "skipped_hard": 0, "observed": 0,
-                "zero_variance_easy": 0, "zero_variance_hard": 0}
+        return {"decided": 0, "candidates": 0, "skipped_easy": 0, "skipped_hard": 0, "kept_for_granule": 0,
+                "observed": 0, "zero_variance_easy": 0, "zero_variance_hard": 0}
 
     # ------------------------------------------------------------------ history from earlier rounds
     def seed_history(self, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -1,11 +1,13 @@
 """Skipping before rollout end to end through ``python -m devenus.train`` on the testbed: GRPO with
 ``devenus.skip`` on (GRESO's rule; exploration probability 0.05 and no adaptation, so a prompt with one
-zero-variance visit is skipped with probability 0.95) over 8 training rows, 4 prompts x 4 rollouts a step,
-4 steps (every row is revisited), a checkpoint at step 3 (within the second epoch, where verl's
-dataloader resumes to the same batch), then a resume from it.
+zero-variance visit is skipped with probability 0.95) over 8 training rows, 4 prompts x 3 rollouts a step
+over 2 agent-loop workers (verl splits each generate call evenly: an odd number of kept prompts, 3k rows,
+failed verl's chunk assertion before the granule), 4 steps (every row is revisited), a checkpoint at step 3
+(within the second epoch, where verl's dataloader resumes to the same batch), then a resume from it.
 
 Shows: prompts are skipped once they have a zero-variance history and their rollouts are never generated
-(their slots are refilled from further prompts), the skips are in the evidence table, and (extended) a
+(their slots are refilled from further prompts), every generate call keeps an even number of prompts
+(skipped ones generated back where needed), the skips are in the evidence table, and (extended) a
 resumed run decides the same skips as the run that never stopped. The default suite's resume through the
 same sampling state file is tests/adapters/verl/test_sampling_e2e.py's (the refill cursor; the skip
 rule's own state_dict round trip is tests/online/test_skipping.py's).
@@ -21,7 +23,7 @@ from devenus.records.evidence import read_evidence
 from devenus.runs.testbed import RunConfig, evidence_dir
 from e2e import train, train_steps
 
-PROMPTS, N = 4, 4
+PROMPTS, N, WORKERS = 4, 3, 2  # refill_granule(2 workers, 3 rollouts) = 2 prompts
 KEYS = ("+devenus.skip.enabled=true", "+devenus.skip.p_easy=0.05", "+devenus.skip.p_hard=0.05",
         "+devenus.skip.step_size=0")
 
@@ -38,7 +40,8 @@ def eight_rows(base_testbed, tmp_path_factory):
 
 def _cfg(data):
     return RunConfig(method="grpo", steps=4, prompts_per_step=PROMPTS, rollouts_per_prompt=N, save_freq=3,
-                     train_file=str(data), val_before_train=False, extra_overrides=("trainer.test_freq=-1",))
+                     train_file=str(data), val_before_train=False, extra_overrides=("trainer.test_freq=-1",
+                                                                 f"actor_rollout_ref.rollout.agent.num_workers={WORKERS}"))
 
 
 def _skips(out, steps, call: int | None = None) -> dict[int, list[str]]:
@@ -71,7 +74,13 @@ def test_skipping_skips_zero_variance_history(full_run):
         assert m["devenus/sampling/slots_unfilled"] == 0 or m["devenus/sampling/groups_zero_variance"] > 0
     evidence = _skips(out / "full", steps)
     assert {s: len(k) for s, k in evidence.items()} == skipped  # every skip is in the evidence table
-    print(f"\nskipping e2e: skipped per step {skipped}; run {wall:.0f} s")
+    # the step's own call keeps a multiple of the granule (2 prompts); the seeded draws need it at least once
+    own = {s: PROMPTS - len(k) for s, k in _skips(out / "full", steps, call=0).items()}
+    assert all(k % 2 == 0 for k in own.values()), own
+    kept_back = {s: int(m["devenus/skip/kept_for_granule"]) for s, m in steps.items()}
+    assert sum(kept_back.values()) > 0, kept_back
+    print(f"\nskipping e2e: skipped per step {skipped}; generated back for the granule {kept_back}; "
+          f"own prompts kept {own}; run {wall:.0f} s")
 
 
 @pytest.mark.slow

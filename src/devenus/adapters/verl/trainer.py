@@ -67,6 +67,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     _refill_order: sampling.RefillOrder | None = None
     _refill_state: dict | None = None  # a restored cursor, applied when the order is first built
     _filter_off = False  # the placeholders' last refill generates without the filter
+    _skip_granule = 1  # prompts a filtered generate call keeps a multiple of (set with the filter)
     _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
 
     def __init__(self, *args, method: OnlineMethod, **kwargs):
@@ -80,6 +81,8 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         skip = skipping.skip_config(self._devenus_config().get("skip"))
         if skip.enabled:  # GRESO's rule: prompts whose history predicts a zero-variance group are never generated
             self.pre_rollout_filter = skipping.SkipRule(skip, seed=int(self.config.data.get("seed", None) or 0))
+            # the kept prompts of every filtered call must split over the agent-loop workers, as refill rounds do
+            self._skip_granule = dynamic.refill_granule(self.config, self.method)
             seeded = self.pre_rollout_filter.seed_from_dirs(skip.history_dirs)
             if skip.history_dirs:
                 print(f"[devenus] skip: {seeded} visits of earlier rounds seed the histories ({len(skip.history_dirs)} folders)")
@@ -156,9 +159,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         (:func:`.sampling.with_placeholders`) that the sampling seam refills."""
         of_row, keys = dynamic.prompt_keys(prompts)
         skip = np.zeros(len(keys), bool) if self._filter_off else \
-            np.asarray(self.pre_rollout_filter.decide(keys, self.global_steps), bool)
-        if skip.all():
-            skip[0] = False  # never a step without a generated group
+            np.asarray(self.pre_rollout_filter.decide(keys, self.global_steps, self._skip_granule), bool)
         rows = skip[of_row]
         if not rows.any():
             out = supervised(prompts)
