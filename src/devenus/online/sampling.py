@@ -74,7 +74,8 @@ class PreRolloutFilter(Protocol):
 
     def decide(self, keys: Sequence[str], step: int, granule: int = 1) -> np.ndarray:
         """One bool per prompt: True = skip (never generated). Deterministic given its state. The prompts
-        it keeps are a non-zero multiple of ``granule`` (:func:`refill_granule`) where the call allows one."""
+        it keeps are a non-zero multiple of ``granule`` (:func:`refill_granule`) where the call allows one
+        (the adapter refuses a decision that breaks this with a one-line error)."""
 
     def observe(self, keys: Sequence[str], zero_variance: np.ndarray, mean_score: np.ndarray, step: int) -> None:
         """One entry per generated group of the step, on its final scores."""

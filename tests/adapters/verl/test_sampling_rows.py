@@ -127,7 +127,7 @@ class SkipPrompt:
     def __init__(self, keys):
         self.keys, self.asked = set(keys), []
 
-    def decide(self, keys, step):
+    def decide(self, keys, step, granule=1):
         self.asked.append(list(keys))
         return np.array([k in self.keys for k in keys])
 
@@ -145,10 +145,12 @@ def test_the_generate_wrapper_generates_only_kept_prompts_and_counts_every_respo
     assert len(fake.calls) == 1 and list(fake.calls[0].non_tensor_batch["uid"]) == ["u0", "u0", "u2", "u2"]
     assert len(out) == 6 and out.non_tensor_batch[PLACEHOLDER_KEY].tolist() == [0, 0, 1, 1, 0, 0]
     assert t._rollouts_generated == 4  # placeholders are not generated
-    # every prompt skipped: the first is generated anyway
+    # a filter that keeps nothing (the shipped SkipRule never does: decide's granule) is a one-line error, not
+    # an empty generate call
     t.pre_rollout_filter = SkipPrompt({"k0", "k1", "k2"})
-    out = t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2, gold=["2", "5", "8"]))
-    assert out.non_tensor_batch[PLACEHOLDER_KEY].tolist() == [0, 0, 1, 1, 1, 1] and t._rollouts_generated == 6
+    with pytest.raises(ValueError, match=r"SkipPrompt.decide kept 0 of 3 prompts; a generate call needs a non-zero "
+                                         r"multiple of 1"):
+        t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2, gold=["2", "5", "8"]))
     # vote-only rows count too: TTRL with 4 votes per prompt, 2 of them training rows
     t, _ = trainer_with("ttrl", 2, GROUPS, votes=4)
     assert len(t.async_rollout_manager.generate_sequences(prompts_for(GROUPS, 2))) == 6
@@ -170,3 +172,13 @@ def test_rollouts_generated_is_logged_every_step_with_sampling_off_and_reset_aft
                      for k in ("extra_info", "reward_model")})
     _, metrics, _ = t._prepare_update(batch)
     assert metrics[ROLLOUTS_GENERATED] == 6 and t._rollouts_generated == 0
+
+
+def test_check_kept_wants_a_non_zero_multiple_of_the_granule_where_the_call_has_one():
+    from devenus.adapters.verl.trainer import check_kept
+
+    check_kept(SkipPrompt(()), prompts=8, kept=4, granule=2)
+    check_kept(SkipPrompt(()), prompts=5, kept=3, granule=2)  # the call itself is no multiple: verl's concern
+    for prompts, kept in ((8, 3), (8, 0), (5, 0)):
+        with pytest.raises(ValueError, match=f"kept {kept} of {prompts} prompts"):
+            check_kept(SkipPrompt(()), prompts=prompts, kept=kept, granule=2)

@@ -67,7 +67,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     _refill_order: sampling.RefillOrder | None = None
     _refill_state: dict | None = None  # a restored cursor, applied when the order is first built
     _filter_off = False  # the placeholders' last refill generates without the filter
-    _skip_granule = 1  # prompts a filtered generate call keeps a multiple of (set with the filter)
+    _skip_granule: int | None = None  # prompts a filtered generate call keeps a multiple of (read once)
     _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
 
     def __init__(self, *args, method: OnlineMethod, **kwargs):
@@ -81,8 +81,6 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         skip = skipping.skip_config(self._devenus_config().get("skip"))
         if skip.enabled:  # GRESO's rule: prompts whose history predicts a zero-variance group are never generated
             self.pre_rollout_filter = skipping.SkipRule(skip, seed=int(self.config.data.get("seed", None) or 0))
-            # the kept prompts of every filtered call must split over the agent-loop workers, as refill rounds do
-            self._skip_granule = dynamic.refill_granule(self.config, self.method)
             seeded = self.pre_rollout_filter.seed_from_dirs(skip.history_dirs)
             if skip.history_dirs:
                 print(f"[devenus] skip: {seeded} visits of earlier rounds seed the histories ({len(skip.history_dirs)} folders)")
@@ -158,8 +156,13 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         """Generate only the prompts the pre-rollout filter keeps; the skipped ones' rows are placeholders
         (:func:`.sampling.with_placeholders`) that the sampling seam refills."""
         of_row, keys = dynamic.prompt_keys(prompts)
-        skip = np.zeros(len(keys), bool) if self._filter_off else \
-            np.asarray(self.pre_rollout_filter.decide(keys, self.global_steps, self._skip_granule), bool)
+        if self._filter_off:
+            skip = np.zeros(len(keys), bool)
+        else:
+            if self._skip_granule is None:  # kept prompts must split over the agent-loop workers, as refill rounds do
+                self._skip_granule = dynamic.refill_granule(self.config, self.method)
+            skip = np.asarray(self.pre_rollout_filter.decide(keys, self.global_steps, self._skip_granule), bool)
+            check_kept(self.pre_rollout_filter, len(keys), int((~skip).sum()), self._skip_granule)
         rows = skip[of_row]
         if not rows.any():
             out = supervised(prompts)
@@ -463,3 +466,13 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: the skip rule "
                                         f"cannot make the same decisions without its histories")
         return result
+
+
+def check_kept(rule, prompts: int, kept: int, granule: int) -> None:
+    """A pre-rollout filter's decision must leave a call verl can generate: at least one prompt, and a multiple
+    of ``granule`` whenever the call's own prompt count is one (verl splits each call over its agent-loop
+    workers and asserts equal chunks, long after the decision); a one-line error naming the filter instead."""
+    if kept < 1 or (prompts % granule == 0 and kept % granule):
+        raise ValueError(f"{type(rule).__name__}.decide kept {kept} of {prompts} prompts; a generate call needs a "
+                         f"non-zero multiple of {granule} (rollout.n rows each, split evenly over "
+                         f"actor_rollout_ref.rollout.agent.num_workers): see PreRolloutFilter.decide")

@@ -13,7 +13,7 @@ class SkipSecondPrompt:
     def __init__(self):
         self.observed = 0
 
-    def decide(self, keys, step):
+    def decide(self, keys, step, granule=1):
         skip = np.zeros(len(keys), bool)
         skip[1:2] = True
         return skip
