@@ -60,6 +60,21 @@ def test_plan_skips_finished_runs_and_reruns_failed_changed_or_corrupt_ones(tmp_
         exp.plan([0], ["nope"])
 
 
+def test_a_rerun_on_other_weights_keeps_the_old_result_out_of_the_report(tmp_path):
+    old, new = make(tmp_path, model="weights-a"), make(tmp_path, model="weights-b")
+    q = {"ID": {"a": 0.5}}
+    old._save(BASE, 0, record(old, BASE, 0, q, model="weights-a"))
+    old._save("grpo_full", 0, record(old, "grpo_full", 0, q, rc=1, model="weights-a"))  # failed: nothing to keep
+    new._save(BASE, 0, record(new, BASE, 0, {"ID": {"a": 0.7}}, model="weights-b"))
+    new._save("grpo_full", 0, record(new, "grpo_full", 0, q, model="weights-b"))
+    kept = sorted(p.name for p in (new.results / "other_weights").iterdir())
+    assert kept == ["base_s0.weights-a.json"]
+    assert json.loads((new.results / "other_weights" / kept[0]).read_text())["accuracy"]["ID"] == 0.5
+    assert {k: r["base_model"] for k, r in new.records().items()} == {(BASE, 0): "weights-b", ("grpo_full", 0): "weights-b"}
+    new._save(BASE, 0, record(new, BASE, 0, q, model="weights-b"))  # same weights: replaced, nothing kept
+    assert sorted(p.name for p in (new.results / "other_weights").iterdir()) == kept
+
+
 STAND_IN = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

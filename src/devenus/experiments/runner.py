@@ -54,11 +54,12 @@ from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
-from devenus.records.io import write_text_atomic
+from devenus.records.io import commit_temp, write_text_atomic
 from devenus.runs.launch import guard_group
 
 BASE = "base"
 AGGREGATES = ("ID", "near-OOD", "far-OOD")
+OTHER_WEIGHTS = "other_weights"  # results of earlier base-model weights, kept beside the live ones
 SIDE_GROUPS = {"test_id": "ID", "test_id_extra": "ID", "near_ood": "near-OOD", "test_ood": "far-OOD"}
 
 
@@ -325,8 +326,23 @@ class Experiment:
     def _save(self, name: str, seed: int, record: dict) -> dict:
         self.results.mkdir(parents=True, exist_ok=True)
         path = self.result_path(name, seed)
+        self._keep_other_weights(path, record)
         write_text_atomic(path, json.dumps(record, indent=1))  # a kill never leaves half a result
         return record
+
+    def _keep_other_weights(self, path: Path, record: dict) -> None:
+        """A finished result of other base-model weights is moved to ``other_weights/`` (out of the report's
+        reach, not lost), so a rerun on new weights never deletes the only record of a run on the old ones."""
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return
+        if old.get("returncode") != 0 or not old.get("base_model") or old.get("base_model") == record.get("base_model"):
+            return
+        dest = self.results / OTHER_WEIGHTS / f"{path.stem}.{str(old['base_model'])[:16]}.json"
+        dest.parent.mkdir(exist_ok=True)
+        commit_temp(path, dest)  # the tree's one rename (records/io), directory synced
+        self.log(f"[runner] {path.name} was a run on weights {old['base_model']}: kept as {dest.relative_to(self.results)}")
 
     # ---- one run
     def validation_files(self) -> dict[str, Path]:
