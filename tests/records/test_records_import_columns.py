@@ -143,6 +143,8 @@ def _parquet_bytes(table):
 
 def _edge_inputs():
     """Inputs the route-equivalence test above does not reach: each once broke the equivalence."""
+    import pyarrow as pa
+
     two = '{"question": "a?", "answer": "1"} {"question": "b?", "answer": "2"}'  # two objects, one line
     return {
         # pyarrow reads two objects on a line as two rows, an object over two lines as one: with a
@@ -152,6 +154,14 @@ def _edge_inputs():
             "in.jsonl", "\n".join(_pad(30) + [two, '{"question": "c?",', '"answer": "3"}'] + _pad(30)) + "\n"),
         "two objects split by a carriage return, then a blank line": (
             "in.jsonl", "\n".join(_pad(30) + [two.replace("} {", "}\r{"), "  "] + _pad(30)) + "\n"),
+        # pyarrow infers a timestamp from date-like strings; Python reads them as the strings they are
+        "a family column of dates": ("in.jsonl", "\n".join(
+            [json.dumps({"question": f"Q{i}?", "answer": str(i), "category": "2021-05-03"}) for i in range(40)]
+            + _pad(40, category="algebra")) + "\n"),
+        # a categorical (dictionary-encoded) family column: Python reads its values as str
+        "a categorical family column in Parquet": ("in.parquet", _parquet_bytes(pa.table({
+            "question": [f"Q{i}?" for i in range(20)], "answer": [str(i) for i in range(20)],
+            "subject": pa.array(["algebra", "geometry"] * 10).dictionary_encode()}))),
     }
 
 

@@ -1225,6 +1225,17 @@ def _is_text(t: Any) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
+def _never_text(t: Any) -> bool:
+    """Whether no value of the pyarrow type ``t`` is a str in Python's reading of the record, from any
+    source (not a timestamp: pyarrow infers one from a date in JSON, where Python reads the string;
+    not a dictionary: a category's values may be strings)."""
+    import pyarrow as pa
+
+    return (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_list(t)
+            or pa.types.is_large_list(t) or pa.types.is_struct(t))
+
+
 def _column(table: Any, name: str | None, ok) -> Any:
     """A column as one pyarrow array where its type passes ``ok``; None where the chunk lacks it or
     it holds only nulls; False where its type does not pass."""
@@ -1375,9 +1386,12 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     answers = _column(table, fm.answer, text_or_int)
     ids = _column(table, fm.id, text_or_int)
     diffs = _column(table, fm.difficulty, text_or_int)
-    fams = _column(table, fm.family, _is_text)  # (a family that is no text is None in every row)
-    if answers is False or ids is False or diffs is False:
-        return None
+    category = lambda t: pa.types.is_dictionary(t) and _is_text(t.value_type)  # noqa: E731
+    fams = _column(table, fm.family, lambda t: _is_text(t) or category(t) or _never_text(t))
+    if answers is False or ids is False or diffs is False or fams is False:
+        return None  # (a family pyarrow typed that Python may read as text: a date in JSON)
+    if fams is not None and category(fams.type):
+        fams = pc.cast(fams, pa.string())  # (a category column: Python reads each value's text)
     string = pa.string()
     # column-wise, each as the per-record route computes it (str.strip() is utf8_trim of the very
     # characters str.isspace() names; a value no column operation reproduces exactly goes through
@@ -1399,7 +1413,8 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         difficulty = _per_value(diffs, _difficulty, pa.int64()) if diffs is not None else pa.nulls(n, pa.int64())
     except ValueError:
         return None
-    family = _per_value(fams, _family, string) if fams is not None and fams is not False else pa.nulls(n, string)
+    # (a family whose values are never text is None in every row)
+    family = _per_value(fams, _family, string) if fams is not None and _is_text(fams.type) else pa.nulls(n, string)
     if ids is not None:  # (_id_str column-wise: a text trimmed, an integer as its decimal text)
         ids = pc.utf8_trim(pc.cast(ids, string), characters=PY_WHITESPACE) if _is_text(ids.type) else pc.cast(ids, string)
         if ids.null_count or (pc.min(pc.binary_length(ids)).as_py() or 0) == 0 \
