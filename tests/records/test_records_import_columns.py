@@ -158,6 +158,10 @@ def _edge_inputs():
         "a family column of dates": ("in.jsonl", "\n".join(
             [json.dumps({"question": f"Q{i}?", "answer": str(i), "category": "2021-05-03"}) for i in range(40)]
             + _pad(40, category="algebra")) + "\n"),
+        # a block without a value in the id column: those records have no id (an error), not hash keys
+        "an id column null or absent in a block": ("in.jsonl", "\n".join(
+            _pad(20, id=None) + _pad(20) + [json.dumps({"id": f"k{i}", "question": f"Q{i}?", "answer": str(i)})
+                                            for i in range(40)]) + "\n"),
         # a categorical (dictionary-encoded) family column: Python reads its values as str
         "a categorical family column in Parquet": ("in.parquet", _parquet_bytes(pa.table({
             "question": [f"Q{i}?" for i in range(20)], "answer": [str(i) for i in range(20)],

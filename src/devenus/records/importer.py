@@ -1390,6 +1390,8 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     fams = _column(table, fm.family, lambda t: _is_text(t) or category(t) or _never_text(t))
     if answers is False or ids is False or diffs is False or fams is False:
         return None  # (a family pyarrow typed that Python may read as text: a date in JSON)
+    if fm.id is not None and ids is None:
+        return None  # an id column without a value in this chunk: the per-record route names every row
     if fams is not None and category(fams.type):
         fams = pc.cast(fams, pa.string())  # (a category column: Python reads each value's text)
     string = pa.string()
