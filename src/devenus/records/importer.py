@@ -266,8 +266,9 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: F
 
 def _arrow_jsonl(data: bytes, lines: int, skeleton: bytes) -> Any:
     """pyarrow's table of a block of JSONL lines, or None where Python must read it (pyarrow refuses
-    it, a line is not one ``{...}`` (:func:`_lines_are_objects`), a byte is not UTF-8, a value nests deeply). pyarrow refuses a control byte
-    in a string as Python does (checked), but does not check UTF-8 (so that is checked here).
+    it, a line is not one ``{...}`` (:func:`_lines_are_objects`), a byte is not UTF-8, a value nests
+    deeply). pyarrow refuses a control byte in a string as Python does (checked), but does not check
+    UTF-8 (so that is checked here).
     ``skeleton``: the block's brackets and newlines alone (``data.translate(None, _NOT_BRACKETS)``)."""
     import pyarrow as pa
     import pyarrow.json as pj
@@ -286,14 +287,14 @@ def _arrow_jsonl(data: bytes, lines: int, skeleton: bytes) -> Any:
 
 def _lines_are_objects(data: bytes) -> bool:
     """Whether every line of a block starts with ``{`` and ends with ``}`` (before its ``\\n`` or
-    ``\\r\\n``; a last line without a newline ends with ``}``). pyarrow reads a block as a stream of objects, not a
-    line at a time: two objects on a line are two rows, an object over two lines is one, a blank line
-    none, so a table with as many rows as the block has lines may still not be one row per line
-    (a line of two objects beside a blank one). With every line ``{...}``, no object spans lines
-    (a raw newline is never inside a JSON string, and ``}`` then ``{`` never inside one value) and
-    none is blank: every line holds at least one object, and as many rows as lines is exactly one
-    object per line. A line with spaces around its object fails this and goes to Python's reader.
-    (numpy over the newlines: 3 ms for 4 MB, a quarter of what ``bytes.count`` of the pairs takes.)"""
+    ``\\r\\n``; a last line without a newline ends with ``}``). pyarrow reads a block as a stream of
+    objects, not a line at a time: two objects on a line are two rows, an object over two lines is
+    one, a blank line none, so a table with as many rows as the block has lines may still not be one
+    row per line (a line of two objects beside a blank one). With every line ``{...}``, no object
+    spans lines (a raw newline is never inside a JSON string, and ``}`` then ``{`` never inside one
+    value) and none is blank: every line holds at least one object, and as many rows as lines is
+    exactly one object per line. A line with spaces around its object fails this and goes to
+    Python's reader. (numpy over the newlines: 3 ms for 4 MB, a quarter of ``bytes.count`` of the pairs.)"""
     import numpy as np
 
     a = np.frombuffer(data, dtype=np.uint8)
