@@ -162,6 +162,8 @@ def _edge_inputs():
         "an id column null or absent in a block": ("in.jsonl", "\n".join(
             _pad(20, id=None) + _pad(20) + [json.dumps({"id": f"k{i}", "question": f"Q{i}?", "answer": str(i)})
                                             for i in range(40)]) + "\n"),
+        # CRLF line ends: still one object per line, read by pyarrow
+        "CRLF line ends": ("in.jsonl", "".join(line + "\r\n" for line in _pad(40))),
         # a categorical (dictionary-encoded) family column: Python reads its values as str
         "a categorical family column in Parquet": ("in.parquet", _parquet_bytes(pa.table({
             "question": [f"Q{i}?" for i in range(20)], "answer": [str(i) for i in range(20)],
