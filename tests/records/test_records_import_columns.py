@@ -125,3 +125,72 @@ def test_the_parent_hash_is_the_input_file_s_read_or_not_by_the_blocks(tmp_path,
     assert m.parents[0].rows == (20 if name == "bom.jsonl" else 40)
     verify_manifest(tmp_path / "d.parquet", parents=[src])
     assert read_manifest(tmp_path / "d.parquet").parents[0].name == name
+
+
+def _pad(n, **extra):
+    return [json.dumps({"question": f"Pad question {i}?", "answer": str(i), **extra}) for i in range(n)]
+
+
+def _parquet_bytes(table):
+    import io
+
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def _edge_inputs():
+    """Inputs the route-equivalence test above does not reach: each once broke the equivalence."""
+    import pyarrow as pa
+
+    two = '{"question": "a?", "answer": "1"} {"question": "b?", "answer": "2"}'  # two objects, one line
+    return {
+        # pyarrow reads two objects on a line as two rows, an object over two lines as one: with a
+        # blank line (or a split object) beside it the rows still number the lines
+        "two objects on a line, then a blank line": ("in.jsonl", "\n".join(_pad(30) + [two, ""] + _pad(30)) + "\n"),
+        "two objects on a line, then one object on two lines": (
+            "in.jsonl", "\n".join(_pad(30) + [two, '{"question": "c?",', '"answer": "3"}'] + _pad(30)) + "\n"),
+        "two objects split by a carriage return, then a blank line": (
+            "in.jsonl", "\n".join(_pad(30) + [two.replace("} {", "}\r{"), "  "] + _pad(30)) + "\n"),
+        # pyarrow infers a timestamp from date-like strings; Python reads them as the strings they are
+        "a family column of dates": ("in.jsonl", "\n".join(
+            [json.dumps({"question": f"Q{i}?", "answer": str(i), "category": "2021-05-03"}) for i in range(40)]
+            + _pad(40, category="algebra")) + "\n"),
+        # a block without a value in the id column: those records have no id (an error), not hash keys
+        "an id column null or absent in a block": ("in.jsonl", "\n".join(
+            _pad(20, id=None) + _pad(20) + [json.dumps({"id": f"k{i}", "question": f"Q{i}?", "answer": str(i)})
+                                            for i in range(40)]) + "\n"),
+        # CRLF line ends: still one object per line, read by pyarrow
+        "CRLF line ends": ("in.jsonl", "".join(line + "\r\n" for line in _pad(40))),
+        # a categorical (dictionary-encoded) family column: Python reads its values as str
+        "a categorical family column in Parquet": ("in.parquet", _parquet_bytes(pa.table({
+            "question": [f"Q{i}?" for i in range(20)], "answer": [str(i) for i in range(20)],
+            "subject": pa.array(["algebra", "geometry"] * 10).dictionary_encode()}))),
+    }
+
+
+@pytest.mark.parametrize("name", list(_edge_inputs()))
+def test_the_column_route_gives_the_record_route_s_result_on_edge_inputs(tmp_path, monkeypatch, name):
+    filename, data = _edge_inputs()[name]
+    src = tmp_path / filename
+    src.write_bytes(data.encode() if isinstance(data, str) else data)
+    fast = importer.fast_rows
+    converted = []
+
+    def spy(chunk, *args, **kw):
+        got = fast(chunk, *args, **kw)
+        converted.append(got is not None)
+        return got
+
+    for chunk_bytes in (importer.CHUNK_BYTES, 256):  # the whole file in one block, and many blocks
+        monkeypatch.setattr(importer, "CHUNK_BYTES", chunk_bytes)
+        for i, opts in enumerate([dict(), dict(labeled="auto"), dict(labeled=False), dict(labeled="auto", dedupe="exact")]):
+            monkeypatch.setattr(importer, "fast_rows", spy)
+            by_columns = _import(src, tmp_path / f"a{chunk_bytes}-{i}.parquet", opts)
+            monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)
+            by_records = _import(src, tmp_path / f"b{chunk_bytes}-{i}.parquet", opts)
+            strip = lambda r: r if r[0] != "error" else (r[0], r[1].replace(str(tmp_path), ""))  # noqa: E731
+            assert strip(by_columns) == strip(by_records), (chunk_bytes, opts)
+    assert any(converted)  # (the column route did convert blocks of this input)
