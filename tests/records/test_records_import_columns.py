@@ -60,19 +60,25 @@ def _import(src, out, opts):
     return summary, out.read_bytes(), out.with_name(out.stem + ".manifest.json").read_text().replace(out.name, "<out>")
 
 
+def _route_spy():
+    """``importer.fast_rows`` wrapped to record, per chunk, whether the column route converted it."""
+    fast, converted = importer.fast_rows, []
+
+    def spy(chunk, *args, **kw):
+        got = fast(chunk, *args, **kw)
+        converted.append(got is not None)
+        return got
+
+    return spy, converted
+
+
 @pytest.mark.parametrize("name", list(INPUTS))
 def test_the_column_route_gives_the_record_route_s_version(tmp_path, monkeypatch, name):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=i % 2 == 0) + "\n"
                            for i, r in enumerate(_records(400, seed=len(name), **INPUTS[name]))))
     monkeypatch.setattr(importer, "CHUNK_BYTES", 2048)  # many blocks, each pyarrow's
-    fast = importer.fast_rows
-    converted = []
-
-    def spy(chunk, *args, **kw):
-        got = fast(chunk, *args, **kw)
-        converted.append(got is not None)
-        return got
+    spy, converted = _route_spy()
 
     for i, opts in enumerate(OPTIONS):
         monkeypatch.setattr(importer, "fast_rows", spy)
@@ -176,13 +182,7 @@ def test_the_column_route_gives_the_record_route_s_result_on_edge_inputs(tmp_pat
     filename, data = _edge_inputs()[name]
     src = tmp_path / filename
     src.write_bytes(data.encode() if isinstance(data, str) else data)
-    fast = importer.fast_rows
-    converted = []
-
-    def spy(chunk, *args, **kw):
-        got = fast(chunk, *args, **kw)
-        converted.append(got is not None)
-        return got
+    spy, converted = _route_spy()
 
     for chunk_bytes in (importer.CHUNK_BYTES, 256):  # the whole file in one block, and many blocks
         monkeypatch.setattr(importer, "CHUNK_BYTES", chunk_bytes)
