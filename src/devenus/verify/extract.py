@@ -77,8 +77,7 @@ def _box_regex(commands: tuple[str, ...]) -> re.Pattern[str]:
 
 @lru_cache(maxsize=32)
 def _empty_box_regex(commands: tuple[str, ...]) -> re.Pattern[str]:
-    alts = "|".join(re.escape(c) for c in commands)
-    return re.compile(rf"(?:{alts})(?![A-Za-z])\s*\{{\s*\}}")
+    return re.compile(_box_regex(commands).pattern + r"\s*\{\s*\}")  # a box command, then "{}"
 
 
 @lru_cache(maxsize=32)
