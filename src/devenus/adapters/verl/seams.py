@@ -41,8 +41,8 @@ SEAMS: tuple[Seam, ...] = (
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_create_dataloader", "member",
          "trainer.DeVenusTrainer (the sampler seam)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_save_checkpoint", "member",
-         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (method state, teacher "
-         "shards, the guard's state)"),
+         "trainer.DeVenusTrainer (method state; teacher.EMATeacherTrainer's shards through save_step_state; the "
+         "pruning), collapse.CollapseGuardMixin (the guard's state, held retention)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
          "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (resume)"),
     # checkpoint hygiene (checkpoint.retention_held, prune_step_state): verl reads its retention keys at
