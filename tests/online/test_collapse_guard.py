@@ -71,6 +71,18 @@ def test_good_checkpoint_is_the_last_whose_rollouts_were_not_flagged():
     assert g.good_checkpoint([7, 8]) is None
 
 
+def test_checkpoints_are_held_while_a_streak_runs_and_after_acting_only_for_rollback():
+    short = {**HEALTHY, "response_length": 12.0}
+    seq = [HEALTHY] * 3 + [short, HEALTHY, short, short, HEALTHY]  # a dip, then a streak that acts at step 7
+    for action, expect in (("rollback", [False] * 3 + [True, False, True, True, True]), ("stop", [False] * 8)):
+        g = guard(patience=2, action=action)
+        held = []
+        for step, obs in enumerate(seq, start=1):
+            g.observe(step, obs)
+            held.append(g.holds_checkpoints)  # asked at the step's save, after the step was observed
+        assert held == expect, action
+
+
 def test_state_round_trip_resumes_the_streak_and_baselines():
     seq = [HEALTHY] * 3 + [{**HEALTHY, "response_length": 5.0}]
     a = guard(patience=2)
@@ -106,14 +118,16 @@ def test_batch_observations_from_token_arrays():
     assert batch_observations(responses, mask, uid, rows=np.array([False, False, True, True]))["response_length"] == 3.0
 
 
-def test_rollback_pointer_and_saved_steps(tmp_path):
-    from devenus.adapters.verl.collapse import TRACKER_FILE, rollback_pointer, saved_steps
+def test_rollback_pointer_and_complete_steps(tmp_path):
+    from devenus.adapters.verl.checkpoint import TRACKER_FILE, complete_steps
+    from devenus.adapters.verl.collapse import rollback_pointer
 
     for s in (2, 4, 6):
         (tmp_path / f"global_step_{s}" / "actor").mkdir(parents=True)
+        (tmp_path / f"global_step_{s}" / "data.pt").write_bytes(b"d")
     (tmp_path / "global_step_8").mkdir()  # no actor folder: not a checkpoint
     (tmp_path / TRACKER_FILE).write_text("6")
-    assert saved_steps(str(tmp_path)) == [2, 4, 6]
+    assert complete_steps(str(tmp_path)) == [2, 4, 6]
     assert "global_step_4" in rollback_pointer(str(tmp_path), 4)
     assert (tmp_path / TRACKER_FILE).read_text() == "4"
     rollback_pointer(str(tmp_path), None)

@@ -12,8 +12,9 @@ sharpening itself (per-token NLL of the sampled tokens near 0, every rollout of 
 
 A step is *flagged* when any armed criterion holds; the guard acts after ``patience`` flagged steps in a
 row (after ``warmup_steps`` that set the baselines). The onset is the first step of that streak: a
-checkpoint is good when the rollouts it generated (the next step's) were not flagged. See
-docs/sampling/collapse_guard.md.
+checkpoint is good when the rollouts it generated (the next step's) were not flagged. While a streak runs
+(and after acting) :attr:`CollapseGuard.holds_checkpoints` asks that no checkpoint be pruned, so the good
+one survives until the rollback. See docs/sampling/collapse_guard.md.
 """
 
 from __future__ import annotations
@@ -182,6 +183,13 @@ class CollapseGuard:
         m[f"{PREFIX}/streak"] = float(self.streak)
         m[f"{PREFIX}/fired"] = float(act)
         return CollapseDecision(step, tuple(flags), self.streak, act, self.onset, m)
+
+    @property
+    def holds_checkpoints(self) -> bool:
+        """Whether a checkpoint saved now must not be pruned: with ``rollback``, while a streak runs or once
+        the guard acted, the checkpoints from before the onset are what it would roll back to (the adapter
+        holds verl's retention for such saves)."""
+        return self.config.action == "rollback" and (self.onset is not None or self.fired_at is not None)
 
     def good_checkpoint(self, saved: Iterable[int]) -> int | None:
         """The latest saved step whose weights generated only unflagged rollouts: checkpoint s made step

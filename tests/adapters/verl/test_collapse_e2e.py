@@ -1,7 +1,10 @@
 """The collapse guard on a run that collapses: label-free TTRL (no labels, 4 votes, no KL, lr 10x the
 demo's) on the CPU testbed through ``python -m devenus.train``, guard armed with action=rollback. The
 guard must stop the run before its last step, log ``devenus/collapse/...`` in verl's tracker, write
-collapse_guard.json, and point verl's resume pointer at a checkpoint saved before the collapse."""
+collapse_guard.json, and point verl's resume pointer at a checkpoint saved before the collapse. verl keeps
+two checkpoints (``trainer.max_actor_ckpt_to_keep=2``, saves every 2 steps) and the onset is older than the
+newest kept one: the guard holds verl's retention while the streak runs, so the good checkpoint survives
+the acting step's save, and DE-Venus's state of the pruned checkpoints goes with them."""
 
 import json
 import time
@@ -10,6 +13,7 @@ import pytest
 
 pytest.importorskip("verl")
 
+from devenus.adapters.verl.checkpoint import complete_steps  # noqa: E402
 from devenus.runs.testbed import RunConfig, checkpoint_dir  # noqa: E402
 from e2e import train, train_steps  # noqa: E402
 
@@ -30,7 +34,7 @@ def unlabeled_file(base_testbed, tmp_path_factory):
 
 def _cfg(train_file: str) -> RunConfig:
     return RunConfig(method="ttrl", steps=STEPS, prompts_per_step=8, rollouts_per_prompt=4, lr=2e-3, kl_coef=0.0,
-                     train_file=train_file, save_freq=2, ckpt_to_keep=STEPS, val_before_train=False, val_n=1)
+                     train_file=train_file, save_freq=2, ckpt_to_keep=2, val_before_train=False, val_n=1)
 
 
 def _guard_metrics(steps: dict[int, dict]) -> dict[int, dict]:
@@ -63,11 +67,17 @@ def test_guard_stops_a_collapsing_ttrl_run_and_rolls_back(collapsed_run):
     result = json.loads((checkpoint_dir(tmp_path) / "collapse_guard.json").read_text())
     assert result["stopped_for"] == "collapse" and result["step"] == n and result["action"] == "rollback"
     good = result["rollback_to"]
-    assert good is None or good + 1 < result["onset"]
-    pointer = checkpoint_dir(tmp_path) / "latest_checkpointed_iteration.txt"
-    if good is not None:
-        assert pointer.read_text().strip() == str(good)
-        assert (checkpoint_dir(tmp_path) / f"global_step_{good}" / "devenus_collapse_guard.json").exists()
+    # warm-up 3 and a checkpoint every 2 steps: a checkpoint before the onset's predecessor always exists
+    assert good is not None and good + 1 < result["onset"]
+    ckpt = checkpoint_dir(tmp_path)
+    kept = complete_steps(ckpt)
+    assert sorted(int(p.name[len("global_step_"):]) for p in ckpt.glob("global_step_*")) == kept, \
+        "a checkpoint verl's retention pruned left DE-Venus's state (or verl's data.pt) behind"
+    assert len(kept) < n // 2, f"max_actor_ckpt_to_keep=2 pruned nothing: {kept}"
+    assert result["onset"] < kept[-1], f"onset {result['onset']} is not older than the newest kept checkpoint {kept}"
+    assert good in kept, f"the rollback step {good} was pruned: {kept}"
+    assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == str(good)
+    assert (ckpt / f"global_step_{good}" / "devenus_collapse_guard.json").exists()
     assert f"stopped for collapse at step {n}" in r.tail(200)
     print(f"fired at step {n} (onset {result['onset']}, flags {result['flags']}), rollback to {good}, "
           f"wall {wall:.0f} s")
@@ -91,6 +101,7 @@ def test_hook_acts_then_the_next_training_generation_stops_fit(tmp_path):
     t.total_training_steps = 20
     for s in (2, 4, 5):
         (tmp_path / f"global_step_{s}" / "actor").mkdir(parents=True)
+        (tmp_path / f"global_step_{s}" / "data.pt").write_bytes(b"")  # verl's last write before the pointer
     (tmp_path / C.TRACKER_FILE).write_text("5")
     fired = []
     for step, length in enumerate([12, 12, 12, 12, 12, 3, 3], start=1):
@@ -180,5 +191,6 @@ def test_a_resume_after_the_rollback_replays_from_the_good_checkpoint(base_testb
     assert {k: after[k] for k in ("step", "onset", "flags", "rollback_to")} == \
         {k: before[k] for k in ("step", "onset", "flags", "rollback_to")}
     assert (checkpoint_dir(out) / "latest_checkpointed_iteration.txt").read_text().strip() == str(good)
+    assert good in complete_steps(checkpoint_dir(out))
     print(f"resumed from global_step_{good}: steps {min(steps)}-{max(steps)} replayed, the guard acted again at "
           f"step {after['step']} (onset {after['onset']}); wall {wall:.0f} s")

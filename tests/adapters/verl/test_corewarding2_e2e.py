@@ -44,8 +44,9 @@ def syncs(log: str) -> dict[int, list[float]]:
 @pytest.mark.slow
 @pytest.mark.extended
 def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp_path):
+    # verl keeps one checkpoint: step 2's save prunes step 1's actor, and DE-Venus its teacher shards
     cfg = RunConfig(method="corewarding2", steps=2, prompts_per_step=4, rollouts_per_prompt=4, save_freq=1,
-                    train_file=str(hidden_train),
+                    ckpt_to_keep=1, train_file=str(hidden_train),
                     extra_overrides=("trainer.val_before_train=False", "trainer.test_freq=-1"))
     r = train(base_testbed, tmp_path, cfg)
     rc, log = r.returncode, r.output()
@@ -70,7 +71,11 @@ def test_ema_teacher_votes_checkpoint_and_resume(base_testbed, hidden_train, tmp
     assert w[2][1] == actor1  # the actor is restored exactly after the teacher's votes
     assert teacher2 != base and abs(teacher2 - base) < 0.05 * abs(actor1 - base)  # 1% of the way to the actor
 
-    ckpt = tmp_path / "checkpoints" / "global_step_2"
+    root = tmp_path / "checkpoints"
+    assert not (root / "global_step_1").exists(), "step 1's teacher shards outlived its pruned actor"
+    assert "pruned DE-Venus's state of global_step_1" in log
+    ckpt = root / "global_step_2"
+    assert (ckpt / "actor").is_dir() and (ckpt / "devenus_method.pt").is_file()
     saved = torch.load(ckpt / "devenus_teacher" / "rank_0.pt", weights_only=True)
     # resume to step 3: the restored teacher is the saved one, and it is not the actor
     cfg.steps = 3

@@ -5,10 +5,14 @@
   metrics are complete: observations from the training batch (and the step's reward accuracy vs the
   truth, where the run has simulation truth), metrics ``devenus/collapse/...`` into the step's metrics
   (verl's trackers log them). When the guard acts: ``rollback`` points verl's resume pointer
-  (``latest_checkpointed_iteration.txt``, atomically) at the last checkpoint saved before the collapse,
-  or moves it aside when there is none (a resume then starts from the base model), once fit() has ended
-  (fit's own save of the acting step rewrites the pointer); ``collapse_guard.json`` in
+  (``latest_checkpointed_iteration.txt``, atomically) at the last complete checkpoint saved before the
+  collapse, or moves it aside when there is none (a resume then starts from the base model), once fit()
+  has ended: the step is chosen then, after fit's own save of the acting step (which rewrites the
+  pointer), among the checkpoints on disk at that moment; ``collapse_guard.json`` in
   ``trainer.default_local_dir`` records the decision; the run stops at the next step.
+- verl's retention (``trainer.max_actor_ckpt_to_keep``) is held for every save made while a streak of
+  flagged steps runs or after the guard acted (rollback only): the checkpoints from before the onset,
+  the rollback candidates, survive until the rollback (:func:`.checkpoint.retention_held`).
 - how it stops without copying fit(): this step's metrics are logged by fit() as usual; the next training
   generation raises :class:`CollapseStop` before anything is generated, and ``fit`` (wrapped here, not
   copied) catches it and returns. Nothing of the next step has run.
@@ -26,11 +30,11 @@ import os
 
 import numpy as np
 
+from devenus.adapters.verl.checkpoint import TRACKER_FILE, complete_steps, retention_held
 from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, CollapseGuardConfig, batch_observations
 
 STATE_FILE = "devenus_collapse_guard.json"
 RESULT_FILE = "collapse_guard.json"
-TRACKER_FILE = "latest_checkpointed_iteration.txt"  # verl's get_checkpoint_tracker_filename
 
 
 class CollapseStop(Exception):
@@ -54,16 +58,6 @@ def _write_json(path: str, payload: dict) -> None:
     from devenus.records.io import write_text_atomic
 
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
-
-
-def saved_steps(folder: str) -> list[int]:
-    """Steps with a complete verl checkpoint (an ``actor`` folder) under ``folder``."""
-    out = []
-    if os.path.isdir(folder):
-        for name in os.listdir(folder):
-            if name.startswith("global_step_") and name[12:].isdigit() and os.path.isdir(os.path.join(folder, name, "actor")):
-                out.append(int(name[12:]))
-    return sorted(out)
 
 
 def rollback_pointer(folder: str, step: int | None) -> str:
@@ -120,8 +114,8 @@ class CollapseGuardMixin:
                   "last_step": bool(decision.step >= self.total_training_steps)}
         msg = (f"[devenus] collapse guard: collapse at step {decision.step} (onset step {decision.onset}, "
                f"{', '.join(decision.flags)} for {decision.streak} steps)")
-        if cfg.action == "rollback":  # the pointer moves when fit() has ended (its save of this step writes it)
-            result["rollback_to"] = guard.good_checkpoint(saved_steps(folder))
+        if cfg.action == "rollback":  # the plan; chosen again when fit() has ended (its save of this step writes the pointer)
+            result["rollback_to"] = guard.good_checkpoint(complete_steps(folder))
             msg += f"; rollback to {'the base model' if result['rollback_to'] is None else result['rollback_to']}"
         msg += "; stopping the run" if not result["last_step"] else "; it was the last step"
         result["message"] = msg
@@ -157,21 +151,26 @@ class CollapseGuardMixin:
         return out
 
     def _collapse_finish(self, result: dict) -> None:
-        """Rollback after fit() has ended: verl's save of the acting step rewrote the pointer to that step."""
+        """Rollback after fit() has ended: verl's save of the acting step rewrote the pointer to that step.
+        The step is chosen now, among the complete checkpoints on disk after every save of the run, so
+        the pointer names one that exists (held retention kept the candidates: normally the plan)."""
         if result["action"] != "rollback":
             return
         folder = self.config.trainer.default_local_dir
+        result["rollback_to"] = self._collapse_guard.good_checkpoint(complete_steps(folder))
         result["pointer"] = rollback_pointer(folder, result["rollback_to"])
         _write_json(os.path.join(folder, RESULT_FILE), result)
         print(f"[devenus] collapse guard rollback: {result['pointer']}", flush=True)
 
     # ------------------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self):
-        super()._save_checkpoint()
-        if self._collapse_guard:
+        guard = self._collapse_guard or None
+        if guard is not None:  # before verl's save: the pointer it writes last commits this state too
             folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
             os.makedirs(folder, exist_ok=True)
-            _write_json(os.path.join(folder, STATE_FILE), self._collapse_guard.state_dict())
+            _write_json(os.path.join(folder, STATE_FILE), guard.state_dict())
+        with retention_held(self.config.trainer, guard is not None and guard.holds_checkpoints):
+            super()._save_checkpoint()
 
     def _load_checkpoint(self):
         result = super()._load_checkpoint()

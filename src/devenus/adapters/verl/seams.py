@@ -41,10 +41,21 @@ SEAMS: tuple[Seam, ...] = (
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_create_dataloader", "member",
          "trainer.DeVenusTrainer (the sampler seam)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_save_checkpoint", "member",
-         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (method state, teacher "
-         "shards, the guard's state)"),
+         "trainer.DeVenusTrainer (method state; teacher.EMATeacherTrainer's shards through save_step_state; the "
+         "pruning), collapse.CollapseGuardMixin (the guard's state, held retention)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
          "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (resume)"),
+    # checkpoint hygiene (checkpoint.retention_held, prune_step_state): verl reads its retention keys at
+    # each save, its checkpoint manager removes only the actor folder, and the resume pointer is its last write
+    *(Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", f'self.config.trainer.get("{key}", {default})', "text",
+           "checkpoint.retention_held (sets the key to None for one save)", within="_save_checkpoint")
+      for key, default in (("max_actor_ckpt_to_keep", "None"), ("max_critic_ckpt_to_keep", "None"),
+                           ("remove_previous_ckpt_in_save", "False"))),
+    Seam("verl.utils.checkpoint.checkpoint_manager:BaseCheckpointManager", "shutil.rmtree(abs_path", "text",
+         "checkpoint.prune_step_state (verl removes the saved actor path only)", within="remove_previous_save_local_path"),
+    Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", 'local_latest_checkpointed_iteration = os.path.join(', "text",
+         "trainer.DeVenusTrainer._save_checkpoint (DE-Venus's state is written before verl's save, whose pointer "
+         "commits it)", within="_save_checkpoint"),
     # probe passes (trainer.DeVenusTrainer.probe_pass): verl's own generation path outside fit()'s rollout
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_get_gen_batch", "member",
          "trainer.DeVenusTrainer.probe_pass, sampling.Composer (generation batches, as fit() builds them)"),

@@ -10,7 +10,8 @@ is verl's ``ActorRolloutRefWorker`` plus one registered method, ``devenus_teache
   actor's aside) and back, so that verl's own weight sync (``checkpoint_manager.update_weights``)
   carries the teacher to the rollout engine, whatever that engine is (hf on a CPU, vLLM, SGLang);
 - ``save`` / ``load``: one file per rank in verl's checkpoint folder (``devenus_teacher/rank_<r>.pt``,
-  written atomically).
+  written atomically, before verl's own save); removed with the checkpoint when verl's retention
+  prunes its actor (:func:`devenus.adapters.verl.checkpoint.prune_step_state`).
 
 :class:`EMATeacherTrainer` (the trainer the method registers with) generates the teacher's votes in
 the rollout step: after the student's rollouts, it swaps the teacher in, syncs, generates
@@ -163,10 +164,9 @@ class EMATeacherTrainer(DeVenusTrainer):
         return out
 
     # ---- checkpoints: the teacher's shards beside the actor's -------------------------------------
-    def _save_checkpoint(self):
-        super()._save_checkpoint()
-        folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-        self._teacher("save", folder=os.path.abspath(folder))
+    def save_step_state(self, folder: str) -> None:
+        super().save_step_state(folder)
+        self._teacher("save", folder=os.path.abspath(folder))  # devenus_teacher/: pruned with verl's actor folder
 
     def _load_checkpoint(self):
         result = super()._load_checkpoint()

@@ -14,7 +14,9 @@ offers, and writes the decisions back into verl's native contracts (see docs/tra
   ``rm_scores``, the tensor fit() already holds as its reward.
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
-- checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's.
+- checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's
+  (written before verl's save, whose resume pointer then commits both), and after each save prune
+  DE-Venus's state of the checkpoints verl's retention removed (:mod:`.checkpoint`).
 - dynamic sampling (``devenus.dynamic_sampling``, :mod:`.sampling`): ``_compute_old_log_prob`` drops
   zero-variance groups (and a pre-rollout filter's placeholder slots) and refills their slots in place
   from further prompts; off, it returns at once.
@@ -34,6 +36,7 @@ import torch
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
+from devenus.adapters.verl import checkpoint as ckpt
 from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
@@ -429,9 +432,22 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         return folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)
 
     def _save_checkpoint(self):
-        super()._save_checkpoint()
-        folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
+        """DE-Venus's state of this step, then verl's save (its retention, then the resume pointer, last),
+        then :func:`.checkpoint.prune_step_state`: the one place DE-Venus's state of the checkpoints verl
+        pruned is removed, once per save."""
+        root = self.config.trainer.default_local_dir
+        folder = os.path.join(root, f"global_step_{self.global_steps}")
         os.makedirs(folder, exist_ok=True)
+        self.save_step_state(folder)
+        super()._save_checkpoint()
+        pruned = ckpt.prune_step_state(root, self.global_steps)
+        if pruned:
+            names = ", ".join(f"global_step_{s}" for s in pruned)
+            print(f"[devenus] pruned DE-Venus's state of {names} (verl's retention removed the actor)")
+
+    def save_step_state(self, folder: str) -> None:
+        """DE-Venus's per-step state into ``folder`` (``global_step_N``), each file ``devenus_*`` (what
+        :func:`.checkpoint.prune_step_state` removes with the checkpoint); subclasses add theirs."""
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
         save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
         if self.composes_steps:
