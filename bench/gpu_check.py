@@ -1,6 +1,6 @@
 """The prepared GPU check: DE-Venus's own GPU work at Qwen3-4B's shapes, each measurement beside its bound.
 
-    PYTHONPATH=src python bench/gpu_check.py --strict --out $OUT/gpu_check.json   # one NVIDIA GPU
+    PYTHONPATH=src python3 bench/gpu_check.py --strict --out $OUT/gpu_check.json  # one NVIDIA GPU
     python bench/gpu_check.py --toy --strict                                        # tiny shapes on the CPU (the test)
 
 For the accelerator machine that is sometimes lent (one H200; torch and transformers, no verl, Ray,
@@ -14,8 +14,8 @@ written as ``{"value", "bound", "pass"}`` (pass: value <= bound); ``--bound-over
 replaces a bound (the test breaks one on purpose). Sections, each timed and guarded (a failure is
 recorded with its one-line error and the next section runs), skipped once ``--budget-s`` is spent:
 
-- ``kernels``: at T = 8k and V = 151,936, in fp32 and bf16, at temperature 1 and 0.7, the online kernel
-  (:func:`devenus.signals.token_stats_from_logits` at the verl adapter's defaults) on random logits and
+- ``kernels``: at T = 8k and V = 151,936 (``--toy``: T = 96, the same V), in fp32 and bf16, at temperature 1
+  and 0.7, the online kernel (:func:`devenus.signals.token_stats_from_logits` at the verl adapter's defaults) on random logits and
   the scorer's kernel (:func:`devenus.signals.head.token_stats_from_hidden`) on random final states and
   the model's head: extra device memory (bound ``online_kernel_mb``, ``scorer_mb``), time, and the
   largest difference from the naive formula (the full ``[T, V]`` log-softmax at the same temperature)
@@ -77,7 +77,7 @@ PACKED = dict(QWEN3_4B, hidden_size=512, intermediate_size=1024, num_hidden_laye
 COE = dict(TOY, hidden_size=512, intermediate_size=1024, num_hidden_layers=8, vocab_size=2000, max_position_embeddings=4096)
 # per-section sizes: (GPU, toy)
 SIZES = {
-    "kernels": (dict(tokens=8192), dict(tokens=48)),
+    "kernels": (dict(tokens=8192, vocab=151_936), dict(tokens=96, vocab=151_936)),  # toy: 2 chunks of the real width
     "packed": (dict(lengths=[3000, 1500, 2692, 1000], temperatures=[0.6, 1.0, 1.3, 0.7]),
                dict(lengths=[5, 9, 3, 7], temperatures=[0.6, 1.0, 1.3, 0.7])),
     "score": (dict(prompt=512, response=3584, batches=[8, 32]), dict(prompt=8, response=24, batches=[2, 4])),
@@ -88,7 +88,9 @@ SIZES = {
 BOUNDS = {  # every check is value <= bound
     "online_kernel_mb": 256.0,  # extra memory of the online kernel, T = 8k, V = 151,936 (issue 22)
     "scorer_mb": 256.0,  # extra memory of the scorer's kernel beside the final states and the head
-    "online_max_diff": 2e-3,  # |kernel - full log-softmax|, same logits, both in fp32 arithmetic
+    # |kernel - full log-softmax|, same logits, both in fp32 arithmetic: on the CPU at V = 151,936 the kernel's
+    # entropy (logsumexp - sum p z) is within 5e-4 of float64 at T = 96 and 1,024, the naive one within 1e-4
+    "online_max_diff": 2e-3,
     "packed_max_diff": 2e-3,  # the same on packed logits at per-row temperatures
     "scorer_max_diff_fp32": 2e-3,
     "scorer_max_diff_bf16": 5e-2,  # bf16 logits from another matmul tiling: about one bf16 step of a logit
@@ -220,18 +222,19 @@ def max_diff(a: dict, b: dict) -> float:
     return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
 
 
-def kernels(model, device, bounds: dict, tokens: int) -> dict:
+def kernels(model, device, bounds: dict, tokens: int, vocab: int) -> dict:
     import torch
 
     from devenus.signals import DEFAULT_BUDGET_BYTES, DEFAULT_CHUNK_SIZE, chunk_rows, token_stats_from_logits
     from devenus.signals.head import token_stats_from_hidden
 
-    head = model.get_output_embeddings().weight.detach()  # [V, d] in the model's dtype
-    vocab, d = head.shape
+    head = model.get_output_embeddings().weight.detach()  # [V, d] in the model's dtype (the toy's V is 1,000)
+    d = head.shape[1]
     checks, cases = Checks(bounds), []
     g = torch.Generator(device=device).manual_seed(0)
     warm = torch.randn(8, d, generator=g, device=device, dtype=head.dtype)  # kernel launches and caches, untimed
     token_stats_from_logits(warm @ head.T, temperature=0.7), naive_stats(warm @ head.T, 0.7), token_stats_from_hidden(warm, head)
+    del warm
     for dtype in (torch.float32, torch.bfloat16):
         name = "fp32" if dtype == torch.float32 else "bf16"
         logits = (torch.randn(tokens, vocab, generator=g, device=device) * 3.0).to(dtype)  # realistic spread of logits
@@ -259,7 +262,7 @@ def kernels(model, device, bounds: dict, tokens: int) -> dict:
             del sc, ref
             cases.append(row)
         del logits, w, hidden
-    return {"vocab": vocab, "online_chunk_tokens": chunk_rows(vocab, DEFAULT_CHUNK_SIZE, DEFAULT_BUDGET_BYTES),
+    return {"vocab": vocab, "head_vocab": head.shape[0], "online_chunk_tokens": chunk_rows(vocab, DEFAULT_CHUNK_SIZE, DEFAULT_BUDGET_BYTES),
             "budget_mb": DEFAULT_BUDGET_BYTES / 1e6, "cases": cases, "checks": checks.rows}
 
 

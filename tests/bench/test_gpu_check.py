@@ -51,7 +51,8 @@ def test_toy_strict_passes_without_verl_ray_or_vllm(tmp_path):
     assert doc["env"]["devenus"] == str(ROOT / "src" / "devenus")  # from the source tree, not an install
     kern = secs["kernels"]["result"]
     assert {(c["dtype"], c["temperature"]) for c in kern["cases"]} == {(d, t) for d in ("fp32", "bf16") for t in (1.0, 0.7)}
-    assert kern["checks"]["online_mb fp32 T=48 temp=0.7"]["value"] > 0  # the CPU meter measured something
+    # the CPU meter sees the chunk's [73, 151936] float32 buffers (44 MB each), well under the whole logits' 58 MB x 4
+    assert all(10 < c["online_mb"] < 256 and c["naive_mb"] > 200 for c in kern["cases"])
     assert {c["batch"] for c in secs["score"]["result"]["cases"]} == {2, 4}
     assert secs["geomin_pool"]["result"]["pooled_shape"] == [3, 5, 64]  # rows, layers + 1, d
     assert secs["coe"]["result"]["massive_pooled_abs_max"] > 900
@@ -70,7 +71,7 @@ def test_a_broken_bound_makes_strict_exit_nonzero(tmp_path):
     assert doc["bounds"]["online_kernel_mb"] == 0.0001 and failed_bounds(doc) == {"online_kernel_mb"}
     assert all(c["value"] > 0.0001 for c in doc["sections"]["kernels"]["result"]["checks"].values()
                if c["bound_name"] == "online_kernel_mb")
-    assert "kernels: online_mb fp32 T=48 temp=1.0" in run.stdout
+    assert "kernels: online_mb fp32 T=96 temp=1.0" in run.stdout
 
 
 def test_a_spent_budget_fails_only_under_strict(tmp_path):
