@@ -79,7 +79,8 @@ class ScoreConfig(_Section):
     # the padded tokens of one forward (sequences x the longest, longest first) bound its memory, not the
     # count. Per padded token at Qwen3-4B (d 2,560, 32 query heads, bf16), the peak is <= ~200 KB:
     # PivotTrace's query-chunk temporaries 3 x 32 heads x pivot_chunk 256 x 4 B = 96 KB plus its fp32 GQA keys
-    # 32 x 128 x 4 B = 16 KB, CoT-Kinetics' two fp32 states kept across layers 2 x 2,560 x 4 B = 20 KB (its
+    # 32 x 128 x 4 B = 16 KB and bf16 Q, K 10 KB, CoT-Kinetics' two fp32 states kept across layers 2 x 2,560 x
+    # 4 B = 20 KB (its
     # hook's own ~40 KB and the layer's bf16 MLP 4 x 9,728 x 2 B = 78 KB come at other moments), the
     # residual stream and norm 10 KB, the padding mask ~5 B x T = 40 KB at T = 8k. 131,072 tokens (16
     # sequences of 8k) x 200 KB = 26 GB, + 8 GB of weights: ~34 GB on an 80 GB card (Qwen3-8B: ~49 GB).
