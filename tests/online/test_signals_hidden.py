@@ -103,3 +103,62 @@ def test_kinetics_matches_reference():
         assert got[b].item() == pytest.approx(kinetics_reference([s[b] for s in states], mask[b]), rel=1e-9)
     with pytest.raises(ValueError, match="in order"):
         pool.add(9, torch.tensor(states[0]))
+
+
+def _massive_bf16_states(layers=6, b=2, t=512, d=64):
+    """bf16 hidden states whose residual stream carries two "massive activation" channels (~1e3, as in
+    Qwen/Llama), with layer-to-layer changes of order 1 in the others; a token mask per sequence."""
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(b, t, d, generator=g)
+    states = []
+    for layer in range(layers):
+        h = base + 0.3 * layer * torch.randn(b, t, d, generator=g)
+        h[..., [3, 17]] += torch.tensor([1500.0, -900.0]) * (1 + 0.01 * layer)
+        states.append(h.to(torch.bfloat16))
+    mask = torch.zeros(b, t, dtype=torch.bool)
+    mask[0, t // 5: 4 * t // 5] = True
+    mask[1, :] = True
+    return states, mask
+
+
+def test_bf16_pooling_with_massive_activations_matches_float64():
+    """The pooled means (and CoE on them) of bf16 states agree with the float64 mean of the same bf16
+    values to fp32 precision. Pooling in the model's dtype (the old einsum in bf16) was off by 3.7 on the
+    massive channels and moved CoE-R by 0.88 and CoE-C by 0.034 here: measured below, so this test fails
+    if pooling ever goes back to bf16."""
+    states, mask = _massive_bf16_states()
+    ref = torch.stack([torch.stack([s[b][mask[b]].double().mean(0) for b in range(len(mask))]) for s in states], 1)
+    pool = LayerPool(mask)
+    for i, s in enumerate(states):
+        pool.add(i, s)
+    got = pool.means()
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
+    old = torch.stack([torch.einsum("bt,btd->bd", mask.to(torch.bfloat16), s).double() for s in states], 1)
+    old = old / mask.sum(1).double()[:, None, None]
+    assert (old - ref).abs().max() > 1.0  # the bf16 rounding the fp32 sum removes
+    want, new, before = coe_scores(ref), coe_scores(got), coe_scores(old)
+    for name in ("coe_r", "coe_c"):
+        torch.testing.assert_close(new[name], want[name], rtol=1e-6, atol=1e-7)
+        assert (before[name] - want[name]).abs().max() > 1e-2, name
+
+
+def test_kinetics_of_bf16_states_matches_float64_reference():
+    """CoT-Kinetics works on a bf16 model's states in fp32 (not bf16, not float64): it agrees with the
+    float64 reference on the same bf16 values to fp32 precision."""
+    from devenus.signals.hidden import KineticsPool
+
+    states, mask = _massive_bf16_states(layers=5, t=64)
+    pool = KineticsPool(mask)
+    for i, s in enumerate(states):
+        pool.add(i, s)
+    got = pool.energy()
+    assert got.dtype == torch.float64 and pool.prev.dtype == torch.float32
+    for b in range(len(mask)):
+        want = kinetics_reference([s[b].double().numpy() for s in states], mask[b].numpy())
+        assert got[b].item() == pytest.approx(want, rel=1e-5)
+    before = [s.clone() for s in states]
+    pool2 = KineticsPool(mask)
+    for i, s in enumerate(states):
+        pool2.add(i, s.float())
+    assert all(torch.equal(a, b) for a, b in zip(states, before))  # the model's tensors are never written

@@ -195,3 +195,78 @@ def test_pivot_trace_on_a_llama_matches_its_eager_attention_maps():
         want.append(pivot_count(far.float()[len(p):].numpy(), st))
     assert got["pivot_trace"].tolist() == want
     assert sum(want) > 0  # the comparison is not between zeros
+
+
+def test_token_batches_bound_the_padded_tokens():
+    from devenus.select.score import token_batches
+
+    lengths = [5, 40, 12, 40, 7, 33, 1, 20]
+    for batch_size in (1, 3, 8):
+        for budget in (None, 1, 39, 40, 80, 100, 1000):
+            groups = token_batches(lengths, batch_size, budget)
+            assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+            flat = [i for g in groups for i in g]
+            assert flat == sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))  # longest first, stable
+            for g in groups:
+                assert len(g) <= batch_size
+                assert len(g) == 1 or budget is None or len(g) * max(lengths[i] for i in g) <= budget
+    assert token_batches(lengths, 8, 1) == [[1], [3], [5], [7], [2], [4], [0], [6]]  # below one sequence: alone
+    assert token_batches(lengths, 8, 80) == [[1, 3], [5, 7], [2, 4, 0, 6]]
+    assert token_batches([], 4, 10) == []
+    with pytest.raises(ValueError):
+        token_batches(lengths, 0, None)
+
+
+def test_scores_do_not_depend_on_the_token_budget(model_tok):
+    """Every signal, pivot counts included, per sequence in the given order, for any grouping: one
+    sequence per forward (the unbatched reference), a budget below one sequence, small and large budgets."""
+    from devenus.select.config import MODEL_SIGNALS
+    from devenus.select.score import newline_token_ids, step_starts_of
+
+    model, tok = model_tok
+    gen = HFGenerator(model, tok, samples=3, max_new_tokens=50, seed=5)
+    prompts = [[{"role": "user", "content": "Compute 12 + 345."}], [{"role": "user", "content": "Compute 4821 + 9776."}],
+               [{"role": "user", "content": "Compute 7 + 8."}]]
+    pids, rids = [], []
+    for p, ss in zip(prompts, gen.generate(prompts, ["a", "b", "c"])):
+        for s in ss:
+            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            rids.append(s.response_ids)
+    assert len({len(p) + len(r) for p, r in zip(pids, rids)}) >= 3  # lengths differ: batches are padded
+    steps = [step_starts_of(r, newline_token_ids(tok)) for r in rids]
+    kw = dict(step_starts=steps, pivot_window=6, token_chunk=7, vocab_chunk=50)
+    alone = forward_signals(model, pids, rids, MODEL_SIGNALS, batch_size=1, **kw)
+    longest = max(len(p) + len(r) for p, r in zip(pids, rids))
+    for batch_size, budget in ((32, None), (32, 1), (4, 2 * longest), (32, 3 * longest + 5), (9, 10 ** 6)):
+        got = forward_signals(model, pids, rids, MODEL_SIGNALS, batch_size=batch_size, max_batch_tokens=budget, **kw)
+        for name in MODEL_SIGNALS:
+            np.testing.assert_allclose(got[name], alone[name], rtol=1e-5, atol=1e-6, err_msg=f"{name} {budget}")
+        assert got["pivot_trace"].tolist() == alone["pivot_trace"].tolist()
+
+
+def test_newline_table_is_decoded_once_per_tokenizer(model_tok):
+    from devenus.select.score import newline_token_ids
+
+    _, tok = model_tok
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.decoded, self.extra = inner, 0, []
+
+        def __len__(self):
+            return len(self.inner) + len(self.extra)
+
+        def decode(self, ids):
+            self.decoded += 1
+            i = ids[0]
+            return self.inner.decode([i]) if i < len(self.inner) else self.extra[i - len(self.inner)]
+
+    c = Counting(tok)
+    first = newline_token_ids(c)
+    assert c.decoded == len(tok) and first and first == newline_token_ids(tok)
+    assert newline_token_ids(c) is first and c.decoded == len(tok)  # the second call decodes nothing
+    c.extra.append("a\nb")  # a token added to the tokenizer: decoded again, and found
+    assert newline_token_ids(c) == first | {len(tok)}
+    other = Counting(tok)
+    newline_token_ids(other)
+    assert other.decoded == len(tok)  # per tokenizer object

@@ -31,6 +31,8 @@ from devenus.select.config import load_config
     ({"materialize.annotation": "file:"}, "materialize.annotation must be simulation"),
     ({"route.selecter": "ratio"}, "unknown key route.selecter (did you mean route.selector?)"),
     ({"score.signals": "entropy"}, "score.signals must be a list"),
+    ({"score.max_batch_tokens": 0}, "score.max_batch_tokens must be an integer >= 1 or null, got 0"),
+    ({"generate.ray_address": 3}, "generate.ray_address must be a string"),
 ])
 def test_values_out_of_range_are_refused_at_load(overrides, message):
     """Class 1: a value outside what the key allows is one ConfigError naming the key path."""
@@ -84,5 +86,10 @@ def test_stage_identities_match_what_earlier_runs_recorded():
         "rho_annotate": 0.293, "rho_discard": 0.421, "annotation_budget": None, "probe_fraction": 0.03,
         "min_probes": 50, "window": None, "isotonic": False, "discard_pass_rate": 0.875,
         "annotate_majority_below": 0.5, "calibrate_sign": False, "seed": 0}}
+    # the memory bound and the Ray address regroup the same work: neither is part of a stage's identity
+    other = load_config(None, {"score.max_batch_tokens": 7, "generate.ray_address": "auto"})
+    assert other.score_identity() == load_config(None, {"score.max_batch_tokens": None}).score_identity()
+    assert other.generate_identity() == load_config(None, {}).generate_identity()
+    assert "max_batch_tokens" not in other.score_identity()["score"] and other.score.max_batch_tokens == 7
     assert load_config(None, {}).section("score")["score"]["signals"] == (
         "accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")

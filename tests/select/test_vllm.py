@@ -223,6 +223,99 @@ def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monke
     assert seen == {"stage": "generate", "actors": 2, "num_gpus": 1, "num_cpus": 1.0}
 
 
+# ------------------------------------------------------------------ releasing the engine
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def __call__(self, event):
+        return lambda *a, **k: self.events.append(event)
+
+
+def _fake_release_api(monkeypatch, fake_vllm, rec: Recorder, tokenizer, llm_shutdown: bool = False):
+    """vLLM's release surface, recorded: ``LLM(...)`` (an engine whose engine-core client has ``shutdown``,
+    and, with ``llm_shutdown``, an ``LLM.shutdown``), ``vllm.distributed.parallel_state.cleanup_dist_env_and_memory``,
+    and ``torch.cuda.empty_cache``."""
+    import gc
+
+    import torch
+
+    class RecordedLLM(FakeLLM):
+        def __init__(self, model, seed, **engine_kw):
+            super().__init__()
+            rec.events.append("engine built")
+            self.llm_engine = types.SimpleNamespace(engine_core=types.SimpleNamespace(shutdown=rec("engine-core shutdown")))
+            if llm_shutdown:
+                self.shutdown = rec("LLM.shutdown")
+
+        def get_tokenizer(self):
+            return tokenizer
+
+        def generate(self, requests, params, use_tqdm=True):
+            rec.events.append("generate")
+            return super().generate(requests, params, use_tqdm)
+
+        def __del__(self):
+            rec.events.append("engine collected")
+
+    fake_vllm.LLM = RecordedLLM
+    dist = types.ModuleType("vllm.distributed")
+    ps = types.ModuleType("vllm.distributed.parallel_state")
+    ps.cleanup_dist_env_and_memory = rec("cleanup_dist_env_and_memory")
+    dist.parallel_state = ps
+    monkeypatch.setitem(sys.modules, "vllm.distributed", dist)
+    monkeypatch.setitem(sys.modules, "vllm.distributed.parallel_state", ps)
+    real_collect = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: (rec.events.append("gc.collect"), real_collect(*a))[1])
+    monkeypatch.setattr(torch.cuda, "empty_cache", rec("cuda.empty_cache"))
+
+
+def test_close_shuts_the_engine_down_then_frees_memory(fake_vllm, monkeypatch):
+    for llm_shutdown, stop in ((False, "engine-core shutdown"), (True, "LLM.shutdown")):
+        rec = Recorder()
+        _fake_release_api(monkeypatch, fake_vllm, rec, FakeTokenizer(), llm_shutdown=llm_shutdown)
+        gen = VLLMGenerator("m", samples=2, max_new_tokens=4)
+        gen.close()  # no engine yet: nothing to release
+        gen.generate(PROMPTS[:1], KEYS[:1])
+        gen.close()
+        assert rec.events == ["engine built", "generate", stop, "engine collected", "cleanup_dist_env_and_memory",
+                              "gc.collect", "cuda.empty_cache"]
+        gen.close()  # twice: nothing more
+        assert len(rec.events) == 7
+    given = FakeLLM()
+    gen = VLLMGenerator("m", samples=2, max_new_tokens=4, llm=given, tokenizer=FakeTokenizer())
+    gen.generate(PROMPTS[:1], KEYS[:1])
+    gen.close()  # the caller's engine: let go, not shut down
+    assert gen._llm is None and len(rec.events) == 7
+
+
+def test_one_process_run_releases_vllm_before_the_scorer_loads(fake_vllm, monkeypatch, tmp_path, base_testbed):
+    """``select run`` with ``--actors 0`` and ``generator: vllm``: the stages in order, the engine shut down
+    and its memory freed before the HF scorer is loaded onto the same device."""
+    from devenus.select.config import load_config
+    from devenus.select.pipeline import run_all
+    from devenus.select.pool import build_pool
+
+    build_pool()
+    model, tok = base_testbed.load_model()
+    rec = Recorder()
+    _fake_release_api(monkeypatch, fake_vllm, rec, tok)
+
+    def load_scorer():
+        rec.events.append("scorer loaded")
+        return model, tok
+
+    cfg = load_config(None, {"limit": 4, "shard_size": 2, "generate.samples": 2, "generate.max_new_tokens": 6,
+                             "generate.generator": "vllm", "out": str(tmp_path / "run"),
+                             "score.signals": ["consistency", "entropy"], "route.signal": "entropy"})
+    run_all(cfg, progress=False, model=load_scorer)
+    ev = [e for e in rec.events if e != "gc.collect"]  # gc also runs inside the fake's own collection
+    assert ev == ["engine built", "generate", "generate", "engine-core shutdown", "engine collected",
+                  "cleanup_dist_env_and_memory", "cuda.empty_cache", "scorer loaded"]
+    assert rec.events.index("gc.collect") < rec.events.index("scorer loaded")
+    assert (tmp_path / "run" / "selected.parquet").exists()
+
+
 # ------------------------------------------------------------------ the real engine
 def test_testbed_model_through_vllm(tmp_path):
     pytest.importorskip("vllm", reason="vLLM is not installed (the optional extra: pip install 'devenus[vllm]')")

@@ -54,11 +54,15 @@ class GenerateConfig(_Section):
     # resources of each Ray Data actor (--actors N): GPU actors on a cluster, CPU actors here
     actor_cpus: float = option(1.0, "CPUs of each Ray Data actor (--actors N)", ge=0.0)
     actor_gpus: float = option(0.0, "GPUs of each Ray Data actor (--actors N)", ge=0.0)
+    ray_address: str = option("local", "--actors N: local (a fresh Ray on this machine) or the address of a "
+                                       "running Ray cluster to join (auto, <host>:6379)")
 
 
 #: generate keys that do not change the samples: left out of the stage's identity (resuming on another
 #: machine or with another actor size reuses the shards)
-RESOURCE_KEYS = ("gpu_memory_utilization", "actor_cpus", "actor_gpus")
+RESOURCE_KEYS = ("gpu_memory_utilization", "actor_cpus", "actor_gpus", "ray_address")
+#: score keys that do not change the scores (left out of the score stage's identity)
+SCORE_RESOURCE_KEYS = ("max_batch_tokens",)
 #: new keys at their old behaviour are left out of the identity too, so runs made before they existed resume
 IDENTITY_DEFAULTS = {"generator": "hf", "top_p": 1.0, "tensor_parallel_size": 1, "max_model_len": None}
 
@@ -71,7 +75,18 @@ class ScoreConfig(_Section):
                                       choices=SIGNALS)
     aggregation: str = option("mean", "per-sample to per-question: mean, median, or majority (mean over the "
                                       "majority cluster's samples)", choices=AGGREGATIONS)
-    batch_size: int = option(32, "sequences per teacher-forced forward", ge=1)
+    batch_size: int = option(32, "sequences per teacher-forced forward (at most)", ge=1)
+    # the padded tokens of one forward (sequences x the longest, longest first) bound its memory, not the
+    # count. Per padded token at Qwen3-4B (d 2,560, 32 query heads, bf16), the peak is <= ~200 KB:
+    # PivotTrace's query-chunk temporaries 3 x 32 heads x pivot_chunk 256 x 4 B = 96 KB plus its fp32 GQA keys
+    # 32 x 128 x 4 B = 16 KB and bf16 Q, K 10 KB, CoT-Kinetics' two fp32 states kept across layers 2 x 2,560 x
+    # 4 B = 20 KB (its
+    # hook's own ~40 KB and the layer's bf16 MLP 4 x 9,728 x 2 B = 78 KB come at other moments), the
+    # residual stream and norm 10 KB, the padding mask ~5 B x T = 40 KB at T = 8k. 131,072 tokens (16
+    # sequences of 8k) x 200 KB = 26 GB, + 8 GB of weights: ~34 GB on an 80 GB card (Qwen3-8B: ~49 GB).
+    max_batch_tokens: int | None = option(131072, "padded tokens per teacher-forced forward (sequences x the "
+                                                  "longest), the memory bound; a longer sequence goes alone "
+                                                  "(null: only batch_size)", ge=1)
     token_chunk: int = option(512, "tokens per chunk of the forward's statistics", ge=1)
     vocab_chunk: int = option(8192, "vocabulary entries per chunk of the entropy", ge=1)
     pivot_window: int = option(256, "PivotTrace: attention mass more than this many tokens back", ge=1)
@@ -202,6 +217,13 @@ class SelectConfig(_Section):
     def section(self, *names: str) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         return {n: d[n] for n in names}
+
+    def score_identity(self) -> dict[str, Any]:
+        """The score settings that decide the scores (the memory bound only regroups the same forwards)."""
+        s = dataclasses.asdict(self.score)
+        for k in SCORE_RESOURCE_KEYS:
+            s.pop(k)
+        return {"score": s}
 
     def generate_identity(self) -> dict[str, Any]:
         """The generate settings that decide the samples (what a stage folder is checked against)."""

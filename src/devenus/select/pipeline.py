@@ -72,12 +72,21 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
 
         import_vllm()  # a missing vLLM is one line now, before the pool is read
 
+    made = []
+
     def worker(st: Stage):
         gen = make_generator(cfg, model)
+        made.append(gen)
         return lambda i, part: generate_shard(cfg, gen, part, st.shard_path(i))
 
-    return _run_sharded(cfg, "generate", force=force, progress=progress, actors=actors, worker=worker,
-                        summary={"samples_per_question": cfg.generate.samples})
+    try:
+        return _run_sharded(cfg, "generate", force=force, progress=progress, actors=actors, worker=worker,
+                            summary={"samples_per_question": cfg.generate.samples})
+    finally:
+        # a vLLM engine holds most of the GPU: shut down here, before the score stage loads its scorer (the
+        # HF generator has no close: its model is the scorer, shared through `model`)
+        for gen in made:
+            getattr(gen, "close", lambda: None)()
 
 
 def run_score(cfg: SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,

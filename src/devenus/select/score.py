@@ -30,6 +30,7 @@ the samples in the winning answer cluster; all samples when there is no winner).
 
 from __future__ import annotations
 
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -51,14 +52,19 @@ def _decoder_parts(model):
 
 
 def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]],
-                    want: Sequence[str] = tuple(s for s in MODEL_SIGNALS if s != "pivot_trace"), *, batch_size: int = 32, token_chunk: int = 512,
+                    want: Sequence[str] = tuple(s for s in MODEL_SIGNALS if s != "pivot_trace"), *, batch_size: int = 32,
+                    max_batch_tokens: int | None = None, token_chunk: int = 512,
                     vocab_chunk: int = 8192, temperature: float = 1.0, step_starts: Sequence[Sequence[int]] | None = None,
                     pivot_window: int = 256, pivot_chunk: int = 256, pivot_layers: Sequence[int] | None = None
                     ) -> dict[str, np.ndarray]:
     """Raw model-internal scores per (prompt, response): ``entropy`` (mean H), ``self_certainty``
     (mean SC), ``coe_r``, ``coe_c``, ``cot_kinetics`` (mean energy), ``pivot_trace`` (pivot count;
     needs ``step_starts``, the first token of each step of each response); float64 arrays of length
-    ``len(response_ids)``."""
+    ``len(response_ids)``, in the order given.
+
+    The forwards take the sequences longest first, at most ``batch_size`` of them and, with
+    ``max_batch_tokens``, at most that many padded tokens (sequences x the longest) per forward
+    (:func:`token_batches`); a sequence is scored the same whichever batch it is in."""
     want = [w for w in want if w in MODEL_SIGNALS]
     n = len(response_ids)
     out = {w: np.full(n, np.nan) for w in want}
@@ -76,8 +82,8 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
     model.eval()
     # the batch is built on the CPU and moved to the model's device; results come back as float64 numpy
     device = next(model.parameters()).device
-    for start in range(0, n, batch_size):
-        idx = range(start, min(start + batch_size, n))
+    lengths = [len(prompt_ids[i]) + len(response_ids[i]) for i in range(n)]
+    for idx in token_batches(lengths, batch_size, max_batch_tokens):
         seqs = [list(prompt_ids[i]) + list(response_ids[i]) for i in idx]
         plen = [len(prompt_ids[i]) for i in idx]
         rlen = [len(response_ids[i]) for i in idx]
@@ -130,20 +136,36 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
             for name in ("entropy", "self_certainty"):
                 if name in want:
                     s = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, _host(stats[name]))
-                    out[name][start: start + len(seqs)] = (s / count.clamp(min=1)).numpy()
+                    out[name][idx] = (s / count.clamp(min=1)).numpy()
         if pool is not None:
             c = coe_scores(pool.means())
             for name in ("coe_r", "coe_c"):
                 if name in want:
-                    out[name][start: start + len(seqs)] = _host(c[name]).numpy()
+                    out[name][idx] = _host(c[name]).numpy()
         if kinetics is not None:
-            out["cot_kinetics"][start: start + len(seqs)] = _host(kinetics.energy()).numpy()
+            out["cot_kinetics"][idx] = _host(kinetics.energy()).numpy()
         if piv:
             mass = _host(torch.stack(masses).float().mean(0))  # layers averaged (heads already are)
             for b, i in enumerate(idx):
                 m = mass[b, plen[b]: plen[b] + rlen[b]].numpy()
                 out["pivot_trace"][i] = float(pivot_count(m, step_starts[i]))
     return out
+
+
+def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[list[int]]:
+    """Sequence indices grouped into forwards: longest first (ties in index order), each group at most
+    ``batch_size`` sequences and, with ``max_tokens``, at most ``max_tokens`` padded tokens (group size x
+    its longest sequence, the first); a sequence longer than the budget is a group of its own."""
+    if batch_size < 1 or (max_tokens is not None and max_tokens < 1):
+        raise ValueError(f"batch_size and max_tokens must be >= 1, got {batch_size}, {max_tokens}")
+    groups: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        g = groups[-1] if groups else None
+        if g is None or len(g) >= batch_size or (max_tokens is not None and (len(g) + 1) * lengths[g[0]] > max_tokens):
+            groups.append([i])
+        else:
+            g.append(i)
+    return groups
 
 
 def _host(x: torch.Tensor) -> torch.Tensor:
@@ -173,13 +195,24 @@ def _far_mass(attn, args, kwargs, key_mask, window: int, chunk: int) -> torch.Te
     return far_attention_mass(q, k, key_mask, window=window, chunk=chunk, scaling=getattr(attn, "scaling", None))
 
 
-def step_starts_of(response_ids: Sequence[int], newline_ids: set[int]) -> list[int]:
+def step_starts_of(response_ids: Sequence[int], newline_ids: frozenset[int] | set[int]) -> list[int]:
     """Steps split at newlines: a step starts at 0 and after every token that contains a newline."""
     return [0] + [t + 1 for t, tok in enumerate(response_ids) if tok in newline_ids and t + 1 < len(response_ids)]
 
 
-def newline_token_ids(tokenizer) -> set[int]:
-    return {i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])}
+#: per tokenizer object: (its length when decoded, the ids); the score stage asks once per shard
+_NEWLINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def newline_token_ids(tokenizer) -> frozenset[int]:
+    """The token ids whose text contains a newline. The whole vocabulary is decoded once per tokenizer
+    (and again only when tokens are added to it), not once per call."""
+    n = len(tokenizer)
+    hit = _NEWLINES.get(tokenizer)
+    if hit is None or hit[0] != n:
+        hit = (n, frozenset(i for i in range(n) if "\n" in tokenizer.decode([i])))
+        _NEWLINES[tokenizer] = hit
+    return hit[1]
 
 
 # ------------------------------------------------------------------------------ answer signals

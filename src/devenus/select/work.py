@@ -46,7 +46,7 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
     # the model's content hash: a folder whose weights changed in place makes new samples
     base = {"input": pool_identity(cfg), **cfg.generate_identity(), "model": model_identity(cfg.generate.model)}
     conf = {"generate": base}
-    conf["score"] = {**base, **cfg.section("score")}
+    conf["score"] = {**base, **cfg.score_identity()}
     conf["route"] = {**conf["score"], **cfg.section("route")}
     if get_router(cfg.route.selector).annotates_while_routing:  # the probes' labels are part of the routing
         conf["route"]["annotation"] = cfg.materialize.annotation
@@ -130,7 +130,7 @@ def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, 
             nl = newline_token_ids(tok)
             steps = [step_starts_of(r, nl) for r in gen["response_ids"]]
         raw = forward_signals(model, [pids[k // g] for k in range(n)], gen["response_ids"], want_model,
-                              batch_size=sc.batch_size, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk,
+                              batch_size=sc.batch_size, max_batch_tokens=sc.max_batch_tokens, token_chunk=sc.token_chunk, vocab_chunk=sc.vocab_chunk,
                               step_starts=steps, pivot_window=sc.pivot_window, pivot_chunk=sc.pivot_chunk)
     s_cols: dict[str, list] = {"index": gen["index"], "sample": gen["sample"], "pred": [], "cluster": [],
                                "agrees": [], "reward": [], "sim_reward": []}

@@ -26,11 +26,16 @@ class LayerPool:
     ``pool = LayerPool(mask)`` with ``mask`` ``[B, T]`` (1 = pooled token); call ``pool.add(l, h)``
     with ``h`` ``[B, T, d]`` for each layer ``l`` in order (a forward hook does it); ``pool.means()``
     returns ``[B, L+1, d]`` float64 (a sequence without pooled tokens gets zeros).
+
+    The sum over tokens is taken in at least fp32 (float64 inputs stay float64), never in the model's
+    dtype: in bf16 the pooled mean of a massive-activation channel (~1e3) would be rounded to a few
+    units, as large as the layer-to-layer change CoE divides by. A masked sum, not a matmul, so TF32
+    cannot round it either.
     """
 
     def __init__(self, mask: torch.Tensor):
-        self.mask = mask.to(torch.float64)
-        self.count = self.mask.sum(dim=1).clamp(min=1.0)[:, None]
+        self.keep = mask.bool()[..., None]
+        self.count = mask.to(torch.float64).sum(dim=1).clamp(min=1.0)[:, None]
         self.sums: list[torch.Tensor | None] = []
 
     def add(self, layer: int, hidden: torch.Tensor) -> None:
@@ -38,8 +43,8 @@ class LayerPool:
             self.sums.append(None)
         if self.sums[layer] is not None:
             raise ValueError(f"layer {layer} pooled twice in one forward")
-        # [B, d]: one weighted sum over the tokens, the [B, T, d] input is the layer's own output
-        self.sums[layer] = torch.einsum("bt,btd->bd", self.mask.to(hidden.dtype), hidden).to(torch.float64)
+        acc = torch.promote_types(hidden.dtype, torch.float32)
+        self.sums[layer] = hidden.masked_fill(~self.keep, 0).sum(dim=1, dtype=acc).to(torch.float64)  # [B, d]
 
     def means(self) -> torch.Tensor:
         if not self.sums or any(s is None for s in self.sums):
@@ -82,6 +87,10 @@ class KineticsPool:
     (l = 0..L); velocities ``v_l = x_{l+1} - x_l``; kinetic ``K = mean_l ||v_l||^2``; curvature
     ``C = mean_l (1 - cos(v_l, v_{l+1}))``; energy ``E = g K + (1 - g) C`` (g = 0.8). The sequence
     score is the mean of E over the masked tokens. Call ``add(l, h)`` for l = 0, 1, ... in order.
+
+    The ``[B, T, d]`` work is done in fp32 for a bf16/fp16/fp32 model (float64 inputs stay float64), never
+    in the model's dtype; the per-token sums over layers and the mean over tokens are float64. fp32
+    rather than float64 halves the buffers kept across layers (2 x 4 B x d per token).
     """
 
     def __init__(self, mask: torch.Tensor, g: float = 0.8, eps: float = 1e-12):
@@ -97,15 +106,16 @@ class KineticsPool:
         if layer != self.next_layer:
             raise ValueError(f"layers must come in order: expected {self.next_layer}, got {layer}")
         self.next_layer += 1
-        x = hidden.to(torch.float64)
-        x = x / x.norm(dim=-1, keepdim=True).clamp(min=self.eps)
+        # a copy (never the model's own tensor), normalised in place
+        x = hidden.to(torch.promote_types(hidden.dtype, torch.float32), copy=True)
+        x.div_(x.norm(dim=-1, keepdim=True).clamp_(min=self.eps))
         if self.prev is not None:
             v = x - self.prev
-            k = (v * v).sum(-1)
+            k = (v * v).sum(-1).to(torch.float64)
             self.k_sum = k if self.k_sum is None else self.k_sum + k
             self.n_v += 1
             if self.prev_v is not None:
-                c = 1.0 - torch.nn.functional.cosine_similarity(v, self.prev_v, dim=-1, eps=self.eps)
+                c = 1.0 - torch.nn.functional.cosine_similarity(v, self.prev_v, dim=-1, eps=self.eps).to(torch.float64)
                 self.c_sum = c if self.c_sum is None else self.c_sum + c
                 self.n_c += 1
             self.prev_v = v

@@ -2,12 +2,19 @@
 
 The unit of work is a shard (the same shards, files and per-shard functions as the single-process
 run): ``ray.data.from_items(shard ids).map_batches(ShardWorker, concurrency=actors)``. Each actor
-loads the model once and writes its shards itself (atomically, into the stage folder on a shared file
-system); the driver only counts finished shards. Since a shard's content depends only on the config
-and its questions (per-question seeds), the output is byte-identical to the single-process run, and a
-killed run resumes from the shards that exist. Here: CPU actors (``num_cpus`` each, torch 1 thread);
-on a cluster, GPU actors: ``generate.actor_gpus`` per actor (with ``generate.generator: vllm`` each
-actor holds one vLLM engine).
+loads the model once and writes its shards itself (atomically, into the stage folder); the driver only
+counts finished shards. Since a shard's content depends only on the config and its questions
+(per-question seeds), the output is byte-identical to the single-process run, and a killed run resumes
+from the shards that exist.
+
+Where: ``generate.ray_address: local`` (the default) starts a fresh Ray on this machine, so the pool is
+this machine's CPUs and GPUs; a cluster address (``auto``, ``<head>:6379``) joins that running Ray
+cluster instead. The stage folder and the pool are passed to the actors as absolute paths, so on a
+cluster every node needs the same install and the run folder on a shared file system at the same
+absolute path. CPU actors: ``generate.actor_cpus`` each, torch 1 thread, on hosts without GPUs (Ray no
+longer hides the GPUs from an actor that reserves none, so GPU-less actors are refused where the Ray
+cluster has GPUs: :func:`gpu_less_actors_error`); GPU actors: ``generate.actor_gpus`` per actor (with
+``generate.generator: vllm`` each actor holds one vLLM engine).
 """
 
 from __future__ import annotations
@@ -65,23 +72,57 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def gpu_less_actors_error(actors: int, actor_gpus: float, cluster_gpus: float) -> str | None:
+    """Why ``actors`` actors reserving ``actor_gpus`` GPUs each cannot run on a Ray cluster with
+    ``cluster_gpus`` GPUs, or None. Ray (2.60) no longer clears ``CUDA_VISIBLE_DEVICES`` for an actor that
+    reserves no GPU, so where there are GPUs every such actor would load its model onto ``cuda:0``."""
+    if actors > 0 and actor_gpus == 0 and cluster_gpus > 0:
+        return (f"--actors {actors} with generate.actor_gpus=0 on a Ray cluster with {cluster_gpus:g} GPUs: every "
+                "actor would load its model onto cuda:0 (Ray does not hide GPUs from actors that reserve none); "
+                "set generate.actor_gpus (e.g. --set generate.actor_gpus=1), or run CPU actors where no GPU is "
+                "visible (CUDA_VISIBLE_DEVICES= )")
+    return None
+
+
+def _actor_config(cfg) -> dict:
+    """The config the actors load: the run folder and the pool as absolute paths (an actor's working
+    directory is not the driver's on a cluster)."""
+    from pathlib import Path
+
+    from devenus.select.work import pool_path
+
+    d = dataclasses.asdict(cfg)
+    d["out"] = str(Path(cfg.out).resolve())
+    d["pool"] = str(pool_path(cfg).resolve())
+    return d
+
+
 def run_shards(cfg, stage_name: str, shards: Sequence[int], actors: int, num_cpus: float = 1.0,
                num_gpus: float = 0.0) -> Iterator[int]:
     """Run ``shards`` of a stage on ``actors`` Ray Data actors; yields each shard id as it finishes.
-    Starts a local Ray if none is connected (and shuts it down afterwards)."""
+    Unless a Ray is connected already, starts a fresh local one (``generate.ray_address: local``) or joins
+    the cluster at ``generate.ray_address``, and disconnects afterwards."""
     import ray
 
     started = False
     if not ray.is_initialized():
-        # address="local": always a fresh local Ray, never another job's cluster on the same machine
-        ray.init(address="local", num_cpus=math.ceil(actors * num_cpus) + 1, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}})
+        env = {"env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}
+        address = cfg.generate.ray_address
+        if address == "local":
+            # a fresh local Ray, never another job's cluster on the same machine
+            ray.init(address="local", num_cpus=math.ceil(actors * num_cpus) + 1, include_dashboard=False,
+                     log_to_driver=False, runtime_env=env)
+        else:
+            ray.init(address=address, log_to_driver=False, runtime_env=env)
         started = True
     try:
+        why = gpu_less_actors_error(actors, num_gpus, ray.cluster_resources().get("GPU", 0))
+        if why:
+            raise ValueError(why)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         ds = ray.data.from_items([{"shard": int(i)} for i in shards], override_num_blocks=max(1, len(shards)))
-        ds = ds.map_batches(ShardWorker, fn_constructor_kwargs={"config": dataclasses.asdict(cfg), "stage_name": stage_name},
+        ds = ds.map_batches(ShardWorker, fn_constructor_kwargs={"config": _actor_config(cfg), "stage_name": stage_name},
                             batch_size=1, concurrency=actors, num_cpus=num_cpus, num_gpus=num_gpus or None)
         for row in ds.iter_rows():
             yield int(row["shard"])

@@ -83,7 +83,8 @@ class VLLMGenerator:
     """``VLLMGenerator(model_dir, samples=8, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=0, ...)``.
 
     ``llm``: an engine to use instead of building ``vllm.LLM(model_dir, ...)`` (tests, or a caller that
-    holds one already). The engine is built on first use, so constructing the generator is cheap."""
+    holds one already). The engine is built on first use, so constructing the generator is cheap;
+    :meth:`close` shuts down an engine the generator built and frees its GPU memory."""
 
     def __init__(self, model_dir: str, *, samples: int = 8, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 96, seed: int = 0, gpu_memory_utilization: float = 0.85,
@@ -97,6 +98,7 @@ class VLLMGenerator:
         self.engine_kw = {"gpu_memory_utilization": gpu_memory_utilization,
                           "tensor_parallel_size": tensor_parallel_size, "max_model_len": max_model_len}
         self._llm, self._tok = llm, tokenizer
+        self._owns_llm = llm is None
 
     @property
     def llm(self):
@@ -105,6 +107,30 @@ class VLLMGenerator:
             # the engine's own seed only matters for requests without one; every request here has one
             self._llm = vllm.LLM(model=self.model_dir, seed=self.seed, **self.engine_kw)
         return self._llm
+
+    def close(self) -> None:
+        """Shut the engine down and free its GPU memory (the engine takes ``gpu_memory_utilization`` of the
+        GPU; in one process the score stage loads the HF scorer on that GPU next). In this order: vLLM's own
+        shutdown (``LLM.shutdown()`` where the build has one, else its engine-core client's, which ends the
+        engine-core process holding the weights and KV cache), the last reference dropped, vLLM's
+        distributed state and memory (``cleanup_dist_env_and_memory``), then ``gc`` and the CUDA cache for
+        what is left in this process. An engine passed in by the caller is only let go. A later
+        :meth:`generate` builds a new engine."""
+        llm, self._llm = self._llm, None
+        if llm is None or not self._owns_llm:
+            return
+        stop = getattr(llm, "shutdown", None) or getattr(getattr(llm.llm_engine, "engine_core", None), "shutdown")
+        stop()
+        del llm, stop
+        import gc
+
+        import torch
+
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+        gc.collect()
+        torch.cuda.empty_cache()  # a no-op where CUDA was never initialised
 
     @property
     def tok(self):
