@@ -65,3 +65,18 @@ def test_a_file_gets_lines_a_terminal_a_bar_and_off_is_silent():
     off.update(3)
     off.close()
     assert out.getvalue() == ""
+
+
+def test_select_stage_bars_print_lines_into_a_log(capsys):
+    # `devenus select run ... > log 2>&1` used to leave no progress at all in the log
+    from devenus.select.pipeline import _bar
+
+    bar = _bar(4, "generate", None)
+    bar.update(2)
+    bar.update(2)
+    bar.close()
+    assert capsys.readouterr().err.splitlines()[-1] == "generate: 4/4 q (100%), 0s"
+    silent = _bar(4, "score", False)
+    silent.update(4)
+    silent.close()
+    assert capsys.readouterr().err == ""
