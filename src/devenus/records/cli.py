@@ -1,9 +1,10 @@
 """``devenus import`` and ``devenus data ...``: raw data in, label-state transforms and subsets, as dataset versions.
 
 :func:`add_parser` mounts the commands on the main CLI (``devenus.cli``); :func:`main_import` is the
-standalone import (``python -m devenus.records.cli``). Every command writes through
-:mod:`devenus.records.versions` (Parquet + manifest) and follows its output rule: an existing output
-is refused unless ``--force``, an output that is an input always.
+standalone import (``python -m devenus.records.cli``). Every command that writes a file writes it
+through :mod:`devenus.records.versions` (Parquet + manifest) and follows its output rule: an existing
+output is refused unless ``--force``, an output that is an input always (``data head`` without
+``--out`` only prints).
 """
 
 from __future__ import annotations
