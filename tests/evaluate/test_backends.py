@@ -71,3 +71,32 @@ def test_vllm_backend_on_the_testbed_model(base_testbed):
     assert [len(c) for c in a] == [4, 4, 4]
     assert a == v.generate(PROMPTS, 4, s)
     assert any("\\boxed{" in c.text for group in a for c in group)
+
+
+def test_hf_progress_is_per_question_inside_one_batch(base_testbed):
+    # one batch holds all 9 sequences: the count still moves as each question's samples end, not once at
+    # the end of the batch (a 256-sequence batch takes minutes on a CPU)
+    hf = HFBackend(str(base_testbed.model_dir), batch_size=64)
+    seen = []
+    out = hf.generate(PROMPTS, 3, Sampling(0.0, 1.0, 48), progress=seen.append)
+    assert sum(seen) == len(PROMPTS)
+    lengths = {len(hf.tokenizer(g[0].text)["input_ids"]) for g in out}
+    assert len(lengths) > 1  # greedy answers of different lengths: they end at different steps
+    assert len([x for x in seen if x]) > 1 and seen[-1] == 0  # counted as they ended; the batch's end adds none
+
+
+def test_question_watch_counts_a_question_when_its_last_sample_ends():
+    import torch
+
+    from devenus.evaluate.backends import _QuestionWatch
+
+    seen = []
+    w = _QuestionWatch(questions=2, n=2, eos_ids=[9], progress=seen.append)
+    crit = w.batch(0, 3)[0]  # sequences 0, 1 (question 0) and 2 (question 1's first sample)
+    crit(torch.tensor([[5, 9], [5, 4], [5, 9]]), None)  # seq 0 and 2 end
+    crit(torch.tensor([[5, 9, 0], [5, 4, 9], [5, 9, 0]]), None)  # seq 1 ends: question 0 is done
+    w.finish_batch()
+    crit = w.batch(3, 1)[0]
+    assert not crit(torch.tensor([[5, 7]]), None).any()  # never stops generation
+    w.finish_batch()  # seq 3 cut at the limit: question 1 is done too
+    assert seen == [0, 1, 0, 0, 1]

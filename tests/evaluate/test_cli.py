@@ -114,3 +114,97 @@ def test_a_number_flag_out_of_range_is_refused_before_anything_runs(flag, value,
     assert e.value.code == 2 and message in capsys.readouterr().err
     assert _run(["testbed", "--k", "testbed_id=0"]) == 2
     assert "--k testbed_id=0: samples per question must be an integer >= 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ your own record files
+def test_record_spec_forms(tmp_path):
+    from devenus.evaluate.cli import record_spec
+
+    assert record_spec("data/id.parquet") == ("ID", "id", "data/id.parquet")
+    assert record_spec("data/id.parquet:mine") == ("ID", "mine", "data/id.parquet")
+    assert record_spec("data/far.parquet:ood/far") == ("OOD", "far", "data/far.parquet")
+    assert record_spec("OOD/near=near.parquet") == ("OOD", "near", "near.parquet")  # the older spelling
+    odd = tmp_path / "lr=1e-6:v2.parquet"  # an existing file is a file, '=' and ':' included
+    odd.write_bytes(b"")
+    assert record_spec(f"{odd}:v2") == ("ID", "v2", str(odd))
+    with pytest.raises(ValueError, match="name 'lr=1e-6:v2' must be letters.*give one with FILE:NAME"):
+        record_spec(str(odd))
+    for bad, says in (("x.parquet:TEST/x", "group must be ID or OOD"), ("x.parquet:a,b", "must be letters"),
+                      (":x", "no file")):
+        with pytest.raises(ValueError, match=says):
+            record_spec(bad)
+
+
+def _own_files(base_testbed, tmp_path):
+    import shutil
+
+    mine, far = tmp_path / "my_questions.parquet", tmp_path / "far.parquet"
+    shutil.copy(base_testbed.split("dev_id"), mine)
+    shutil.copy(base_testbed.split("test_ood"), far)
+    return mine, far
+
+
+def test_own_files_under_their_own_names_without_a_protocol(base_testbed, tmp_path, capsys):
+    # no --protocol and no benchmark folder: only the files named, each under its own name; nothing asks
+    # for AIME files, nothing is called testbed_id
+    mine, far = _own_files(base_testbed, tmp_path)
+    out = tmp_path / "own"
+    rc = _run([str(base_testbed.model_dir), "--records", str(mine), f"{far}:OOD/far_away", "--limit", "6",
+               "--k", "my_questions=2", "--max-new-tokens", "24", "--bootstrap", "100", "--out", str(out)])
+    assert rc == 0
+    cap = capsys.readouterr()
+    assert "protocol records: my_questions (6 x 2), far_away (6 x 4)" in cap.out
+    assert "testbed_id" not in cap.out and "cut at max tokens" in cap.out
+    # stderr is no terminal here: the progress comes as plain lines, per question, ending at the total
+    assert "my_questions: 6/6 q (100%)" in cap.err and "far_away: 6/6 q (100%)" in cap.err
+    res = json.loads((out / "results.json").read_text())
+    assert res["protocol"] == "records" and res["sampling"]["max_new_tokens"] == 24
+    assert set(res["benchmarks"]) == {"my_questions", "far_away"}
+    assert res["averages"]["ID"]["benchmarks"] == ["my_questions"]
+    assert res["averages"]["OOD"]["benchmarks"] == ["far_away"]
+    for b in res["benchmarks"].values():
+        assert 0 <= b["truncated_rate"] <= b["abstain_rate"] <= 1  # a cut sample has no answer
+    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    cut = [t for s in samples if s["benchmark"] == "far_away" for t in s["truncated"]]
+    assert res["benchmarks"]["far_away"]["truncated_rate"] == pytest.approx(sum(cut) / len(cut))
+    assert {s["benchmark"] for s in samples} == {"my_questions", "far_away"}
+    assert (out / "accuracy.png").is_file()
+
+
+def test_the_token_limit_shows_as_the_cut_share(base_testbed, tmp_path):
+    mine, _ = _own_files(base_testbed, tmp_path)
+    out = tmp_path / "cut"
+    assert _run([str(base_testbed.model_dir), "--records", f"{mine}:mine", "--limit", "3", "--k", "mine=1",
+                 "--max-new-tokens", "1", "--bootstrap", "50", "--out", str(out), "--no-plot"]) == 0
+    b = json.loads((out / "results.json").read_text())["benchmarks"]["mine"]
+    assert b["truncated_rate"] == 1.0 and b["abstain_rate"] == 1.0  # one token never reaches EOS
+
+
+def test_benchmarks_accepts_record_names(base_testbed, tmp_path, capsys):
+    mine, _ = _own_files(base_testbed, tmp_path)
+    out = tmp_path / "sub"
+    # beside a protocol: --benchmarks names the file's name, so the protocol's own benchmarks stay out
+    assert _run([str(base_testbed.model_dir), "--protocol", "testbed", "--records", f"{mine}:mine",
+                 "--benchmarks", "mine", "--limit", "2", "--k", "mine=1", "--bootstrap", "50", "--out", str(out),
+                 "--no-plot"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["protocol"] == "testbed" and list(res["benchmarks"]) == ["mine"]
+    assert "protocol testbed: mine (2 x 1)" in capsys.readouterr().out
+
+
+def test_own_file_errors_are_one_line(base_testbed, tmp_path, capsys):
+    mine, far = _own_files(base_testbed, tmp_path)
+    model = str(base_testbed.model_dir)
+    cases = [
+        (["--records", f"{mine}:a", f"{far}:a"], "--records: two files named 'a'"),
+        (["--protocol", "testbed", "--records", f"{mine}:testbed_id"], "'testbed_id' is already a benchmark of protocol 'testbed'"),
+        (["--protocol", "records"], "protocol 'records' evaluates the files given with --records"),
+        (["--records", str(mine), "--benchmarks", "my_questions,nope"], "--benchmarks names nope, not among"),
+        (["--records", str(tmp_path / "missing.parquet")], "missing: file not found"),
+        (["--records", f"{mine}:BAD/x"], "group must be ID or OOD"),
+    ]
+    for argv, says in cases:
+        assert _run([model, *argv, "--out", str(tmp_path / "never")]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert says in err and len(err.splitlines()) == 1, (argv, err)
+    assert not (tmp_path / "never").exists()

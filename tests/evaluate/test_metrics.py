@@ -136,6 +136,16 @@ def test_score_benchmark_by_hand():
     assert m["pass@4"]["mean"] == pytest.approx(3 / 4)
     assert m["maj@4"]["mean"] == pytest.approx(2 / 4)
     assert m["abstain_rate"] == pytest.approx(1 / 16)
+    assert m["truncated_rate"] == 0  # no sample says it was cut
+
+
+def test_truncated_share_beside_the_no_answer_share():
+    # q1's None is a sample cut at the token limit; q2's None ended but boxed nothing
+    qs = [QuestionResult("q1", "4", ("4", None), (1, 0), ("\\boxed{4}", "4 + 4 = 8, so"), (False, True)),
+          QuestionResult("q2", "9", (None, "9"), (0, 1), ("no idea", "\\boxed{9}"), (False, False))]
+    m = score_benchmark("toy", "avg@k", qs, n_boot=50)
+    assert m["abstain_rate"] == pytest.approx(2 / 4)
+    assert m["truncated_rate"] == pytest.approx(1 / 4)
 
 
 def test_score_benchmark_pass1_headline_with_one_sample():

@@ -89,7 +89,7 @@ class HFBackend:
             use_cache=True,
         )
         out: list[Completion] = []
-        done_prompts = 0
+        watch = _QuestionWatch(len(prompts), n, self.eos_ids, progress)
         with torch.no_grad():
             for b, start in enumerate(range(0, len(flat), self.batch_size)):
                 chunk = flat[start: start + self.batch_size]
@@ -103,16 +103,58 @@ class HFBackend:
                 # (seed, batch index), not on what ran before
                 torch.manual_seed(sampling.seed * 1_000_003 + b)
                 gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                          generation_config=cfg)
+                                          generation_config=cfg, stopping_criteria=watch.batch(start, len(chunk)))
                 for row in gen[:, width:].tolist():
                     cut = next((j for j, t in enumerate(row) if t in self.eos_ids), None)
                     toks = row if cut is None else row[:cut]
                     out.append(Completion(self.tokenizer.decode(toks, skip_special_tokens=True), cut is None))
-                if progress:
-                    finished = (start + len(chunk)) // n
-                    progress(finished - done_prompts)
-                    done_prompts = finished
+                watch.finish_batch()  # the samples cut at the token limit end here
         return [out[i * n: (i + 1) * n] for i in range(len(prompts))]
+
+
+class _QuestionWatch:
+    """Per-question progress inside ``model.generate``: a stopping criterion that never stops, looks at
+    each new token and calls ``progress(k)`` as soon as the last of a question's ``n`` samples has ended
+    (``progress(0)`` on the other steps: a heartbeat for a display that prints on time).
+
+    A batch of 256 sequences takes minutes on a CPU; counting only finished batches left the bar at 0
+    for all of it."""
+
+    def __init__(self, questions: int, n: int, eos_ids: Sequence[int], progress: Callable[[int], None] | None):
+        self.n, self.eos_ids, self.progress = n, list(eos_ids), progress
+        self.left = [n] * questions  # samples of each question not yet ended
+        self.start, self.ended = 0, []
+
+    def batch(self, start: int, rows: int):
+        """The stopping-criteria list for the batch of flat sequences ``start .. start + rows - 1``."""
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        self.start, self.ended = start, [False] * rows
+        watch = self
+
+        class _Watch(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                import torch
+
+                hit = torch.isin(input_ids[:, -1], torch.tensor(watch.eos_ids, device=input_ids.device)).tolist()
+                watch._end([i for i, h in enumerate(hit) if h])
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+        return StoppingCriteriaList([_Watch()]) if self.progress else None
+
+    def _end(self, rows: list[int]) -> None:
+        done = 0
+        for i in rows:
+            if not self.ended[i]:
+                self.ended[i] = True
+                q = (self.start + i) // self.n
+                self.left[q] -= 1
+                done += self.left[q] == 0
+        if self.progress:
+            self.progress(done)
+
+    def finish_batch(self) -> None:
+        self._end(range(len(self.ended)))
 
 
 class VLLMBackend:

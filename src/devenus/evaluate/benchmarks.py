@@ -6,8 +6,11 @@ at run time (``docs/evaluate.md`` says where to get each file). Multiple-choice 
 options as ``A. ...`` lines and are graded by letter: the target is a single letter and the verifier
 compares the model's extracted answer with it.
 
-Two protocols ship:
+Three protocols ship:
 
+- ``records``: no benchmark of its own: the record-contract files given with ``devenus eval --records``,
+  each under its own name, prompts unchanged, T=1, top-p 1, avg@4, 512 new tokens (pass the training
+  run's max response length to match it).
 - ``paper``: the field's protocol as the DE-Venus report uses it. ID: AIME 2024, AIME 2025, AMC
   (avg@32), MATH-500, Minerva, OlympiadBench (avg@4); OOD: ARC-Challenge, GPQA-Diamond (avg@4),
   MMLU-Pro (pass@1). Temperature 0.6, top-p 1.0, at most the training run's max response length.
@@ -258,6 +261,10 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
 )}
 
 PROTOCOLS: dict[str, Protocol] = {
+    "records": Protocol(
+        "records", (), temperature=1.0, top_p=1.0, max_new_tokens=512,
+        description="your own record files (--records), prompts as they are (T=1, avg@4)",
+    ),
     "paper": Protocol(
         "paper",
         tuple(BENCHMARKS[n] for n in ("aime2024", "aime2025", "amc", "math500", "minerva", "olympiadbench",

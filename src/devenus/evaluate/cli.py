@@ -1,5 +1,6 @@
-"""devenus eval: evaluate a checkpoint with the field's protocol (or the testbed's).
+"""devenus eval: evaluate a checkpoint on your own record files, the field's protocol or the testbed's.
 
+    devenus eval smollm2 --records id.parquet ood.parquet:OOD/ood   # your files, each under its own name
     devenus eval testbed                                   # the testbed base model, testbed protocol
     devenus eval outputs/run/checkpoints --protocol testbed   # a verl checkpoint (merged by verl's merger)
     devenus eval Qwen3-4B-run/ --data-dir benchmarks/ --max-new-tokens 3072 --backend vllm
@@ -10,10 +11,14 @@ Prints a table, writes results.json, samples.jsonl and accuracy.png to --out.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from devenus.config import arg_type
+
+#: the --protocol choices (devenus.evaluate.benchmarks.PROTOCOLS, named here so the parser imports nothing heavy)
+PROTOCOL_NAMES = ("records", "paper", "testbed")
 
 __all__ = ["add_parser", "run_eval"]
 
@@ -30,6 +35,36 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
 
 #: samples per question of ``--k NAME=K``
 _SAMPLES = arg_type(int, ge=1)
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_LABEL = re.compile(r"(?:[A-Za-z]+/)?" + _NAME.pattern)
+
+
+def record_spec(spec: str) -> tuple[str, str, str]:
+    """``--records`` value -> (group, name, path). ``FILE``, ``FILE:NAME``, ``FILE:GROUP/NAME`` or
+    ``GROUP/NAME=FILE``; the name defaults to the file's stem, the group to ID. A value that is an
+    existing file is a file, whatever characters it holds."""
+    left, colon, right = spec.rpartition(":")
+    if Path(spec).is_file():
+        path, label = spec, ""
+    elif colon and Path(left).is_file():
+        path, label = left, right
+    elif _LABEL.fullmatch(spec.partition("=")[0]) and "=" in spec:
+        label, _, path = spec.partition("=")
+    elif colon:
+        path, label = left, right
+    else:
+        path, label = spec, ""
+    group, sep, name = label.rpartition("/")
+    group = group.upper() if sep else "ID"
+    name = name or Path(path).stem
+    if not path:
+        raise ValueError(f"--records {spec!r}: no file (expected FILE, FILE:NAME or FILE:OOD/NAME)")
+    if group not in ("ID", "OOD"):
+        raise ValueError(f"--records {spec!r}: group must be ID or OOD, got {group!r}")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"--records {spec!r}: the benchmark name {name!r} must be letters, digits, _ . + - "
+                         "(give one with FILE:NAME)")
+    return group, name, path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -38,13 +73,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="an HF model folder, a verl checkpoint (run root, global_step_N or its actor/), "
                                  "or an embedded model's name: testbed, smollm2 (devenus model list)")
-    p.add_argument("--protocol", choices=("paper", "testbed"), default=None,
-                   help="benchmarks, samples and decoding (default: testbed for 'testbed' and testbed runs, else paper)")
-    p.add_argument("--benchmarks", default=None, help="comma-separated subset of the protocol's benchmarks")
+    p.add_argument("--protocol", choices=tuple(PROTOCOL_NAMES), default=None,
+                   help="benchmarks, samples and decoding (default: records when only --records files are given, "
+                        "testbed for the 'testbed' model, else paper)")
+    p.add_argument("--benchmarks", default=None, help="comma-separated subset of the protocol's benchmarks "
+                                                      "(--records names are accepted too; those files always run)")
     p.add_argument("--data-dir", default=None, help="folder holding the benchmark files (see docs/evaluate.md)")
     p.add_argument("--file", action="append", metavar="NAME=PATH", help="one benchmark's file (repeatable)")
-    p.add_argument("--records", action="append", metavar="GROUP/NAME=PATH",
-                   help="also evaluate a record-contract Parquet file, e.g. OOD/near=near_ood.parquet (repeatable)")
+    p.add_argument("--records", action="extend", nargs="+", metavar="FILE[:[GROUP/]NAME]",
+                   help="evaluate record-contract Parquet files, each reported under its own name (the file's "
+                        "stem, or NAME) in group ID (or GROUP: ID, OOD), e.g. --records mine.parquet far.parquet:OOD/far")
     p.add_argument("--k", action="append", metavar="NAME=K", help="samples per question for one benchmark "
                    "(off-protocol; e.g. a CPU smoke run)")
     p.add_argument("--limit", type=arg_type(int, ge=1), default=None, help="the first N questions of each benchmark only")
@@ -114,24 +152,45 @@ def run_eval(args) -> int:
         return 2
 
 
+def _protocol_name(args, records: list[tuple[str, str, str]], names: list[str] | None) -> str:
+    """--protocol, else: records when only --records files are named, testbed for the testbed model, else paper."""
+    if args.protocol:
+        return args.protocol
+    own = {n for _, n, _ in records}
+    if records and not args.data_dir and not args.file and set(names or ()) <= own:
+        return "records"
+    return "testbed" if args.model == "testbed" else "paper"
+
+
 def _run(args) -> int:
     from dataclasses import replace
-
-    from tqdm import tqdm
 
     from devenus.evaluate.backends import Sampling, make_backend
     from devenus.evaluate.benchmarks import PROTOCOLS, find_file, prepare, record_benchmark
     from devenus.evaluate.report import format_table, write_outputs
     from devenus.evaluate.run import evaluate
+    from devenus.progress import progress_bar
 
-    is_testbed = args.model == "testbed"
-    protocol = PROTOCOLS[args.protocol or ("testbed" if is_testbed else "paper")]
-    names = [n.strip() for n in args.benchmarks.split(",")] if args.benchmarks else None
-    protocol = protocol.select(names)
-    extra = []
-    for spec, path in _pairs(args.records, "--records").items():
-        group, _, name = spec.partition("/")
-        extra.append((record_benchmark(name, group, 4), path))
+    records = [record_spec(v) for v in args.records or []]
+    names = [n.strip() for n in args.benchmarks.split(",") if n.strip()] if args.benchmarks else None
+    protocol = PROTOCOLS[_protocol_name(args, records, names)]
+    if protocol.name == "records" and not records:
+        raise ValueError("protocol 'records' evaluates the files given with --records FILE[:NAME]: none given")
+    own: dict[str, str] = {}
+    for group, name, path in records:
+        if name in own:
+            raise ValueError(f"--records: two files named {name!r} ({own[name]}, {path}): name one with FILE:NAME")
+        if name in {b.name for b in protocol.benchmarks}:
+            raise ValueError(f"--records: {name!r} is already a benchmark of protocol {protocol.name!r}: "
+                             f"name the file another way ({path}:NAME), or pass it with --file {name}={path}")
+        own[name] = path
+    if names is not None:
+        unknown = [n for n in names if n not in own and n not in {b.name for b in protocol.benchmarks}]
+        if unknown:
+            raise ValueError(f"--benchmarks names {', '.join(unknown)}, not among this run's benchmarks: "
+                             f"{', '.join([b.name for b in protocol.benchmarks] + list(own))}")
+        protocol = replace(protocol, benchmarks=tuple(protocol.benchmark(n) for n in names if n not in own))
+    extra = [(record_benchmark(name, group, 4), path) for group, name, path in records]
     protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(b for b, _ in extra))
     files = _pairs(args.file, "--file") | {b.name: p for b, p in extra}
     ks = {}
@@ -178,7 +237,8 @@ def _run(args) -> int:
     bars = []
 
     def progress(name: str, total: int):
-        bar = tqdm(total=total, desc=name, unit="q", file=sys.stderr)
+        # per question, and plain lines when stderr is a file (devenus.progress)
+        bar = progress_bar(total, desc=name, unit="q", file=sys.stderr)
         bars.append(bar)
         return bar.update
 

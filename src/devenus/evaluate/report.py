@@ -33,8 +33,9 @@ def format_table(res: EvalResult) -> str:
     for b in res.benchmarks:
         m, k = b.metrics, b.metrics["k"]
         rows.append([b.name, b.group, m["n_questions"], k, _pm(m[f"avg@{k}"]), _pm(m[f"pass@{k}"]),
-                     _pm(m[f"maj@{k}"]), f"{m['abstain_rate']:.2f}"])
-    lines = [table(["benchmark", "group", "questions", "k", "avg@k (pass@1)", "pass@k", "maj@k", "no answer"], rows)]
+                     _pm(m[f"maj@{k}"]), f"{m['abstain_rate']:.2f}", f"{m['truncated_rate']:.2f}"])
+    lines = [table(["benchmark", "group", "questions", "k", "avg@k (pass@1)", "pass@k", "maj@k", "no answer",
+                    "cut at max tokens"], rows)]
     if res.averages:
         avg_rows = [[g, _pm(a), ", ".join(a["benchmarks"])] for g, a in res.averages.items()]
         lines += ["", table(["average", "headline metric (95% bootstrap CI)", "over"], avg_rows)]

@@ -96,7 +96,10 @@ def score_benchmark(name: str, headline: str, questions: list[QuestionResult], n
     out["headline"] = f"avg@{k}" if headline == "avg@k" else "pass@1"
     out["k"] = k
     out["n_questions"] = len(questions)
-    out["abstain_rate"] = sum(p is None for q in questions for p in q.preds) / sum(q.n for q in questions)
+    samples = sum(q.n for q in questions)
+    out["abstain_rate"] = sum(p is None for q in questions for p in q.preds) / samples
+    # samples that hit the token limit (a share of the no-answer ones): high means raise --max-new-tokens
+    out["truncated_rate"] = sum(bool(t) for q in questions for t in q.truncated) / samples
     return out
 
 

@@ -1,9 +1,10 @@
-"""``devenus import`` and ``devenus data ...``: raw data in, label-state transforms, as dataset versions.
+"""``devenus import`` and ``devenus data ...``: raw data in, label-state transforms and subsets, as dataset versions.
 
 :func:`add_parser` mounts the commands on the main CLI (``devenus.cli``); :func:`main_import` is the
-standalone import (``python -m devenus.records.cli``). Every command writes through
-:mod:`devenus.records.versions` (Parquet + manifest) and follows its output rule: an existing output
-is refused unless ``--force``, an output that is an input always.
+standalone import (``python -m devenus.records.cli``). Every command that writes a file writes it
+through :mod:`devenus.records.versions` (Parquet + manifest) and follows its output rule: an existing
+output is refused unless ``--force``, an output that is an input always (``data head`` without
+``--out`` only prints).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from devenus.commands import fraction, run_command
+from devenus.config import arg_type
 
 _LABELED = {"true": True, "false": False, "auto": "auto"}
 
@@ -104,15 +106,60 @@ def cmd_pair_views(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_head(args: argparse.Namespace) -> int:
+    from .subsets import describe_rows, head_file, head_rows
+
+    if args.out:
+        m = head_file(args.input, args.out, args.n, force=args.force)
+        print(f"wrote {args.out}: the first {m.output['rows']} of {m.counts['rows_in']} rows; manifest {m.path}")
+        return 0
+    rows = head_rows(args.input, args.n)
+    if args.json:
+        import json
+
+        for r in rows:
+            print(json.dumps(r, ensure_ascii=False, default=str))
+    else:
+        print("key\tsplit\tlabel\ttarget\tlast user message")
+        print("\n".join(describe_rows(rows)))
+    return 0
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    from .subsets import Where, filter_file, read_ids
+
+    where = Where(tuple(args.source or ()), tuple(args.split or ()), args.label_state,
+                  read_ids(args.ids_file) if args.ids_file else None)
+    m = filter_file(args.input, args.out, where, force=args.force)
+    print(f"wrote {args.out}: {m.output['rows']} of {m.counts['rows_in']} rows ({where.describe()}); manifest {m.path}")
+    return 0
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    from .subsets import parse_fractions, split_file
+
+    fractions = parse_fractions(args.fractions)
+    names = args.names.split(",") if args.names else _SPLIT_NAMES.get(len(fractions))
+    if names is None:
+        raise ValueError(f"--names: give {len(fractions)} names for {len(fractions)} fractions")
+    for m in split_file(args.input, args.out_dir, fractions, names, args.seed, force=args.force):
+        print(f"wrote {m.output_path}: {m.output['rows']} of {m.counts['rows_in']} rows; manifest {m.path}")
+    return 0
+
+
+#: --names when not given, by the number of fractions
+_SPLIT_NAMES = {2: ["train", "val"], 3: ["train", "val", "test"]}
+
+
 def add_parser(subparsers) -> None:
-    """Mount ``import`` and ``data {hide-labels,pair-views}`` on the main CLI's sub-parsers."""
+    """Mount ``import`` and ``data {hide-labels,pair-views,head,filter,split}`` on the main CLI's sub-parsers."""
     i = subparsers.add_parser("import", help="convert raw JSONL/CSV/Parquet (or verl Parquet) into the record contract",
                               description="Convert raw question/answer data into a records Parquet file plus its manifest.")
     add_import_arguments(i)
     i.set_defaults(fn=run_import)
 
-    data = subparsers.add_parser("data", help="label-state transforms of record files").add_subparsers(
-        dest="data_cmd", required=True, metavar="{hide-labels,pair-views}")
+    data = subparsers.add_parser("data", help="label-state transforms and subsets of record files").add_subparsers(
+        dest="data_cmd", required=True, metavar="{hide-labels,pair-views,head,filter,split}")
     h = data.add_parser("hide-labels", help="keep a fraction of labels; move the rest to simulation truth")
     h.add_argument("input", help="records Parquet file to read")
     h.add_argument("--labeled-fraction", type=fraction, required=True,
@@ -128,6 +175,30 @@ def add_parser(subparsers) -> None:
     pv.add_argument("--out", required=True, help="records Parquet file to write (a manifest is written beside it)")
     pv.add_argument("--force", action="store_true", help="replace --out if it exists (never an input)")
     pv.set_defaults(fn=cmd_pair_views)
+    hd = data.add_parser("head", help="show the first N rows, or write them as a new version (--out)")
+    hd.add_argument("input", help="records Parquet file to read")
+    hd.add_argument("-n", type=arg_type(int, ge=1), default=5, help="how many rows (default: 5)")
+    hd.add_argument("--json", action="store_true", help="print whole rows as JSON lines (default: one short line a row)")
+    hd.add_argument("--out", help="write the rows as a records Parquet file (a manifest beside it) instead of printing")
+    hd.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
+    hd.set_defaults(fn=cmd_head)
+    ft = data.add_parser("filter", help="keep the rows that match every condition given (extra_info fields)")
+    ft.add_argument("input", help="records Parquet file to read")
+    ft.add_argument("--source", action="append", metavar="NAME", help="extra_info.source is NAME (repeatable: any of them)")
+    ft.add_argument("--split", action="append", metavar="NAME", help="extra_info.split is NAME (repeatable: any of them)")
+    ft.add_argument("--label-state", choices=("labeled", "unlabeled"), help="only labeled or only unlabeled rows")
+    ft.add_argument("--ids-file", metavar="FILE", help="keys (extra_info.index) to keep, one a line")
+    ft.add_argument("--out", required=True, help="records Parquet file to write (a manifest is written beside it)")
+    ft.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
+    ft.set_defaults(fn=cmd_filter)
+    sp = data.add_parser("split", help="split into parts by fractions, deterministically (by key hash and seed)")
+    sp.add_argument("input", help="records Parquet file to read")
+    sp.add_argument("--fractions", required=True, help="comma-separated shares summing to 1, e.g. 0.8,0.1,0.1")
+    sp.add_argument("--names", help="comma-separated part names, one per fraction (default: train,val[,test])")
+    sp.add_argument("--seed", type=arg_type(int, ge=0), default=0, help="which rows go where (default: 0)")
+    sp.add_argument("--out-dir", required=True, help="folder for <name>.parquet and its manifest, one per part")
+    sp.add_argument("--force", action="store_true", help="replace existing parts (never the input)")
+    sp.set_defaults(fn=cmd_split)
 
 
 def main_import(argv: list[str] | None = None) -> int:

@@ -26,10 +26,9 @@ from devenus.select.work import (generate_shard, make_generator, model_pair, poo
 
 
 def _bar(total: int, desc: str, progress: bool | None, unit: str = "q"):
-    from tqdm import tqdm
+    from devenus.progress import progress_bar  # a bar on a terminal, plain lines in a log file
 
-    return tqdm(total=total, desc=desc, unit=unit, disable=False if progress else (None if progress is None else True),
-                smoothing=0.1, dynamic_ncols=True)
+    return progress_bar(total, desc, unit, enabled=progress, smoothing=0.1, dynamic_ncols=True)
 
 
 def _run_sharded(cfg: SelectConfig, name: str, *, force: bool, progress: bool | None, actors: int,
