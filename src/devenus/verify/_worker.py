@@ -1,7 +1,7 @@
 """Sandboxed math-verify workers: a template process (zygote) that forks warm workers on demand.
 
 Run as a script (``python _worker.py '<json options>'``), never imported by the parent: it only
-needs the standard library and ``math_verify``. The options carry ``ctl_fd``, the zygote's end of
+needs the standard library, ``math_verify`` and ``devenus.verify.normalize`` (for the decimal policy). The options carry ``ctl_fd``, the zygote's end of
 a ``SOCK_SEQPACKET`` socket pair (one message per record).
 
 Zygote (this process), over the control socket:
@@ -98,19 +98,46 @@ def _make_checker(opts: dict[str, Any]) -> Callable[[str, str], bool]:
             parse_cache[s] = hit
         return hit
 
+    float_rounding = int(opts.get("float_rounding", 6))
+
     def check(pred: str, gold: str) -> bool:
-        return bool(
+        g, p = parsed(gold), parsed(pred)
+        same = bool(
             verify(
-                parsed(gold),
-                parsed(pred),
-                float_rounding=int(opts.get("float_rounding", 6)),
+                g,
+                p,
+                float_rounding=float_rounding,
                 numeric_precision=int(opts.get("numeric_precision", 15)),
                 strict=bool(opts.get("strict", True)),
                 timeout_seconds=None,
             )
         )
+        if same and g and p:
+            return _numbers_agree(g[0], p[0], float_rounding)
+        return same
 
     return check
+
+
+def _numbers_agree(a: Any, b: Any, float_rounding: int) -> bool:
+    """math-verify rounds a float to ``float_rounding`` decimal places, so ``0.0000149`` equals
+    ``0.000015``. Where both sides are numbers and one is a float, the verifier's own policy
+    decides instead (:func:`devenus.verify.normalize.values_agree`); anything else keeps
+    math-verify's answer."""
+    from fractions import Fraction
+
+    from sympy import Float, Number
+
+    from devenus.verify.normalize import values_agree
+
+    if not (isinstance(a, Number) and isinstance(b, Number)) or not (isinstance(a, Float) or isinstance(b, Float)):
+        return True
+    try:
+        # str() of a parsed Float holds its written digits (15 significant); a Rational holds itself.
+        x, y = (Fraction(str(v)) if isinstance(v, Float) else Fraction(int(v.p), int(v.q)) for v in (a, b))
+    except (ValueError, ZeroDivisionError, AttributeError, TypeError):
+        return True
+    return values_agree(x, y, float_rounding)
 
 
 def _serve(sock: socket.socket, check: Callable[[str, str], bool]) -> None:
