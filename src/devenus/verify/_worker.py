@@ -121,23 +121,34 @@ def _make_checker(opts: dict[str, Any]) -> Callable[[str, str], bool]:
 
 def _numbers_agree(a: Any, b: Any, float_rounding: int) -> bool:
     """math-verify rounds a float to ``float_rounding`` decimal places, so ``0.0000149`` equals
-    ``0.000015``. Where both sides are numbers and one is a float, the verifier's own policy
-    decides instead (:func:`devenus.verify.normalize.values_agree`); anything else keeps
-    math-verify's answer."""
+    ``1.5 \\times 10^{-5}``. Where both sides are constants and one is a float, the verifier's
+    own policy decides instead (:func:`devenus.verify.normalize.values_agree`; a constant that is
+    not a rational number, such as ``\\sqrt{2}/3``, is taken to 30 digits and can only be
+    approximated); anything else keeps math-verify's answer."""
     from fractions import Fraction
 
-    from sympy import Float, Number
+    from sympy import Float, Number, Rational
 
     from devenus.verify.normalize import values_agree
 
-    if not (isinstance(a, Number) and isinstance(b, Number)) or not (isinstance(a, Float) or isinstance(b, Float)):
-        return True
     try:
-        # str() of a parsed Float holds its written digits (15 significant); a Rational holds itself.
-        x, y = (Fraction(str(v)) if isinstance(v, Float) else Fraction(int(v.p), int(v.q)) for v in (a, b))
-    except (ValueError, ZeroDivisionError, AttributeError, TypeError):
+        a, b = (v.doit() if getattr(v, "is_number", False) and not isinstance(v, Number) else v for v in (a, b))
+        if not (getattr(a, "is_number", False) and getattr(b, "is_number", False)):
+            return True
+        if not (isinstance(a, Float) or isinstance(b, Float)):
+            return True
+
+        def exact(v: Any) -> Fraction:
+            if isinstance(v, Float):  # str() holds its written digits (15 significant)
+                return Fraction(str(v))
+            if isinstance(v, Rational):
+                return Fraction(int(v.p), int(v.q))
+            # an irrational constant: 30 digits, then a tail that never terminates (1/3 of the last)
+            return Fraction(str(v.evalf(30))) + Fraction(1, 3 * 10**40)
+
+        return values_agree(exact(a), exact(b), float_rounding)
+    except Exception:  # noqa: BLE001 - no policy verdict: math-verify's stands
         return True
-    return values_agree(x, y, float_rounding)
 
 
 def _serve(sock: socket.socket, check: Callable[[str, str], bool]) -> None:
