@@ -201,6 +201,11 @@ class VerifierStats:
 _BOOLEANS = frozenset({"true", "false"})
 
 
+def _var_key(var: str) -> str:
+    # a_{1} is a_1; single-letter case is folded as math-verify folds it
+    return var.replace("{", "").replace("}", "").lower()
+
+
 def numbers_equal(a: ParsedNumber, b: ParsedNumber, float_rounding: int) -> bool:
     """Two plain numbers: two exact forms (integers, ``a/b``) are equal only with equal values; with a
     decimal involved, :func:`.normalize.values_agree` decides."""
@@ -934,7 +939,7 @@ class Verifier:
             return False
         if cfg.strict:
             va, vb = assigned_variable(a), assigned_variable(b)
-            if va is not None and vb is not None and va.lower() != vb.lower():
+            if va is not None and vb is not None and _var_key(va) != _var_key(vb):
                 self._count("exact_hits")
                 return False  # x = 3 is not y = 3 (strict=False matches variables by position)
         if na == nb:
