@@ -15,11 +15,13 @@ as it stands.
 from __future__ import annotations
 
 import logging
+from fractions import Fraction
 
 import pytest
 
-from devenus.verify import Verifier, extract_answer, grade
+from devenus.verify import ExtractConfig, Verifier, extract_answer, grade, normalize
 from devenus.verify.equivalence import _default_config
+from devenus.verify.normalize import is_list, values_agree
 
 # (class, kind, prediction or response, gold, ours, mv)
 LENIENCY = [
@@ -323,3 +325,65 @@ def test_bad_option_values_name_the_variable(monkeypatch, var, raw):
     monkeypatch.setenv(var, raw)
     with pytest.raises(ValueError, match=var):
         _default_config()
+
+
+def test_a_sentence_is_cut_to_its_answer_only_within_the_length_limit():
+    assert extract_answer("Final Answer: " + "a is " * 200_000) is None
+    assert extract_answer("Final Answer: The largest $n$ is 34.", ExtractConfig(max_answer_chars=10)) is None
+    # a user's extra pattern is taken as written
+    cfg = ExtractConfig(extra_patterns=(r"RESULT: (.*)",))
+    assert extract_answer("RESULT: the sum is 5", cfg) == "the sum is 5"
+
+
+# ------------------------------------------------------------------- canonical forms
+
+
+@pytest.mark.parametrize(
+    "raw, canon",
+    [
+        ("32, 349", "32, 349"),  # a list comma that would read as thousands keeps its space
+        ("7, 425, 000", "7, 425, 000"),
+        ("2, 3", "2,3"),
+        ("32,349", "32349"),  # no space, groups of three: thousands (math-verify's reading too)
+        ("1,\\!000", "1000"),  # MATH's thousands idiom
+        ("1000,99", "1000,99"),  # a decimal comma is not read
+        ("28 percent", "28%"),
+        ("28 pct", "28%"),
+        ("28 percentage", "28%"),
+        ("28\\text{ percent}", "28%"),
+        ("p = -1 \\text{ and } p = \\dfrac{15}{8}", "p=-1,p=\\frac{15}{8}"),
+        ("2 or 3", "2,3"),
+        ("\\text{Alice and Bob}", "AliceandBob"),  # words inside text are no connectors
+        ("y = 2x + 1", "y=2x+1"),  # a relation stays whole
+        ("x = \\frac{\\pi}{2}", "\\frac{\\pi}{2}"),  # an assignment of a value is stripped
+        ("\\text{True}", "true"),
+        ("FALSE", "false"),
+    ],
+)
+def test_canonical_forms(raw, canon):
+    assert normalize(raw) == canon
+    assert normalize(canon) == canon  # idempotent: the fast paths normalise again
+
+
+@pytest.mark.parametrize(
+    "s, listed", [("2,3", True), ("1000,99", True), ("(2,3)", False), ("\\{2,3\\}", False), ("f(1,2)", False), ("3", False)]
+)
+def test_is_list(s, listed):
+    assert is_list(s) is listed
+
+
+@pytest.mark.parametrize(
+    "x, y, rounding, same",
+    [
+        (Fraction(203426, 10**8), Fraction(20343, 10**7), 6, False),
+        (Fraction(149, 10**7), Fraction(15, 10**6), 6, False),
+        (Fraction(149, 10**7), Fraction(15, 10**6), 1, False),  # finite decimals: exact at any setting
+        (Fraction(333333, 10**6), Fraction(1, 3), 6, True),  # exactly on the bound
+        (Fraction(33333, 10**5), Fraction(1, 3), 6, False),
+        (Fraction(333, 1000), Fraction(1, 3), 3, True),
+        (Fraction(1, 8), Fraction(125, 1000), 6, True),
+    ],
+)
+def test_values_agree(x, y, rounding, same):
+    assert values_agree(x, y, rounding) is same
+    assert values_agree(y, x, rounding) is same

@@ -234,7 +234,7 @@ def _answer_line(text: str) -> tuple[str, int] | None:
     # Trailing markdown is stripped here, not in the regex: a lazy group before a trailing class
     # would make a long line of "* * *" quadratic.
     ans = _strip_answer(m.group(1).rstrip(" \t*_"))
-    return (_sentence_answer(ans), start) if ans else None
+    return (ans, start) if ans else None
 
 
 def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
@@ -247,7 +247,7 @@ def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | No
     end = _SENTENCE_END.search(text, last.end())
     seg = text[last.end() : end.start() if end else len(text)]
     ans = _strip_answer(seg)
-    return (_sentence_answer(ans), last.start()) if ans else None
+    return (ans, last.start()) if ans else None
 
 
 def _sentence_answer(ans: str) -> str:
@@ -306,18 +306,19 @@ def extract_answer(
     # Answer statements: the one that starts last wins, so a response never gets two shots (a box,
     # then "The final answer is" something else, is graded on the final statement). "the answer
     # is" and the extra patterns are read only when the response makes no such statement.
-    strong: list[Callable[[], tuple[str, int] | None | object]] = []
+    # (getter, is a stated sentence: "The largest $n$ is 34" -> "34")
+    strong: list[tuple[Callable[[], tuple[str, int] | None | object], bool]] = []
     if cfg.use_boxed:
-        strong.append(lambda: _last_boxed(text, cfg))
+        strong.append((lambda: _last_boxed(text, cfg), False))
     if cfg.use_answer_is:
-        strong.append(lambda: _final_statement(text))
+        strong.append((lambda: _final_statement(text), True))
     if cfg.use_hash:
-        strong.append(lambda: _after_hash(text))
+        strong.append((lambda: _after_hash(text), False))
     if cfg.use_answer_line:
-        strong.append(lambda: _answer_line(text))
+        strong.append((lambda: _answer_line(text), True))
     best: tuple[str, int] | object | None = None
-    best_at = -1
-    for get in strong:
+    best_at, best_sentence = -1, False
+    for get, sentence in strong:
         found = get()
         if found is None:
             continue
@@ -329,23 +330,29 @@ def extract_answer(
                 continue  # "the answer is \boxed{}": the model's final answer is empty, not the text around it
             at = found[1]
         if at > best_at:
-            best, best_at = found, at
+            best, best_at, best_sentence = found, at, sentence
     if best is _OVERLONG:
         return None
     if best is not None:
         assert isinstance(best, tuple)
-        return None if len(best[0]) > cfg.max_answer_chars else best[0]
-    weak: list[Callable[[], tuple[str, int] | None]] = []
+        return _final(best[0], best_sentence, cfg)
+    weak: list[tuple[Callable[[], tuple[str, int] | None], bool]] = []
     if cfg.use_answer_is:
-        weak.append(lambda: _after_answer_is(text))
+        weak.append((lambda: _after_answer_is(text), True))
     if cfg.extra_patterns:
-        weak.append(lambda: _extra(text, cfg))
-    for get_weak in weak:
+        weak.append((lambda: _extra(text, cfg), False))
+    for get_weak, sentence in weak:
         found_weak = get_weak()
         if found_weak is None or empty_box.search(found_weak[0]):
             continue
-        return None if len(found_weak[0]) > cfg.max_answer_chars else found_weak[0]
+        return _final(found_weak[0], sentence, cfg)
     return None
+
+
+def _final(ans: str, sentence: bool, cfg: ExtractConfig) -> str | None:
+    if len(ans) > cfg.max_answer_chars:
+        return None  # checked before a sentence is cut down to its answer
+    return _sentence_answer(ans) if sentence else ans
 
 
 def _last_box_start(text: str, cfg: ExtractConfig) -> int:
