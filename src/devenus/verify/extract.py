@@ -1,17 +1,19 @@
 """Final-answer extraction from a model response.
 
-Order of strategies (the first that yields an answer wins):
+A response is graded on one answer: its last answer statement. The statements, compared by where
+they start (the later one wins, so no response gets two shots):
 
-1. the last *balanced* ``\\boxed{...}`` / ``\\fbox{...}`` (also ``\\boxed 42`` without braces);
-2. the text after the last ``####`` on its line (GSM8K style);
-3. the text after ``Answer:`` when the response's last non-empty line starts with it (DAPO-Math
-   style: "The last line of your response should be of the form Answer: $Answer");
-4. the text after the last "the answer is" / "the final answer is" in its sentence;
-5. the configured extra regex fallbacks (applied to the tail of the response only).
+1. the final box group: the last *balanced* ``\\boxed{...}`` / ``\\fbox{...}`` (also ``\\boxed 42``)
+   with the boxes just before it that only a connector separates from it (``x = \\boxed{2} and
+   x = \\boxed{3}`` is the list ``2, 3``);
+2. a stated final answer anywhere: the sentence after the last "final answer is" / "Final Answer:";
+3. the text after the last ``####`` on its line (GSM8K style);
+4. the text after ``Answer:`` when the response's last non-empty line starts with it (DAPO-Math
+   style: "The last line of your response should be of the form Answer: $Answer").
 
-The ``Answer:`` line comes before "the answer is" because it is anchored to the last line, where a
-phrase can appear anywhere (an earlier "the answer is 4. Wait, ..." must not beat a final
-``Answer: 5``).
+Only without any statement: the text after the last "the answer is" in its sentence, then the
+configured extra regex fallbacks (applied to the tail of the response only). A stated sentence
+("The largest $n$ is 34") is cut to what follows its last "is".
 
 Everything here is linear in the length of the response: there is no regex with nested
 quantifiers, and the brace matcher never rescans a region (see ``_last_boxed``), so megabyte
@@ -175,13 +177,13 @@ def _last_boxed(text: str, cfg: ExtractConfig) -> tuple[str, int] | None | objec
                 break
             unbalanced_from = _WS.match(text, m.end()).end()
             continue
-        if found is None or isinstance(found, bool):
+        if not isinstance(found, tuple):  # a box command without an argument
             if group:
                 break
             continue
         content, end = found
         if group and (not _JOIN_GAP.fullmatch(text, end, group_start) or _BLANK_LINE.search(text, end, group_start)):
-            break
+            break  # words between them: the group is complete
         if not content:
             if group:
                 break
