@@ -77,6 +77,11 @@ def no_worker():
         ("3", "4", False),
         ("\\frac{1}{3}", "\\frac{1}{4}", False),
         ("100000000000000000001", "100000000000000000000", False),
+        # plain decimals: decided here by the decimal policy, never sent to math-verify's rounding
+        ("0.333333", "\\frac{1}{3}", True),
+        ("0.33", "\\frac{1}{3}", False),
+        ("0.0000149", "0.000015", False),
+        ("32, 349", "32349", False),  # a list is not a number
     ],
 )
 def test_fast_paths_need_no_worker(no_worker, a, b, expected):
@@ -105,8 +110,9 @@ def test_failed_worker_start_is_an_error_not_a_crash(no_worker):
     [
         ("\\sqrt{4}", "2", True),
         ("2\\sqrt{2}", "\\sqrt{8}", True),
-        ("0.333333", "\\frac{1}{3}", True),  # decimals fall through to math-verify's rounding
-        ("0.33", "\\frac{1}{3}", False),
+        # a decimal against a constant expression: the worker applies the decimal policy
+        ("0.333333", "\\frac{\\sqrt{1}}{3}", True),
+        ("0.33", "\\frac{\\sqrt{1}}{3}", False),
         ("\\{1,2\\}", "\\{2,1\\}", True),
         ("x^2+2x+1", "(x+1)^2", True),
         ("\\sqrt{2}", "\\sqrt{3}", False),

@@ -96,9 +96,11 @@ def test_extra_patterns_and_switches():
         ("work\r\nAnswer: 5\r\n", "5"),
         ("Answer: 7", "7"),
         ("work\nAnswer: (C)", "(C)"),
-        # its place in the order: after \boxed and ####, before "the answer is"
-        ("\\boxed{3}\nAnswer: 4", "3"),
-        ("#### 7\nAnswer: 8", "7"),
+        # its place in the order: a statement like a box or ####, the later one wins; "the answer is"
+        # is read only without one
+        ("\\boxed{3}\nAnswer: 4", "4"),
+        ("#### 7\nAnswer: 8", "8"),
+        ("Answer: 8\n\n\\boxed{3}", "3"),
         ("the answer is 4. Wait, no.\nAnswer: 5", "5"),
     ],
 )

@@ -65,7 +65,9 @@ def test_variables_are_flagged():
         ("2\\sqrt{3}", "\\sqrt{12}", True),  # constants, equal values
         ("(x+1)^2", "x^2+2x+1", None),  # equal values with variables: left to math-verify
         ("10^{20}", "10^{20}+1", None),  # too large for doubles to decide
-        ("0.3333333", "\\frac{1}{3}", None),  # within tolerance but not "equal": math-verify rounds
+        ("0.3333333", "\\frac{1}{3}", True),  # a decimal within the relative tolerance (1e-6)
+        ("0.333", "\\frac{1}{3}", False),  # ... and one outside it
+        ("0.0000149", "1.5\\cdot10^{-5}", False),  # two decimals: the written values differ
         ("2X", "2x", None),
     ],
 )

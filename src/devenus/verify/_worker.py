@@ -1,7 +1,7 @@
 """Sandboxed math-verify workers: a template process (zygote) that forks warm workers on demand.
 
 Run as a script (``python _worker.py '<json options>'``), never imported by the parent: it only
-needs the standard library and ``math_verify``. The options carry ``ctl_fd``, the zygote's end of
+needs the standard library, ``math_verify`` and ``devenus.verify.normalize`` (for the decimal policy). The options carry ``ctl_fd``, the zygote's end of
 a ``SOCK_SEQPACKET`` socket pair (one message per record).
 
 Zygote (this process), over the control socket:
@@ -98,19 +98,57 @@ def _make_checker(opts: dict[str, Any]) -> Callable[[str, str], bool]:
             parse_cache[s] = hit
         return hit
 
+    float_rounding = int(opts.get("float_rounding", 6))
+
     def check(pred: str, gold: str) -> bool:
-        return bool(
+        g, p = parsed(gold), parsed(pred)
+        same = bool(
             verify(
-                parsed(gold),
-                parsed(pred),
-                float_rounding=int(opts.get("float_rounding", 6)),
+                g,
+                p,
+                float_rounding=float_rounding,
                 numeric_precision=int(opts.get("numeric_precision", 15)),
                 strict=bool(opts.get("strict", True)),
                 timeout_seconds=None,
             )
         )
+        if same and g and p:
+            return _numbers_agree(g[0], p[0], float_rounding)
+        return same
 
     return check
+
+
+def _numbers_agree(a: Any, b: Any, float_rounding: int) -> bool:
+    """math-verify rounds a float to ``float_rounding`` decimal places, so ``0.0000149`` equals
+    ``1.5 \\times 10^{-5}``. Where both sides are constants and one is a float, the verifier's
+    own policy decides instead (:func:`devenus.verify.normalize.values_agree`; a constant that is
+    not a rational number, such as ``\\sqrt{2}/3``, is taken to 30 digits and can only be
+    approximated); anything else keeps math-verify's answer."""
+    from fractions import Fraction
+
+    from sympy import Float, Number, Rational
+
+    from devenus.verify.normalize import values_agree
+
+    try:
+        a, b = (v.doit() if getattr(v, "is_number", False) and not isinstance(v, Number) else v for v in (a, b))
+        if not (getattr(a, "is_number", False) and getattr(b, "is_number", False)):
+            return True
+        if not (isinstance(a, Float) or isinstance(b, Float)):
+            return True
+
+        def exact(v: Any) -> Fraction:
+            if isinstance(v, Float):  # str() holds its written digits (15 significant)
+                return Fraction(str(v))
+            if isinstance(v, Rational):
+                return Fraction(int(v.p), int(v.q))
+            # an irrational constant: 30 digits, then a tail that never terminates (1/3 of the last)
+            return Fraction(str(v.evalf(30))) + Fraction(1, 3 * 10**40)
+
+        return values_agree(exact(a), exact(b), float_rounding)
+    except Exception:  # noqa: BLE001 - no policy verdict: math-verify's stands
+        return True
 
 
 def _serve(sock: socket.socket, check: Callable[[str, str], bool]) -> None:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from .choice import choice_letter, target_letter
-from .normalize import normalize, parse_number
+from .normalize import ParsedNumber, assigned_variable, drop_percent, is_list, normalize, parse_number, values_agree
 from .numeval import decide
 
 __all__ = ["UNMATCHABLE", "Verifier", "VerifierConfig", "VerifierStats", "get_default_verifier"]
@@ -93,7 +93,14 @@ class VerifierConfig:
         numeric_eval: before math-verify, evaluate both sides at a fixed point with the safe
             evaluator of :mod:`.numeval`: clearly different values decide "not equivalent",
             equal values of moderate constant expressions decide "equivalent".
-        float_rounding / numeric_precision / strict: passed to ``math_verify.verify``.
+        float_rounding: a decimal equals a value it can only approximate (``0.333333`` ~ 1/3, or a
+            constant expression such as ``\\sqrt{2}``) within a *relative* ``10 ** -float_rounding``;
+            two values with finite decimal expansions are compared exactly on every path
+            (``0.0000149 != 0.000015``). Also passed to ``math_verify.verify``.
+        strict: ``False`` matches variables by position (``x + 1`` ~ ``y + 1``, ``x = 3`` ~ ``y = 3``)
+            and lets sets compare with tuples, as in ``math_verify.verify``; the fast paths then
+            leave every comparison with variables to math-verify.
+        numeric_precision: passed to ``math_verify.verify``.
         memory_limit_mb: address-space limit of each worker (0 = none); stops a runaway
             ``10^{10^{10}}`` from eating the host's memory before the timeout fires.
         python_executable: interpreter for the zygote (default ``sys.executable``).
@@ -133,6 +140,8 @@ class VerifierConfig:
             raise ValueError(f"VerifierConfig.max_workers must be >= 1 or None, got {self.max_workers!r}")
         if self.max_demoted < 0:
             raise ValueError(f"VerifierConfig.max_demoted must be >= 0, got {self.max_demoted!r}")
+        if isinstance(self.float_rounding, bool) or not isinstance(self.float_rounding, int) or not 1 <= self.float_rounding <= 15:
+            raise ValueError(f"VerifierConfig.float_rounding must be an integer in 1..15, got {self.float_rounding!r}")
 
     @property
     def workers(self) -> int:
@@ -187,6 +196,22 @@ class VerifierStats:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+_BOOLEANS = frozenset({"true", "false"})
+
+
+def _var_key(var: str) -> str:
+    # a_{1} is a_1; single-letter case is folded as math-verify folds it
+    return var.replace("{", "").replace("}", "").lower()
+
+
+def numbers_equal(a: ParsedNumber, b: ParsedNumber, float_rounding: int) -> bool:
+    """Two plain numbers: two exact forms (integers, ``a/b``) are equal only with equal values; with a
+    decimal involved, :func:`.normalize.values_agree` decides."""
+    if a.exact and b.exact:
+        return a.value == b.value
+    return values_agree(a.value, b.value, float_rounding)
 
 
 class _WorkerTimeout(Exception):
@@ -561,6 +586,7 @@ class Verifier:
         self._stats = VerifierStats()
         self._stats_lock = threading.Lock()
         self._cache = _LRU(self.config.cache_size)
+        self._rel_tol = 10.0 ** -self.config.float_rounding
         self._pid = os.getpid()
         self._init_pool()
         self._last_log = -float("inf")
@@ -906,12 +932,22 @@ class Verifier:
             # A multiple-choice target: "(C)", "\\text{C}", "option C" and "c" all name C.
             self._count("choice_hits")
             return choice_letter(a) == letter
-        na, nb = normalize(a), normalize(b)
+        cfg = self.config
+        # A percent sign is a unit, as math-verify reads "28\\%": 28% ~ 28, never 0.28.
+        na, nb = drop_percent(normalize(a)), drop_percent(normalize(b))
         if not na or not nb:
             return False
+        if cfg.strict:
+            va, vb = assigned_variable(a), assigned_variable(b)
+            if va is not None and vb is not None and _var_key(va) != _var_key(vb):
+                self._count("exact_hits")
+                return False  # x = 3 is not y = 3 (strict=False matches variables by position)
         if na == nb:
             self._count("exact_hits")
             return True
+        if na in _BOOLEANS or nb in _BOOLEANS:
+            self._count("exact_hits")
+            return False  # true is neither false nor 1
         key = (na, nb)
         cached = self._cache.get(key)
         if cached is not None:
@@ -919,16 +955,13 @@ class Verifier:
             return bool(cached)
         xa, xb = parse_number(na), parse_number(nb)
         if xa is not None and xb is not None:
-            if xa.value == xb.value:
-                self._count("numeric_hits")
-                return True
-            if xa.exact and xb.exact:
-                # Two different exact numbers: nothing symbolic can make them equal. Decimals fall
-                # through, because math-verify accepts rounded answers (0.333333 ~ 1/3).
-                self._count("numeric_hits")
-                return False
-        if self.config.numeric_eval:
-            decided = decide(na, nb)
+            self._count("numeric_hits")
+            return numbers_equal(xa, xb, cfg.float_rounding)
+        if (xa is not None and is_list(nb)) or (xb is not None and is_list(na)):
+            self._count("numeric_hits")
+            return False  # a list never equals a single number ("32, 349" vs 32349)
+        if cfg.numeric_eval:
+            decided = decide(na, nb, rel_tol=self._rel_tol, strict=cfg.strict)
             if decided is not None:
                 self._count("eval_hits")
                 return decided
@@ -1004,12 +1037,23 @@ _DEFAULT_PID: int | None = None
 _DEFAULT_LOCK = threading.Lock()
 
 
+def _env_bool(raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected one of 1/0, true/false, yes/no, on/off, got {raw!r}")
+
+
 def _default_config() -> VerifierConfig:
     cfg = VerifierConfig()
     env = {
         "DEVENUS_VERIFY_TIMEOUT_S": ("timeout_s", float),
         "DEVENUS_VERIFY_DEADLINE_S": ("deadline_s", float),
         "DEVENUS_VERIFY_WORKERS": ("max_workers", int),
+        "DEVENUS_VERIFY_FLOAT_ROUNDING": ("float_rounding", int),
+        "DEVENUS_VERIFY_STRICT": ("strict", _env_bool),
     }
     for var, (field, kind) in env.items():
         raw = os.environ.get(var)
@@ -1025,7 +1069,10 @@ def get_default_verifier() -> Verifier:
     """The per-process shared :class:`Verifier` (created lazily; a forked child gets its own).
 
     Environment: ``DEVENUS_VERIFY_TIMEOUT_S`` (check bound), ``DEVENUS_VERIFY_DEADLINE_S`` (call
-    deadline, default 1.75 times the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes).
+    deadline, default 1.75 times the bound), ``DEVENUS_VERIFY_WORKERS`` (worker processes),
+    ``DEVENUS_VERIFY_FLOAT_ROUNDING`` and ``DEVENUS_VERIFY_STRICT`` (the comparison options). Every
+    reward, evaluation and vote that does not pass its own verifier uses this one, so these variables
+    set the policy for training (Ray workers inherit the launching environment) and evaluation alike.
     """
     global _DEFAULT, _DEFAULT_PID
     pid = os.getpid()

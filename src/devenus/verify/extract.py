@@ -1,17 +1,19 @@
 """Final-answer extraction from a model response.
 
-Order of strategies (the first that yields an answer wins):
+A response is graded on one answer: its last answer statement. The statements, compared by where
+they start (the later one wins, so no response gets two shots):
 
-1. the last *balanced* ``\\boxed{...}`` / ``\\fbox{...}`` (also ``\\boxed 42`` without braces);
-2. the text after the last ``####`` on its line (GSM8K style);
-3. the text after ``Answer:`` when the response's last non-empty line starts with it (DAPO-Math
-   style: "The last line of your response should be of the form Answer: $Answer");
-4. the text after the last "the answer is" / "the final answer is" in its sentence;
-5. the configured extra regex fallbacks (applied to the tail of the response only).
+1. the final box group: the last *balanced* ``\\boxed{...}`` / ``\\fbox{...}`` (also ``\\boxed 42``)
+   with the boxes just before it that only a connector separates from it (``x = \\boxed{2} and
+   x = \\boxed{3}`` is the list ``2, 3``);
+2. a stated final answer anywhere: the sentence after the last "final answer is" / "Final Answer:";
+3. the text after the last ``####`` on its line (GSM8K style);
+4. the text after ``Answer:`` when the response's last non-empty line starts with it (DAPO-Math
+   style: "The last line of your response should be of the form Answer: $Answer").
 
-The ``Answer:`` line comes before "the answer is" because it is anchored to the last line, where a
-phrase can appear anywhere (an earlier "the answer is 4. Wait, ..." must not beat a final
-``Answer: 5``).
+Only without any statement: the text after the last "the answer is" in its sentence, then the
+configured extra regex fallbacks (applied to the tail of the response only). A stated sentence
+("The largest $n$ is 34") is cut to what follows its last "is".
 
 Everything here is linear in the length of the response: there is no regex with nested
 quantifiers, and the brace matcher never rescans a region (see ``_last_boxed``), so megabyte
@@ -21,6 +23,7 @@ responses and thousands of unbalanced ``\\boxed{`` are cheap.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -59,6 +62,29 @@ _BRACE_TOKEN = re.compile(r"\\[\\{}]|[{}]")
 _WS = re.compile(r"[ \t\r\n]*")
 _BARE_TOKEN = re.compile(r"[^\s$]+")
 _ANSWER_IS = re.compile(r"the\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
+# A stated final answer, anywhere: "The final answer is $255$", "Final answer is 7", "Final Answer: 7",
+# "**Final Answer:** 7". It competes with boxes by position: the later statement wins.
+_FINAL_IS = re.compile(r"final\s+answer(?:\s+is\s*:?|[ \t]*[*_]*[ \t]*:[*_]*)", re.IGNORECASE)
+# What may separate boxes that form one answer: math delimiters, spacing, one connector
+# (",", ";", "and", "or", "\text{ and }"), and the next root's "x =" / "x_2 =" / "\theta =".
+_GAP_SPACE = r"(?:\s|\$|\\[()\[\]]|\\q?quad(?![A-Za-z])|\\[,;: !]|~|&|\\\\)*"
+_JOIN_GAP = re.compile(
+    _GAP_SPACE
+    + r"(?:(?:,|;|\band\b|\bor\b|\\text\s*\{\s*,?\s*(?:and|or)?\s*\})" + _GAP_SPACE + r")?"
+    + r"(?:(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?\s*=" + _GAP_SPACE + r")?"
+)
+_MAX_JOINED = 8
+_BLANK_LINE = re.compile(r"\n[ \t\r]*\n")  # a paragraph break ends an answer
+# Prose a stated final answer may end in that is no answer ("the final answer is correct").
+_PROSE_FINAL = re.compile(
+    r"(?:correct|right|wrong|incorrect|indeed|as|above|below|shown|given|confirmed|verified|consistent|boxed"
+    r"|the\s+same|that|this|not|unchanged|valid|in|at)\b",
+    re.IGNORECASE,
+)
+# "The largest $n$ is 34": a sentence that states its answer after its last "is".
+_SENTENCE_IS = re.compile(r"^(?P<subj>.*\S)\s+(?:is|are|equals)\s+(?P<ans>[^\s].*)$", re.DOTALL)
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_MATH_SPAN = re.compile(r"\$[^$]*\$|\\\(.*?\\\)")
 # "Answer: X" as a whole line, optionally "Final Answer", markdown bold/heading or a list bullet.
 _ANSWER_LINE = re.compile(
     r"[ \t]*(?:[#>*_-]+[ \t]*)?(?:final[ \t]+)?answer[ \t]*[*_]*[ \t]*:[ \t]*[*_]*[ \t]*(.*)$",
@@ -102,8 +128,32 @@ def match_brace(text: str, open_pos: int, endpos: int) -> int | None:
 _OVERLONG = object()  # sentinel: the final answer exists but is too long
 
 
-def _last_boxed(text: str, cfg: ExtractConfig) -> str | None | object:
-    """Content of the last balanced box, ``None`` if there is none, ``_OVERLONG`` if too long.
+def _box_at(text: str, m: re.Match[str], endpos: int) -> tuple[str, int] | None | bool:
+    """The box command matched by ``m``: (content, end) when balanced before ``endpos``, ``None``
+    when it has no argument, ``False`` when its brace never closes there."""
+    j = _WS.match(text, m.end()).end()
+    if j < len(text) and text[j] == "{":
+        if j >= endpos:
+            return None
+        close = match_brace(text, j, endpos)
+        if close is None:
+            return False
+        return text[j + 1 : close].strip(), close + 1
+    if j > m.end():  # "\boxed 42": a bare token after at least one space
+        tok = _BARE_TOKEN.match(text, j)
+        if tok is not None:
+            return tok.group(), tok.end()
+    return None
+
+
+def _last_boxed(text: str, cfg: ExtractConfig) -> tuple[str, int] | None | object:
+    """(answer, start) of the final box group, ``None`` if there is no box, ``_OVERLONG`` if too long.
+
+    The final box group is the last balanced, non-empty box together with the boxes just before
+    it that only a connector separates from it (``x = \\boxed{2} and x = \\boxed{3}``, see
+    ``_JOIN_GAP``): several roots boxed one by one form one answer, joined as a list
+    (``2, 3``). A box followed by other words ("first \\boxed{1}, finally \\boxed{7}") is an
+    earlier answer: the last one wins.
 
     Boxes are visited from last to first. An unbalanced box is skipped. Linear time: once a box
     starting at ``u`` is known to be unbalanced, any earlier box still open when it reaches ``u``
@@ -112,29 +162,45 @@ def _last_boxed(text: str, cfg: ExtractConfig) -> str | None | object:
     """
     matches = list(_box_regex(cfg.boxed_commands).finditer(text))
     unbalanced_from = len(text)
+    group: list[str] = []
+    group_start = -1
     for m in reversed(matches):
-        j = _WS.match(text, m.end()).end()
-        if j < len(text) and text[j] == "{":
-            if j >= unbalanced_from:  # cannot happen for well-formed input; be safe
-                continue
-            close = match_brace(text, j, unbalanced_from)
-            if close is None:
-                unbalanced_from = j
-                continue
-            content = text[j + 1 : close].strip()
-        elif j > m.end():  # "\boxed 42": a bare token after at least one space
-            tok = _BARE_TOKEN.match(text, j)
-            if tok is None:
-                continue
-            content = tok.group()
+        if group:
+            if len(group) >= _MAX_JOINED:
+                break
+            # A joined box must close before the group: only the gap lies between them.
+            found = _box_at(text, m, group_start)
         else:
+            found = _box_at(text, m, unbalanced_from)
+        if found is False:
+            if group:
+                break
+            unbalanced_from = _WS.match(text, m.end()).end()
             continue
+        if not isinstance(found, tuple):  # a box command without an argument
+            if group:
+                break
+            continue
+        content, end = found
+        if group and (not _JOIN_GAP.fullmatch(text, end, group_start) or _BLANK_LINE.search(text, end, group_start)):
+            break  # words between them: the group is complete
         if not content:
+            if group:
+                break
             continue  # an empty box is not an answer; look further back
         if len(content) > cfg.max_answer_chars:
+            if group:
+                break
             return _OVERLONG
-        return content
-    return None
+        group.append(content)
+        group_start = m.start()
+    if not group:
+        return None
+    items: list[str] = []
+    for c in reversed(group):
+        if c not in items:  # the same root boxed twice is one answer
+            items.append(c)
+    return ", ".join(items), group_start
 
 
 def _strip_answer(s: str) -> str:
@@ -151,16 +217,17 @@ def _strip_answer(s: str) -> str:
     return s.strip()
 
 
-def _after_hash(text: str) -> str | None:
+def _after_hash(text: str) -> tuple[str, int] | None:
     idx = text.rfind("####")
     if idx < 0:
         return None
     end = text.find("\n", idx)
     line = text[idx + 4 : end if end >= 0 else len(text)]
-    return _strip_answer(line.lstrip("#")) or None
+    ans = _strip_answer(line.lstrip("#"))
+    return (ans, idx) if ans else None
 
 
-def _answer_line(text: str) -> str | None:
+def _answer_line(text: str) -> tuple[str, int] | None:
     end = len(text.rstrip())
     start = text.rfind("\n", 0, end) + 1
     m = _ANSWER_LINE.match(text, start, end)
@@ -168,22 +235,44 @@ def _answer_line(text: str) -> str | None:
         return None
     # Trailing markdown is stripped here, not in the regex: a lazy group before a trailing class
     # would make a long line of "* * *" quadratic.
-    return _strip_answer(m.group(1).rstrip(" \t*_")) or None
+    ans = _strip_answer(m.group(1).rstrip(" \t*_"))
+    return (ans, start) if ans else None
 
 
-def _after_answer_is(text: str) -> str | None:
+def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
+    """The rest of the sentence after the last match of ``pattern`` (and where that match starts)."""
     last = None
-    for last in _ANSWER_IS.finditer(text):
+    for last in pattern.finditer(text):
         pass
     if last is None:
         return None
-    rest_start = last.end()
-    end = _SENTENCE_END.search(text, rest_start)
-    seg = text[rest_start : end.start() if end else len(text)]
-    return _strip_answer(seg) or None
+    end = _SENTENCE_END.search(text, last.end())
+    seg = text[last.end() : end.start() if end else len(text)]
+    ans = _strip_answer(seg)
+    return (ans, last.start()) if ans else None
 
 
-def _extra(text: str, cfg: ExtractConfig) -> str | None:
+def _sentence_answer(ans: str) -> str:
+    """A whole sentence stated as the answer ("The largest $n$ is 34") -> what follows its last
+    "is" / "are" / "equals" ("34"), when the words before it are prose. Anything else is kept."""
+    m = _SENTENCE_IS.match(ans)
+    if m is None or not _PROSE_WORD.search(_MATH_SPAN.sub(" ", m.group("subj"))):
+        return ans
+    return _strip_answer(m.group("ans")) or ans
+
+
+def _final_statement(text: str) -> tuple[str, int] | None:
+    found = _sentence_after(text, _FINAL_IS)
+    if found is None or _PROSE_FINAL.match(found[0]):
+        return None
+    return found
+
+
+def _after_answer_is(text: str) -> tuple[str, int] | None:
+    return _sentence_after(text, _ANSWER_IS)
+
+
+def _extra(text: str, cfg: ExtractConfig) -> tuple[str, int] | None:
     tail = text[-cfg.fallback_window :] if cfg.fallback_window > 0 else text
     for pat in _compile_extra(cfg.extra_patterns):
         last = None
@@ -193,7 +282,7 @@ def _extra(text: str, cfg: ExtractConfig) -> str | None:
             ans = last.group(1) if pat.groups else last.group(0)
             ans = _strip_answer(ans or "")
             if ans:
-                return ans
+                return ans, len(text) - len(tail) + last.start()
     return None
 
 
@@ -215,24 +304,61 @@ def extract_answer(
     if truncated or not text:
         return None
     cfg = config or DEFAULT_EXTRACT_CONFIG
-    candidates = []
+    empty_box = _empty_box_regex(cfg.boxed_commands)
+    # Answer statements: the one that starts last wins, so a response never gets two shots (a box,
+    # then "The final answer is" something else, is graded on the final statement). "the answer
+    # is" and the extra patterns are read only when the response makes no such statement.
+    # (getter, is a stated sentence: "The largest $n$ is 34" -> "34")
+    strong: list[tuple[Callable[[], tuple[str, int] | None | object], bool]] = []
     if cfg.use_boxed:
-        candidates.append(lambda: _last_boxed(text, cfg))
-    if cfg.use_hash:
-        candidates.append(lambda: _after_hash(text))
-    if cfg.use_answer_line:
-        candidates.append(lambda: _answer_line(text))
+        strong.append((lambda: _last_boxed(text, cfg), False))
     if cfg.use_answer_is:
-        candidates.append(lambda: _after_answer_is(text))
-    if cfg.extra_patterns:
-        candidates.append(lambda: _extra(text, cfg))
-    for get in candidates:
-        ans = get()
-        if ans is _OVERLONG:
-            return None
-        if ans is not None:
-            assert isinstance(ans, str)
-            if _empty_box_regex(cfg.boxed_commands).search(ans):
+        strong.append((lambda: _final_statement(text), True))
+    if cfg.use_hash:
+        strong.append((lambda: _after_hash(text), False))
+    if cfg.use_answer_line:
+        strong.append((lambda: _answer_line(text), True))
+    best: tuple[str, int] | object | None = None
+    best_at, best_sentence = -1, False
+    for get, sentence in strong:
+        found = get()
+        if found is None:
+            continue
+        if found is _OVERLONG:
+            at = _last_box_start(text, cfg)
+        else:
+            assert isinstance(found, tuple)
+            if empty_box.search(found[0]):
                 continue  # "the answer is \boxed{}": the model's final answer is empty, not the text around it
-            return None if len(ans) > cfg.max_answer_chars else ans
+            at = found[1]
+        if at > best_at:
+            best, best_at, best_sentence = found, at, sentence
+    if best is _OVERLONG:
+        return None
+    if best is not None:
+        assert isinstance(best, tuple)
+        return _final(best[0], best_sentence, cfg)
+    weak: list[tuple[Callable[[], tuple[str, int] | None], bool]] = []
+    if cfg.use_answer_is:
+        weak.append((lambda: _after_answer_is(text), True))
+    if cfg.extra_patterns:
+        weak.append((lambda: _extra(text, cfg), False))
+    for get_weak, sentence in weak:
+        found_weak = get_weak()
+        if found_weak is None or empty_box.search(found_weak[0]):
+            continue
+        return _final(found_weak[0], sentence, cfg)
     return None
+
+
+def _final(ans: str, sentence: bool, cfg: ExtractConfig) -> str | None:
+    if len(ans) > cfg.max_answer_chars:
+        return None  # checked before a sentence is cut down to its answer
+    return _sentence_answer(ans) if sentence else ans
+
+
+def _last_box_start(text: str, cfg: ExtractConfig) -> int:
+    last = None
+    for last in _box_regex(cfg.boxed_commands).finditer(text):
+        pass
+    return -1 if last is None else last.start()

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from devenus.verify.extract import match_brace
 
-__all__ = ["normalize", "as_number", "ParsedNumber", "parse_number"]
+__all__ = ["normalize", "assigned_variable", "as_number", "ParsedNumber", "parse_number", "is_list", "drop_percent", "values_agree"]
 
 # Strings longer than this are normalised without caching (so the cache cannot hold megabytes)
 # and are never numbers.
@@ -79,6 +79,24 @@ _ASSIGN = re.compile(
     rf"^(?:[A-Za-z]|\\(?:{_GREEK})(?![A-Za-z]))(?:_(?:[A-Za-z0-9]|\{{[A-Za-z0-9]+\}}))?=(?![=<>])"
 )
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+# Read on the raw text, before spacing commands turn into spaces.
+# MATH's thousands idiom "10,\!000" is a thousands separator, not a list comma.
+_THOUSANDS_IDIOM = re.compile(r"(?<=\d),\\!(?=\d{3}(?!\d))")
+# Connector words between list items: "p=-1 \text{ and } p=2", "2 or 3" -> "p=-1, p=2", "2, 3".
+_TEXT_CONNECTOR = re.compile(r"\s*\\(?:text|textrm|mbox|mathrm)\s*\{\s*,?\s*(?:and|or)\s*\}\s*")
+_WORD_CONNECTOR = re.compile(r"(?<=\S)\s*,?\s+(?:and|or)\s+(?=\S)")
+# Percent words are the percent sign: "28 percent", "28 pct", "28 percentage", "28\text{ percent}".
+_PERCENT_WORD = re.compile(
+    r"(?<=[\d}.])\s*(?:\\(?:text|textrm|mbox|mathrm)\s*\{\s*(?:percent(?:age)?s?|pct)\s*\}|(?:percent(?:age)?s?|pct)(?![A-Za-z]))"
+)
+# A comma followed by a space separates elements ("32, 349" is two numbers). Where the comma
+# would read as a thousands separator (a digit before it, exactly three after), the canonical form
+# keeps the space, so that it stays a list for every later reader (this module again, math-verify).
+_LIST_COMMA_BEFORE_3_DIGITS = re.compile(r"(?<=\d),\s+(?=\d{3}(?!\d))")
+_BOOLEANS = {"true": "true", "false": "false"}
+# The right side of an assignment that is a value: no variable letters once command names are gone.
+_COMMAND_NAME = re.compile(r"\\[A-Za-z]+")
+_LETTER = re.compile(r"[A-Za-z]")
 
 
 def _closes_at_end(s: str, open_pos: int) -> bool:
@@ -100,11 +118,16 @@ def _peel(s: str) -> str:
     return s
 
 
-def _normalize_impl(ans: str) -> str:
+def _canon_impl(ans: str) -> tuple[str | None, str]:
     s = ans if ans.isascii() else ans.translate(_UNICODE_MAP)
     # Collapse whitespace first: every later "\s*" then spans at most one character, which keeps
     # the regexes linear even on megabyte inputs.
     s = _WHITESPACE.sub(" ", s).strip()
+    s = _THOUSANDS_IDIOM.sub(",", s)
+    s = _TEXT_CONNECTOR.sub(", ", s)
+    if "\\text" not in s and "\\mbox" not in s:  # words inside text ("Alice and Bob") are no connectors
+        s = _WORD_CONNECTOR.sub(", ", s)
+    s = _PERCENT_WORD.sub("%", s)
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
     s = s.strip()
@@ -116,30 +139,45 @@ def _normalize_impl(ans: str) -> str:
     s = _TRAILING_UNIT.sub("", s)
     s = _TEXT_INNER.sub(r"\1", s)
     s = _CMD_SPACE.sub(lambda m: m.group(1) + "\x00", s)
+    s = _LIST_COMMA_BEFORE_3_DIGITS.sub(",\x00", s)
     s = _WHITESPACE.sub("", s).replace("\x00", " ")
     s = s.rstrip(".").rstrip()
     if s.startswith("+"):
         s = s[1:]
+    var = None
     m = _ASSIGN.match(s)
     if m and "=" not in s[m.end() :] and "<" not in s and ">" not in s:
-        s = s[m.end() :]
+        rhs = s[m.end() :]
+        # Only a value is stripped ("x = 5" -> "5"); "y = 2x + 1" is a relation and stays whole,
+        # so that it is compared with "2x - y + 1 = 0" as an equation, never as "2x + 1".
+        if rhs and not _LETTER.search(_COMMAND_NAME.sub("", rhs)):
+            var, s = s[: m.end() - 1], rhs
     for pat, rep in _FRAC_SHORT:
         s = pat.sub(rep, s)
     if _THOUSANDS.match(s):
         s = s.replace(",", "")
-    return s
+    s = _BOOLEANS.get(s.lower(), s)
+    return var, s
 
 
 @lru_cache(maxsize=65536)
-def _normalize_cached(ans: str) -> str:
-    return _normalize_impl(ans)
+def _canon_cached(ans: str) -> tuple[str | None, str]:
+    return _canon_impl(ans)
+
+
+def _canon(ans: str) -> tuple[str | None, str]:
+    return _canon_impl(ans) if len(ans) > _CACHE_MAX_LEN else _canon_cached(ans)
 
 
 def normalize(ans: str) -> str:
     """Canonical string form of an answer (may be ``""``). Pure and cached."""
-    if len(ans) > _CACHE_MAX_LEN:
-        return _normalize_impl(ans)
-    return _normalize_cached(ans)
+    return _canon(ans)[1]
+
+
+def assigned_variable(ans: str) -> str | None:
+    """The variable of a single-variable assignment of a value (``"x"`` for ``x = 5``), else ``None``.
+    :func:`normalize` strips it; equivalence uses it to keep ``x = 3`` apart from ``y = 3``."""
+    return _canon(ans)[0]
 
 
 @dataclass(frozen=True)
@@ -211,3 +249,55 @@ def as_number(s: str, percent: bool = False) -> Fraction | None:
     """
     p = parse_number(s, percent)
     return None if p is None else p.value
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def is_list(s: str) -> bool:
+    """Does the canonical answer ``s`` hold a comma outside every bracket (``2,3``, ``1000,99``)?
+    Such an answer is a list of elements and never equals a single number."""
+    if "," not in s:
+        return False
+    depth = 0
+    for ch in s:
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return True
+    return False
+
+
+_PERCENT_SIGN = re.compile(r"(?<=[\d}.])%")
+
+
+def drop_percent(s: str) -> str:
+    """The canonical answer ``s`` with its percent signs dropped: a percent sign is a unit, as
+    math-verify reads ``28\\%`` (28, never 0.28)."""
+    return _PERCENT_SIGN.sub("", s) if "%" in s else s
+
+
+def _terminates(x: Fraction) -> bool:
+    """Has ``x`` a finite decimal expansion (no prime but 2 and 5 in its denominator)?"""
+    d = x.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def values_agree(x: Fraction, y: Fraction, float_rounding: int) -> bool:
+    """Equality of two numeric values when one of them was written as a decimal.
+
+    Two values with finite decimal expansions (integers, decimals, ``3/8``) are compared exactly, so
+    ``0.00203426 != 0.0020343`` and ``0.0000149 != 0.000015`` (a rounded answer is a different
+    answer); a decimal against a value it can only approximate (``1/3``, ``2/7``) is equal within
+    the relative tolerance ``10 ** -float_rounding`` (``0.333333 ~ 1/3`` at the default 6), never at
+    a fixed number of decimal places, which would make every small number equal to its rounding."""
+    if x == y:
+        return True
+    if _terminates(x) and _terminates(y):
+        return False
+    return abs(x - y) * 10**float_rounding <= max(abs(x), abs(y))

@@ -211,15 +211,42 @@ def safe_eval(s: str) -> tuple[float, bool] | None:
 _EQUAL_MAX_MAGNITUDE = 1e6
 
 
-def decide(a: str, b: str) -> bool | None:
-    """True/False when the point evaluation settles ``a`` ~ ``b``; ``None`` when it cannot."""
+def decide(a: str, b: str, rel_tol: float = 1e-6, strict: bool = True) -> bool | None:
+    """True/False when the point evaluation settles ``a`` ~ ``b``; ``None`` when it cannot.
+
+    ``rel_tol`` is the verifier's ``10 ** -float_rounding``: a side written with a decimal point
+    matches a constant expression within that relative tolerance (never at a fixed number of decimal
+    places, which would make ``0.0000149`` equal ``1.5 \\cdot 10^{-5}``). With ``strict=False``
+    math-verify matches variables by position, which one fixed point cannot, so expressions with
+    variables are left to it.
+    """
     ea, eb = safe_eval(a), safe_eval(b)
     if ea is None or eb is None:
         return None
     (x, xv), (y, yv) = ea, eb
-    scale = max(1.0, abs(x), abs(y))
-    if abs(x - y) > 1e-4 * scale:
-        return False  # well beyond math-verify's numeric tolerance
-    if not xv and not yv and scale < _EQUAL_MAX_MAGNITUDE and abs(x - y) <= 1e-9 * scale:
+    if xv or yv:
+        if not strict:
+            return None
+        scale = max(1.0, abs(x), abs(y))
+        if abs(x - y) > max(1e-4, 10.0 * rel_tol) * scale:
+            return False  # well beyond math-verify's numeric tolerance
+        return None
+    mag = max(abs(x), abs(y))
+    if mag == 0.0:
         return True
+    rel = abs(x - y) / mag
+    da, db = "." in a, "." in b
+    if da and db:
+        # Both written with decimals: the written values are compared, not rounded ones.
+        if rel <= 1e-12 and mag < _EQUAL_MAX_MAGNITUDE:
+            return True
+        return False if rel > 1e-9 else None
+    if da or db:
+        if rel <= rel_tol * (1 + 1e-9):
+            return True if mag < _EQUAL_MAX_MAGNITUDE else None
+        return False
+    if rel <= 1e-9 and mag < _EQUAL_MAX_MAGNITUDE:
+        return True
+    if rel > max(1e-6, 10.0 * rel_tol):
+        return False
     return None
