@@ -63,6 +63,16 @@ SEAMS: tuple[Seam, ...] = (
          "sampling.Composer (replicas sleep after the step's generation: refill wakes them)", within="fit"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "self._compute_old_log_prob(batch)", "text",
          "sampling.Composer (the seam: called once per step, on fit's batch, after the reward)", within="fit"),
+    # refill within verl's memory protocol (sampling.Composer.wake / sleep): verl wakes the replicas only through
+    # update_weights, whose colocated sync resumes their weights and KV cache and loads the actor's weights (each
+    # wake after a sleep is one weight sync: devenus/sampling/extra_weight_syncs); fit() sleeps them before its
+    # log-prob pass (the sleep_replicas text above; tests/adapters/verl/test_sampling_protocol.py reads the order)
+    Seam("verl.workers.engine_workers:ActorRolloutRefWorker", 'await self.rollout.resume(tags=["weights"])', "text",
+         "sampling.Composer.wake (update_weights resumes the slept replicas' weights, then syncs them)",
+         within="update_weights"),
+    Seam("verl.workers.engine_workers:ActorRolloutRefWorker", 'await self.rollout.resume(tags=["kv_cache"])', "text",
+         "sampling.Composer.wake (update_weights resumes the slept replicas' KV cache: they generate again)",
+         within="update_weights"),
     # the engine extension (token statistics from the actor's forward)
     Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),
