@@ -131,7 +131,7 @@ class CharTokenizer:
         return "".join(chr(65 + i % 26) for i in ids)
 
 
-def trainer(method_name: str, protocol: Protocol, fail_at=None) -> DeVenusTrainer:
+def trainer(method_name: str, protocol: Protocol, monkeypatch, fail_at=None) -> DeVenusTrainer:
     method = WeakTrainerInterface.get(method_name).build({})
     t = DeVenusTrainer.__new__(DeVenusTrainer)
     t.method, t.rules, t.tokenizer, t.global_steps, t._hook_s = method, StepRules(method), CharTokenizer(), 1, 0.0
@@ -142,12 +142,8 @@ def trainer(method_name: str, protocol: Protocol, fail_at=None) -> DeVenusTraine
     t.sampling_config = DynamicSamplingConfig(enabled=True, max_refill_rounds=3)
     t.train_dataset, t.checkpoint_manager, t.actor_rollout_wg = Dataset(), protocol, ActorGroup(protocol)
     t.async_rollout_manager = SimpleNamespace(generate_sequences=Rollout(protocol, fail_at))
-    orig = RayPPOTrainer.init_workers
-    try:
-        RayPPOTrainer.init_workers = lambda self: None  # DeVenusTrainer wraps generate as it does, no workers
-        t.init_workers()
-    finally:
-        RayPPOTrainer.init_workers = orig
+    monkeypatch.setattr(RayPPOTrainer, "init_workers", lambda self: None)
+    t.init_workers()  # DeVenusTrainer wraps generate as it does in a run; verl starts no workers
     return t
 
 
@@ -174,9 +170,9 @@ def test_verl_runs_its_log_prob_pass_with_the_replicas_asleep():
 
 
 @pytest.mark.parametrize("method", ["emrl", "grpo"])
-def test_no_log_prob_pass_runs_beside_awake_replicas_and_each_wake_is_counted(method):
+def test_no_log_prob_pass_runs_beside_awake_replicas_and_each_wake_is_counted(method, monkeypatch):
     protocol = Protocol()
-    t = trainer(method, protocol)
+    t = trainer(method, protocol, monkeypatch)
     batch, old, seam = fit_step(t, protocol)
     m = t.rules.metrics
     rounds = int(m["devenus/sampling/refill_rounds"])
@@ -198,17 +194,17 @@ def test_no_log_prob_pass_runs_beside_awake_replicas_and_each_wake_is_counted(me
     assert old.batch["entropys"].shape == batch.batch["responses"].shape
 
 
-def test_a_failed_refill_generation_leaves_the_replicas_asleep():
+def test_a_failed_refill_generation_leaves_the_replicas_asleep(monkeypatch):
     protocol = Protocol()
-    t = trainer("emrl", protocol, fail_at=3)  # the step's generation, one round, then the second round fails
+    t = trainer("emrl", protocol, monkeypatch, fail_at=3)  # 3rd generate: the second refill round
     with pytest.raises(RuntimeError, match="generation failed"):
         fit_step(t, protocol)
     assert protocol.calls[-2:] == [("generate", True), ("sleep", True)] and not protocol.awake
 
 
-def test_a_step_without_empty_slots_never_wakes_the_replicas():
+def test_a_step_without_empty_slots_never_wakes_the_replicas(monkeypatch):
     protocol = Protocol()
-    t = trainer("emrl", protocol)
+    t = trainer("emrl", protocol, monkeypatch)
     t.sampling_config = DynamicSamplingConfig(enabled=True, max_refill_rounds=0)
     _, _, seam = fit_step(t, protocol)
     assert [c for c, _ in seam] == ["log_prob"] and t.rules.metrics["devenus/sampling/extra_weight_syncs"] == 0

@@ -67,12 +67,9 @@ SEAMS: tuple[Seam, ...] = (
     # update_weights, whose colocated sync resumes their weights and KV cache and loads the actor's weights (each
     # wake after a sleep is one weight sync: devenus/sampling/extra_weight_syncs); fit() sleeps them before its
     # log-prob pass (the sleep_replicas text above; tests/adapters/verl/test_sampling_protocol.py reads the order)
-    Seam("verl.workers.engine_workers:ActorRolloutRefWorker", 'await self.rollout.resume(tags=["weights"])', "text",
-         "sampling.Composer.wake (update_weights resumes the slept replicas' weights, then syncs them)",
-         within="update_weights"),
-    Seam("verl.workers.engine_workers:ActorRolloutRefWorker", 'await self.rollout.resume(tags=["kv_cache"])', "text",
-         "sampling.Composer.wake (update_weights resumes the slept replicas' KV cache: they generate again)",
-         within="update_weights"),
+    *(Seam("verl.workers.engine_workers:ActorRolloutRefWorker", f'await self.rollout.resume(tags=["{tag}"])', "text",
+           f"sampling.Composer.wake (update_weights resumes the slept replicas' {tag} around the weight sync)",
+           within="update_weights") for tag in ("weights", "kv_cache")),
     # the engine extension (token statistics from the actor's forward)
     Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),
