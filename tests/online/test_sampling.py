@@ -133,10 +133,11 @@ def test_step_metrics_count_kept_groups_rounds_and_zero_variance_by_label_state(
     c = SlotComposer(first.placeholder, first.zero_variance)
     refill = judge(batch([1, 0, 1, 1, 0, 0, 0, 0], labeled=[True, False]))
     c.offer(refill.informative)
-    m = step_metrics(first, [refill], c, rounds=1, rollouts=12 + 8)
+    m = step_metrics(first, [refill], c, rounds=1, rollouts=12 + 8, weight_syncs=1)
     assert m["devenus/sampling/groups_zero_variance"] == 2 and m["devenus/sampling/groups_placeholder"] == 1
     assert m["devenus/sampling/groups_kept"] == 2  # the one informative + the placeholder's refill
     assert m["devenus/sampling/slots_unfilled"] == 2 and m["devenus/sampling/refill_rounds"] == 1
+    assert m["devenus/sampling/extra_weight_syncs"] == 1
     assert m["devenus/sampling/rollouts_generated"] == 20 and m["devenus/sampling/refill_groups"] == 2
     assert m["devenus/sampling/refill_groups_unused"] == 1  # r1 is zero-variance: generated, fills nothing
     # generated groups, placeholders aside: labeled g0 (zero), g1, r0; unlabeled g2 (zero), r1 (zero)

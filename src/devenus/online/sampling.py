@@ -279,12 +279,14 @@ class RefillOrder:
 
 # ------------------------------------------------------------------------------ metrics
 def step_metrics(first: Groups, refills: Sequence[Groups], composer: SlotComposer, rounds: int,
-                 rollouts: int) -> dict[str, float]:
-    """``devenus/sampling/...`` of one step: what was generated, what trains, what was left."""
+                 rollouts: int, weight_syncs: int) -> dict[str, float]:
+    """``devenus/sampling/...`` of one step: what was generated, what trains, what was left, and the
+    weight syncs the refill rounds' wakes cost beyond the step's own."""
     generated = [first, *refills]
     m: dict[str, float] = {
         "devenus/sampling/rollouts_generated": float(rollouts),
         "devenus/sampling/refill_rounds": float(rounds),
+        "devenus/sampling/extra_weight_syncs": float(weight_syncs),
         "devenus/sampling/refill_groups": float(sum(len(g) for g in refills)),
         # refill prompts drawn that fill no slot (skipped, zero-variance, or surplus): methods still see the
         # generated ones as visits; sizing rounds to their need keeps this small

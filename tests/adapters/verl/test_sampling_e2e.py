@@ -7,6 +7,9 @@ Shows: zero-variance groups are refilled (refill rounds > 0, groups kept rise), 
 filled, a step whose empty slots were all filled trains on informative groups only, the rollouts counted in
 ``devenus/rollouts/generated`` are every response generated, and a resumed run refills the same prompts.
 The extended tier adds GeoMin, whose surfaces wait for the log-prob pass (refill groups get their own pass).
+Both record verl's memory protocol through the ``protocol_spy`` plugin: no log-prob pass while the replicas
+are awake, each refill round in verl's own order, and every extra wake (a weight sync the rollout server
+received, with the step's own weights) counted in ``devenus/sampling/extra_weight_syncs``.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import pytest
 from devenus.online.sampling import refill_size
 from devenus.runs.testbed import RunConfig
 from e2e import train, train_steps
+from verl_cpu_fixtures import parse_weight_syncs
 
 PROMPTS, N = 4, 4
 KEYS = ("+devenus.dynamic_sampling.enabled=true", "+devenus.dynamic_sampling.max_refill_rounds=3",
-        "devenus.plugins=[skip_second_prompt]")
+        "devenus.plugins=[skip_second_prompt,protocol_spy]")
+SPY = re.compile(r"\[protocol-spy\] (\w+) step=(\d+)")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +59,36 @@ def _round_sizes(output: str, step: int) -> list[tuple[int, bool]]:
             for line in _refills(output, step)]
 
 
+def check_protocol(output: str, steps: dict[int, dict], late: bool) -> None:
+    """The calls the protocol spy recorded: a generation only with the replicas awake, a log-prob pass only
+    with them asleep; each step in verl's order with its refill rounds (late placement: every round as
+    verl's step, wake -> generate -> sleep -> log-prob); its extra wakes counted, and each one a weight sync
+    the rollout server received with the weights that generated the step."""
+    calls = [(c, int(s)) for c, s in SPY.findall(output)]
+    assert calls, "the protocol spy recorded nothing"
+    awake = False
+    for c, s in calls:
+        assert not (c == "generate" and not awake), f"step {s}: a generation with the replicas asleep"
+        assert not (c == "log_prob" and awake), f"step {s}: a log-prob pass with the replicas awake"
+        awake = {"wake": True, "sleep": False}.get(c, awake)
+    syncs = parse_weight_syncs(output)
+    for s, m in steps.items():
+        # one entry per run of log-prob passes (a reference policy in the actor adds one after the step's)
+        got = [c for i, (c, t) in enumerate(calls) if t == s and not (c == "log_prob" and calls[i - 1][0] == c)]
+        rounds = len(_refills(output, s))
+        if late:
+            want = ["generate", "sleep", "log_prob"] + ["wake", "generate", "sleep", "log_prob"] * rounds
+        else:
+            want = ["generate", "sleep"] + (["wake"] + ["generate"] * rounds + ["sleep"] if rounds else []) + ["log_prob"]
+        assert got == want + ["wake"], (s, got)  # the last wake: fit()'s sync after the update
+        extra = got.count("wake") - 1
+        assert m["devenus/sampling/extra_weight_syncs"] == extra
+        step_syncs = [w["checksum"] for w in syncs if w["global_steps"] == s]
+        assert len(step_syncs) == extra + 1, (s, step_syncs)
+        before = [w["checksum"] for w in syncs if w["global_steps"] == s - 1][-1]  # the weights that generated s
+        assert step_syncs[:-1] == [before] * extra, (s, before, step_syncs)
+
+
 @pytest.mark.slow
 def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(base_testbed, small_train, tmp_path):
     t0 = time.perf_counter()
@@ -78,6 +113,7 @@ def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(ba
         assert all(k <= PROMPTS for k, _ in sizes)
         if m["devenus/sampling/slots_unfilled"] == 0:  # every slot the step trains on is informative
             assert m["devenus/sampling/groups_kept"] + m["devenus/sampling/slots_filled_unfiltered"] == PROMPTS
+    check_protocol(full.output(), steps, late=False)
     refilled = [m for m in steps.values() if m["devenus/sampling/groups_zero_variance"] > 0]
     assert refilled, "the testbed's base model should leave some all-wrong groups in 3 steps"
     assert all(m["devenus/sampling/refill_rounds"] > 0 for m in refilled)
@@ -96,6 +132,7 @@ def test_dynamic_sampling_refills_empty_slots_and_resumes_to_the_same_prompts(ba
     assert resumed.ok, resumed.tail(60)
     assert "restored the refill cursor" in resumed.output()
     assert sorted(train_steps(resumed)) == [3]
+    check_protocol(resumed.output(), train_steps(resumed), late=False)
     a, b = _refills(full.output(), 3), _refills(resumed.output(), 3)
     assert a and b, (a, b)
     # the same prompts from the restored cursor; a round's size follows its step's own groups, so when the
@@ -113,7 +150,7 @@ def test_dynamic_sampling_with_a_late_placement_method(base_testbed, small_train
                     extra_overrides=("trainer.test_freq=-1",))
     r = train(base_testbed, tmp_path, cfg, "+devenus.dynamic_sampling.enabled=true",
               "+devenus.method_config.min_per_class=2", "+devenus.method_config.min_mixture_points=2",
-              "+devenus.method_config.top_layers=2", timeout=900)
+              "+devenus.method_config.top_layers=2", "devenus.plugins=[protocol_spy]", timeout=900)
     assert r.ok, r.tail(60)
     steps = train_steps(r)
     assert sorted(steps) == [1, 2]
@@ -123,7 +160,8 @@ def test_dynamic_sampling_with_a_late_placement_method(base_testbed, small_train
         assert m["devenus/rollouts/generated"] == N * (PROMPTS + sum(k for k, _ in sizes))
         assert m["devenus/geomin/layers_total"] == 5  # the late surfaces ran (on the composed batch)
     assert any(m["devenus/sampling/refill_rounds"] > 0 for m in steps.values())
+    check_protocol(r.output(), steps, late=True)
     print("\nlate placement: " + "; ".join(
         f"step {s}: zero-var {m['devenus/sampling/groups_zero_variance']:.0f}, rounds "
-        f"{m['devenus/sampling/refill_rounds']:.0f}, kept {m['devenus/sampling/groups_kept']:.0f}"
-        for s, m in sorted(steps.items())))
+        f"{m['devenus/sampling/refill_rounds']:.0f}, kept {m['devenus/sampling/groups_kept']:.0f}, extra weight syncs "
+        f"{m['devenus/sampling/extra_weight_syncs']:.0f}" for s, m in sorted(steps.items())))

@@ -7,6 +7,11 @@ INTO those tensors and arrays (``t[rows] = new``), so every alias fit() holds se
 row count never changes (dp divisibility and mini-batches untouched). Early-placement methods are judged on
 ``rm_scores`` and refilled before the log-prob pass; late-placement ones get the pass and their late surfaces
 first, refill groups get theirs, and the rows of ``old_log_prob`` are replaced alike.
+
+Memory protocol: verl's step is generate (replicas awake) -> ``sleep_replicas`` -> log-prob pass -> update
+-> ``update_weights`` (which is verl's wake: it resumes the replicas' memory and syncs the weights). A
+refill round follows it: :meth:`Composer.wake` before its generation, :meth:`Composer.sleep` before its
+log-prob pass (late placement), so no log-prob pass ever runs beside awake replicas.
 """
 
 from __future__ import annotations
@@ -129,7 +134,24 @@ class Composer:
         self.t, self.batch, self.late = trainer, batch, late
         self.cfg = trainer.sampling_config
         self.keep_alias = frozenset(batch.meta_info.get("reward_extra_keys", []) or [])
-        self.awake = False
+        self.awake = False  # fit() slept the replicas right after the step's generation
+        self.wakes = 0  # weight syncs this step's refill added to verl's one per step
+
+    def wake(self) -> None:
+        """Replicas awake for a generation. verl wakes them only through ``update_weights`` (its colocated
+        sync resumes the weights' memory, then loads the actor's weights into it: a level-2 vLLM sleep
+        discarded them), so every wake after a sleep is one more weight sync. The actor is not updated
+        before the step's update, so each sync hands over the weights that generated the step (on-policy)."""
+        if not self.awake:
+            self.t.checkpoint_manager.update_weights(self.t.global_steps)
+            self.awake, self.wakes = True, self.wakes + 1
+
+    def sleep(self) -> None:
+        """Replicas asleep (their weights and KV cache freed), as verl has them for every log-prob pass
+        and as fit() expects to find them after this seam."""
+        if self.awake:
+            self.t.checkpoint_manager.sleep_replicas()
+            self.awake = False
 
     def refill_round(self, exclude: set[str], use_filter: bool, k: int):
         """One generation of ``k`` refill prompts through the wrapped generate (S_y, early surfaces), as fit()
@@ -142,11 +164,7 @@ class Composer:
         if len(idx) == 0:
             return None, None
         exclude.update(str(t.refill_order().keys[i]) for i in idx)
-        if not self.awake:
-            # fit() put the replicas to sleep right after the step's generation; the actor has not been
-            # updated since, so this sync hands them the very weights that generated the step (on-policy)
-            t.checkpoint_manager.update_weights(t.global_steps)
-            self.awake = True
+        self.wake()
         raw = DataProto.from_single_dict(collate_fn([t.train_dataset[int(i)] for i in idx]))
         raw.meta_info["temperature"] = t.config.actor_rollout_ref.rollout.temperature
         raw.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(raw))], dtype=object)
@@ -170,8 +188,13 @@ class Composer:
         # what fit() puts in meta_info before its log-prob pass (the engine reads it for its metrics)
         cand.meta_info["global_token_num"] = torch.sum(cand.batch["attention_mask"], dim=-1).tolist()
         cand.meta_info.setdefault("images_seqlens", [])
-        cand_old = t._log_prob_pass(cand)[0] if self.late else None
-        return cand, cand_old
+        if not self.late:
+            return cand, None  # replicas stay awake for the next round: no log-prob pass until the step's
+        # Late placement: the round is judged on rewards its own log-prob pass writes, so the next round's
+        # size and need are known only after it; generating every round first is impossible, and the
+        # pass runs as verl's does, replicas asleep. Cost: one weight sync per round (the next wake).
+        self.sleep()
+        return cand, t._log_prob_pass(cand)[0]
 
     def replace(self, old: DataProto | None, slots: list[np.ndarray], cand: DataProto, cand_old: DataProto | None,
                 groups: rule.Groups, pairs: list[tuple[int, int]]) -> None:
@@ -241,13 +264,12 @@ class Composer:
                 refills.append(g)
                 self.replace(old, slots, cand, cand_old, g, composer.offer(~g.placeholder, variance_filter=False))
         finally:
-            if self.awake:
-                t.checkpoint_manager.sleep_replicas()  # as fit() expects to find them
+            self.sleep()
         if composer.placeholders_unfilled:
             raise RuntimeError(f"step {t.global_steps}: {composer.placeholders_unfilled} skipped prompts' slots could "
                                f"not be refilled (the training set has no prompt left outside this step)")
         batch.meta_info["global_token_num"] = torch.sum(batch.batch["attention_mask"], dim=-1).tolist()
-        m = rule.step_metrics(first, refills, composer, rounds, t._rollouts_generated)
+        m = rule.step_metrics(first, refills, composer, rounds, t._rollouts_generated, self.wakes)
         m["devenus/timing_s/sampling"] = time.perf_counter() - t0
         t.rules.metrics.update(m)
         if not self.late:

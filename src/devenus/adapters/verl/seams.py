@@ -74,6 +74,13 @@ SEAMS: tuple[Seam, ...] = (
          "sampling.Composer (replicas sleep after the step's generation: refill wakes them)", within="fit"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "self._compute_old_log_prob(batch)", "text",
          "sampling.Composer (the seam: called once per step, on fit's batch, after the reward)", within="fit"),
+    # refill within verl's memory protocol (sampling.Composer.wake / sleep): verl wakes the replicas only through
+    # update_weights, whose colocated sync resumes their weights and KV cache and loads the actor's weights (each
+    # wake after a sleep is one weight sync: devenus/sampling/extra_weight_syncs); fit() sleeps them before its
+    # log-prob pass (the sleep_replicas text above; tests/adapters/verl/test_sampling_protocol.py reads the order)
+    *(Seam("verl.workers.engine_workers:ActorRolloutRefWorker", f'await self.rollout.resume(tags=["{tag}"])', "text",
+           f"sampling.Composer.wake (update_weights resumes the slept replicas' {tag} around the weight sync)",
+           within="update_weights") for tag in ("weights", "kv_cache")),
     # the engine extension (token statistics from the actor's forward)
     Seam("verl.workers.engine.base:EngineRegistry", "_engines", "member",
          "token_stats.install (swaps the FSDP LM engine for its subclass; register() refuses overwrites)"),
