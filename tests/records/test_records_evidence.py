@@ -83,3 +83,31 @@ def test_nothing_written_until_flush_and_part_writes_are_atomic(tmp_path):
     assert pq.read_schema(w.written[0]).equals(evidence_schema(), check_metadata=False)
     with pytest.raises(EvidenceError, match="not found"):
         read_evidence(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("values", "[1, 2]", "values: expected the JSON text of an object, found a list"),
+    ("values", "{'a': 1}", "values: expected the JSON text of an object, found \"{'a': 1}\" (not JSON: Expecting"),
+    ("values", '{"a": Infinity}', "values: expected the JSON text of an object, found '{\"a\": Infinity}' (not JSON: "
+                                  "Infinity is not a JSON value)"),
+    ("majority_pass_rate", 7.0, "majority_pass_rate: expected a number in [0, 1] or None, found 7.0"),
+    ("target_pass_rate", -0.5, "target_pass_rate: expected a number in [0, 1] or None, found -0.5"),
+    ("key", "", "key: expected a non-empty str"),
+    ("method", "", "method: expected a non-empty str"),
+])
+def test_a_part_not_written_by_the_writer_is_refused_naming_part_row_and_field(tmp_path, column, value, message):
+    """The reader checks every row against the writer's own checks (one definition): one line, no guess."""
+    import re
+
+    import pyarrow as pa
+
+    with EvidenceWriter(tmp_path, method="m") as w:
+        w.append("a", 1, "vote", values={"x": 1})
+    good = {"key": "b", "round": 0, "step": 2, "kind": "vote", "method": "m", "majority_answer": None,
+            "majority_pass_rate": 0.5, "target_pass_rate": None, "values": "{}"}
+    part = tmp_path / "part-000001-r0-s2-2.parquet"
+    pq.write_table(pa.Table.from_pylist([good, {**good, column: value}], schema=evidence_schema()), str(part))
+    with pytest.raises(EvidenceError, match=f"^evidence part {re.escape(str(part))}: row 1 \\(key .*\\): {re.escape(message)}") as e:
+        read_evidence(tmp_path)
+    assert "\n" not in str(e.value)
+    assert len(read_evidence(tmp_path, keys=["a"])) == 1  # rows not read are not judged

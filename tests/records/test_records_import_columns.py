@@ -194,3 +194,47 @@ def test_the_column_route_gives_the_record_route_s_result_on_edge_inputs(tmp_pat
             strip = lambda r: r if r[0] != "error" else (r[0], r[1].replace(str(tmp_path), ""))  # noqa: E731
             assert strip(by_columns) == strip(by_records), (chunk_bytes, opts)
     assert any(converted)  # (the column route did convert blocks of this input)
+
+
+def test_columns_no_field_is_made_from_are_named_in_one_line_by_both_routes(tmp_path, monkeypatch):
+    """An input column that is not a question, answer, id, difficulty, family or choices column is not in the
+    output: the summary names it (one line), the same on the column route and the record route."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "in.jsonl"
+    recs = [{"question": f"What is {i}?", "answer": str(i), "source_url": f"http://x/{i}", "notes": None,
+             **({"tags": ["a"]} if i % 3 else {})} for i in range(50)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    monkeypatch.setattr(importer, "CHUNK_BYTES", 512)
+    spy, converted = _route_spy()
+    monkeypatch.setattr(importer, "fast_rows", spy)
+    by_columns = _import(src, tmp_path / "a.parquet", {})
+    assert any(converted)
+    monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)
+    by_records = _import(src, tmp_path / "b.parquet", {})
+    assert by_columns == by_records
+    s = by_columns[0]
+    assert s.not_imported == ("notes", "source_url", "tags")
+    lines = [x for x in s.describe().splitlines() if x.startswith("not imported")]
+    assert lines == ["not imported: 3 input column(s) no record field is made from: 'notes', 'source_url', 'tags' "
+                     "(their values are not in the output)"]
+    # every column read: no line
+    (tmp_path / "plain.jsonl").write_text("".join(json.dumps({"question": r["question"], "answer": r["answer"]}) + "\n"
+                                                  for r in recs))
+    s = import_file(tmp_path / "plain.jsonl", tmp_path / "c.parquet", source="c", progress=False)[0]
+    assert s.not_imported == () and "not imported" not in s.describe()
+    # the command prints it
+    out = subprocess.run([sys.executable, "-m", "devenus", "import", str(src), "--source", "c", "--out",
+                          str(tmp_path / "d.parquet")], capture_output=True, text=True)
+    assert out.returncode == 0 and lines[0] in out.stdout.splitlines(), out.stderr
+
+
+def test_a_verl_files_columns_beyond_its_layout_are_named(tmp_path):
+    from devenus.records import import_raw_with_summary, make_row
+
+    rows = [make_row(data_source="t", index=f"k{i}", source="t", question=f"q{i}", ground_truth=str(i)) for i in range(3)]
+    for r in rows:
+        r["rank"] = 1
+    _, s = import_raw_with_summary(rows, source="v", from_verl=True)
+    assert s.not_imported == ("rank", "simulation")

@@ -127,6 +127,24 @@ def test_stage_errors_are_one_line(full_run, config_file, tmp_path):
     assert r.returncode == 1 and "exists (use --force" in r.stderr
 
 
+def test_a_run_refused_for_its_pool_leaves_nothing_and_the_corrected_rerun_succeeds(config_file, tmp_path):
+    import pyarrow.parquet as pq
+
+    from devenus.records import write_records
+    from devenus.records.schema import records_schema
+
+    pool, out = tmp_path / "pool.parquet", tmp_path / "run"
+    pq.write_table(records_schema().empty_table(), str(pool))  # a bad pool: no rows
+    r = select("run", str(config_file), "--set", f"pool={pool}", "--out", str(out), "--no-progress")
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        f"error: the pool {pool} has no rows: nothing to select (import or choose a non-empty pool)"], r.stderr
+    assert not out.exists()
+    write_records(read_records(_pool())[:8], pool)  # corrected in place, rerun into the same folder
+    r = select("run", str(config_file), "--set", f"pool={pool}", "--out", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(read_records(out / "selected.parquet")) == 8 - read_manifest(out / "selected.parquet").counts["removed_rows"]
+
+
 def test_triage_on_the_scored_run(full_run, config_file, tmp_path):
     """Route the already-scored run again with probe-calibrated triage: the probes are annotated
     (simulation truth), keep their labels through materialize, and the manifest holds the calibration."""

@@ -216,7 +216,7 @@ def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monke
         return iter(())
 
     monkeypatch.setattr(rd, "run_shards", run_shards)
-    monkeypatch.setattr(pipeline, "pool_rows", lambda cfg: [])
+    monkeypatch.setattr(pipeline, "pool_rows", lambda cfg: [{}])  # one question (an empty pool is refused)
     monkeypatch.setattr(work, "pool_identity", lambda cfg: {"pool": "p"})
     cfg.out = str(tmp_path)
     pipeline.run_generate(cfg, actors=2, progress=False)

@@ -42,10 +42,10 @@ class FlagRule(rules.TransitionRule):
     config_class = FlagConfig
     label_source = "annotated"  # one of the record contract's label sources
 
+    proposal = {"majority_pass_rate": rules.Field("number", rules.RATE, column=True)}
+
     def check(self, proposal, row):
-        rate, why = rules.number(proposal, "majority_pass_rate", rules.RATE)
-        if why:
-            return why
+        rate = proposal["majority_pass_rate"]
         return None if rate >= self.config.min_pass_rate else f"rate {rate} < {self.config.min_pass_rate}"
 
     def fixable(self, row, truth, equivalent):
@@ -120,7 +120,7 @@ def test_cli_refuses_nan_in_one_line(inputs, tmp_path):
     assert not (tmp_path / "d1.parquet").exists()
 
 
-# ---- class 1: evidence values read from the run are checked per proposal ---------------------------
+# ---- class 1: evidence that is not what the trainer writes is refused; a valid proposal that fails is rejected --
 def _raw_part(ev: Path, rows: list[dict], seq: int = 900) -> Path:
     """A part file written around EvidenceWriter's checks (what a foreign or damaged writer leaves)."""
     import pyarrow as pa
@@ -139,29 +139,106 @@ CORRECT = {"rule": "correct", "before": "9", "after": "4", "margins": [0.5, 0.5,
            "label_pass_rate": 0.0}
 
 
-@pytest.mark.parametrize("rule, method, key, values, why", [
-    ("promote", "trapo2", "k1", dict(PROMOTE, slope=[0.1]), "slope: expected a finite number in [-1.0, 1.0], found [0.1]"),
-    ("promote", "trapo2", "k1", dict(PROMOTE, slope="NaN"), "slope: expected a finite number"),
-    ("promote", "trapo2", "k1", '{"rule": "promote", "after": "1", "slope": NaN, "answered": 3}', "slope: expected a finite number"),
-    ("promote", "trapo2", "k1", dict(PROMOTE, slope=True), "slope: expected a finite number"),
-    ("promote", "trapo2", "k1", {k: v for k, v in PROMOTE.items() if k != "answered"}, "the proposal records no answered"),
-    ("promote", "trapo2", "k1", dict(PROMOTE, answered=1), "1 answered probe(s) < min_answered 2"),
-    ("promote", "trapo2", "k1", dict(PROMOTE, after=["1"]), "the proposal names no answer"),
-    ("correct", "nl_olr2", "k4", dict(CORRECT, candidate_pass_rate=7.0), "candidate_pass_rate: expected a finite number in [0.0, 1.0], found 7.0"),
-    ("correct", "nl_olr2", "k4", dict(CORRECT, margins=0.5), "margins: expected a non-empty list of numbers"),
-    ("correct", "nl_olr2", "k4", dict(CORRECT, margins=[0.5, "x"]), "margins: expected a finite number"),
-    ("correct", "nl_olr2", "k4", {k: v for k, v in CORRECT.items() if k != "label_pass_rate"}, "the proposal records no label_pass_rate"),
+def _row(method, key, values, **cols):
+    text = values if isinstance(values, str) or values is None else json.dumps(values)
+    return {"key": key, "step": 9, "kind": "proposal", "method": method, "majority_pass_rate": 0.9, "values": text,
+            **cols}
+
+
+@pytest.mark.parametrize("rule, row, field, found", [
+    # the writer's checks, whatever the rule
+    ("promote", _row("trapo2", "k1", [1, 2]), "values", "expected the JSON text of an object, found a list"),
+    ("promote", _row("trapo2", "k1", '{"rule": promote}'), "values", "expected the JSON text of an object"),
+    ("promote", _row("trapo2", "k1", '{"rule": "promote", "after": "1", "slope": NaN, "answered": 3}'), "values",
+     "not JSON: NaN is not a JSON value"),
+    ("promote", _row("trapo2", "k1", PROMOTE, majority_pass_rate=7.0), "majority_pass_rate",
+     "expected a number in [0, 1] or None, found 7.0"),
+    ("correct", _row("nl_olr2", "k4", CORRECT, majority_answer=None, kind=""), "kind", "expected a non-empty str"),
+    ("promote", _row("trapo2", "k1", {"after": "1"}), "values.rule", "expected the name of the rule"),
+    # the rule's proposal schema (what its method writes)
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, slope=[0.1])), "values.slope",
+     "expected a finite number in [-1.0, 1.0], found [0.1]"),
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, slope="NaN")), "values.slope", "expected a finite number"),
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, slope=True)), "values.slope", "expected a finite number"),
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, slope=1.5)), "values.slope", "in [-1.0, 1.0], found 1.5"),
+    ("promote", _row("trapo2", "k1", {k: v for k, v in PROMOTE.items() if k != "answered"}), "values.answered",
+     "missing"),
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, answered=-1)), "values.answered", "expected an integer >= 0"),
+    ("promote", _row("trapo2", "k1", dict(PROMOTE, after=["1"])), "values.after", "expected a non-empty str"),
+    ("promote", _row("trapo2", "k1", PROMOTE, majority_pass_rate=None), "majority_pass_rate", "missing"),
+    ("correct", _row("nl_olr2", "k4", dict(CORRECT, candidate_pass_rate=7.0)), "values.candidate_pass_rate",
+     "expected a finite number in [0.0, 1.0], found 7.0"),
+    ("correct", _row("nl_olr2", "k4", dict(CORRECT, margins=0.5)), "values.margins",
+     "expected a non-empty list of numbers"),
+    ("correct", _row("nl_olr2", "k4", dict(CORRECT, margins=[0.5, "x"])), "values.margins",
+     "expected a finite number in [-1.0, 1.0], found 'x' (an item of the list)"),
+    ("correct", _row("nl_olr2", "k4", {k: v for k, v in CORRECT.items() if k != "label_pass_rate"}),
+     "values.label_pass_rate", "missing"),
 ])
-def test_unusable_evidence_values_refuse_that_proposal_with_the_reason(inputs, tmp_path, rule, method, key, values, why):
+def test_corrupt_evidence_is_refused_naming_part_row_and_field_and_nothing_is_written(inputs, tmp_path, rule, row,
+                                                                                      field, found):
     data, ev = inputs
-    text = values if isinstance(values, str) else json.dumps(values)
-    _raw_part(ev, [{"key": key, "step": 9, "kind": "proposal", "method": method, "majority_pass_rate": 0.9,
-                    "values": text}])
+    part = _raw_part(ev, [_row(row["method"], "k3", PROMOTE if rule == "promote" else CORRECT), row])
+    out = tmp_path / "d1.parquet"
+    with pytest.raises(TransitionError) as e:
+        build_transition(data, ev, out, rule)
+    msg = str(e.value)
+    assert msg.startswith(f"evidence part {part}: row 1 (key '{row['key']}'): {field}: ") and found in msg, msg
+    assert "\n" not in msg and not list(tmp_path.glob("d1*"))  # no output, no manifest
+
+
+def test_corrupt_evidence_through_the_cli_is_one_line(inputs, tmp_path):
+    data, ev = inputs
+    part = _raw_part(ev, [_row("trapo2", "k1", [1, 2])])
+    r = subprocess.run(cli(str(data), "--evidence", str(ev), "--rule", "promote", "--out", str(tmp_path / "d1.parquet")),
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        f"error: evidence part {part}: row 0 (key 'k1'): values: expected the JSON text of an object, found a list: "
+        f"'[1, 2]'; not what the trainer writes"], r.stderr
+    assert not list(tmp_path.glob("d1*"))
+
+
+def test_another_rules_proposal_of_the_same_method_is_not_checked_against_this_rules_schema(inputs, tmp_path):
+    data, ev = inputs
+    _raw_part(ev, [_row("trapo2", "k1", {"rule": "flag", "after": "x"})])  # (no slope: not promote's)
+    r = build_transition(data, ev, tmp_path / "d1.parquet", "promote")
+    assert r.accepted > 0
+
+
+@pytest.mark.parametrize("rule, method, key, values, why", [
+    ("promote", "trapo2", "k1", dict(PROMOTE, answered=1), "1 answered probe(s) < min_answered 2"),
+    ("promote", "trapo2", "k1", dict(PROMOTE, slope=0.01), "slope 0.01 <= min_slope 0.02"),
+    ("promote", "trapo2", "k3", dict(PROMOTE, after="3"), "the row is labeled already"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, candidate_pass_rate=0.5), "candidate pass rate 0.5 < min_candidate_pass_rate"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, before="7"), "the label changed since the proposal ('7' -> '9')"),
+    ("correct", "nl_olr2", "k4", dict(CORRECT, margins=[0.5, 0.1]), "margins [0.5, 0.1] not all >= min_margin 0.3"),
+])
+def test_a_valid_proposal_that_fails_the_rule_is_a_rejection_in_the_manifest(inputs, tmp_path, rule, method, key,
+                                                                             values, why):
+    data, ev = inputs
+    if key == "k3":
+        key = "k2"  # an even row: labeled
+    _raw_part(ev, [_row(method, key, values)])
     r = build_transition(data, ev, tmp_path / "d1.parquet", rule)
     m = read_manifest(tmp_path / "d1.parquet")
     refused = {f.key: f for f in m.refusals}
     assert refused[key].why.startswith(why) and refused[key].where == "proposal at step 9", refused[key].why
     assert key not in {c.key for c in m.changes} and r.accepted > 0  # the round's other proposals still count
+
+
+def test_the_method_cannot_write_a_proposal_its_rule_would_refuse():
+    from devenus.online.refine.nl_olr2 import NLOLR2, CorrectRule
+    from devenus.online.rollouts import Visit
+
+    m = NLOLR2()
+    visit = Visit(step=1, labeled=True, target="9", majority="4", majority_pass_rate=0.9, target_pass_rate=0.0)
+    m.propose("k4", visit, CorrectRule, before="9", after="4", margins=[0.5], candidate_pass_rate=0.9,
+              label_pass_rate=0.0)
+    with pytest.raises(ValueError, match="nl_olr2: proposal for key 'k4': values.candidate_pass_rate: expected a "
+                                         "finite number in \\[0.0, 1.0\\], found 7.0"):
+        m.propose("k4", visit, CorrectRule, before="9", after="4", margins=[0.5], candidate_pass_rate=7.0,
+                  label_pass_rate=0.0)
+    assert [r["kind"] for r in m.pop_evidence()] == ["proposal"]  # the bad one was not kept
 
 
 # ---- class 3: a malformed provenance file -----------------------------------------------------------

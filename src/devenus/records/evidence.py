@@ -80,45 +80,77 @@ def evidence_schema():
     )
 
 
-def _rate(name: str, v: Any, where: str) -> float | None:
+def _rate(v: Any) -> tuple[float | None, str | None]:
+    """(the rate, None) or (None, why it is not one): a number in [0, 1], None or NaN (unknown: None)."""
     if v is None:
-        return None
+        return None, None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise EvidenceError(f"{where}: {name}: expected a number in [0, 1] or None, found {type(v).__name__} {v!r:.40}")
+        return None, f"expected a number in [0, 1] or None, found {type(v).__name__} {v!r:.40}"
     v = float(v)
     if math.isnan(v):
-        return None
+        return None, None
     if not 0.0 <= v <= 1.0:
-        raise EvidenceError(f"{where}: {name}: expected a number in [0, 1] or None, found {v!r}")
-    return v
+        return None, f"expected a number in [0, 1] or None, found {v!r}"
+    return v, None
+
+
+def _columns_problem(r: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(column, why) for the first column of the row ``r`` outside what the writer writes (values aside);
+    the one definition :meth:`EvidenceWriter.append` and :func:`read_evidence` check against."""
+    key = r["key"]
+    if not isinstance(key, str) or not key:
+        return "key", f"expected a non-empty str (extra_info.index), found {key!r:.60}"
+    for name in ("round", "step"):
+        if isinstance(r[name], bool) or not isinstance(r[name], int):
+            return name, f"expected an int, found {type(r[name]).__name__} {r[name]!r:.40}"
+    for name in ("kind", "method"):
+        if not isinstance(r[name], str) or not r[name]:
+            return name, f"expected a non-empty str, found {r[name]!r:.40}"
+    if r["majority_answer"] is not None and not isinstance(r["majority_answer"], str):
+        return "majority_answer", f"expected a str or None, found {type(r['majority_answer']).__name__}"
+    for name in ("majority_pass_rate", "target_pass_rate"):
+        why = _rate(r[name])[1]
+        if why:
+            return name, why
+    return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def decode_values(text: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """(the ``values`` column decoded, None) or (None, why it is not what the writer writes: null or the JSON
+    text of an object, finite numbers only)."""
+    if text is None:
+        return {}, None
+    try:
+        v = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # (JSONDecodeError is a ValueError)
+        return None, f"expected the JSON text of an object, found {text!r:.60} (not JSON: {exc})"
+    if not isinstance(v, dict):
+        return None, f"expected the JSON text of an object, found a {type(v).__name__}: {text!r:.60}"
+    return v, None
 
 
 def _row(key: Any, round: Any, step: Any, kind: Any, method: Any, majority_answer: Any,
          majority_pass_rate: Any, target_pass_rate: Any, values: Any) -> dict[str, Any]:
-    where = f"evidence for key {key!r}"
-    if not isinstance(key, str) or not key:
-        raise EvidenceError(f"evidence row: key: expected a non-empty str (extra_info.index), found {key!r:.60}")
-    for name, v in (("round", round), ("step", step)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise EvidenceError(f"{where}: {name}: expected an int, found {type(v).__name__} {v!r:.40}")
-    for name, v in (("kind", kind), ("method", method)):
-        if not isinstance(v, str) or not v:
-            raise EvidenceError(f"{where}: {name}: expected a non-empty str, found {v!r:.40}")
-    if majority_answer is not None and not isinstance(majority_answer, str):
-        raise EvidenceError(f"{where}: majority_answer: expected a str or None, found {type(majority_answer).__name__}")
+    row = {"key": key, "round": round, "step": step, "kind": kind, "method": method,
+           "majority_answer": majority_answer, "majority_pass_rate": majority_pass_rate,
+           "target_pass_rate": target_pass_rate}
+    problem = _columns_problem(row)
+    where = "evidence row" if problem and problem[0] == "key" else f"evidence for key {key!r}"
+    if problem:
+        raise EvidenceError(f"{where}: {problem[0]}: {problem[1]}")
     if values is not None and not isinstance(values, Mapping):
         raise EvidenceError(f"{where}: values: expected a dict or None, found {type(values).__name__}")
     try:
         text = None if values is None else json.dumps(dict(values), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise EvidenceError(f"{where}: values: expected JSON values (finite numbers, str, lists, dicts): {exc}") from exc
-    return {
-        "key": key, "round": round, "step": step, "kind": kind, "method": method,
-        "majority_answer": majority_answer,
-        "majority_pass_rate": _rate("majority_pass_rate", majority_pass_rate, where),
-        "target_pass_rate": _rate("target_pass_rate", target_pass_rate, where),
-        "values": text,
-    }
+    row.update(majority_pass_rate=_rate(majority_pass_rate)[0], target_pass_rate=_rate(target_pass_rate)[0],
+               values=text)
+    return row
 
 
 def _parts(directory: Path) -> list[tuple[int, Path]]:
@@ -215,7 +247,15 @@ def evidence_table(directory: str | os.PathLike[str], *, kind: str | Iterable[st
                    round: int | Iterable[int] | None = None, method: str | Iterable[str] | None = None,
                    keys: Iterable[str] | None = None):
     """Every evidence row under ``directory`` as a ``pyarrow.Table``, filtered; a later part's row
-    replaces an earlier one with the same (key, round, step, kind, method). Rows keep part order."""
+    replaces an earlier one with the same (key, round, step, kind, method). Rows keep part order.
+    The rows are not checked: :func:`read_evidence` checks every row it returns."""
+    return _located_table(directory, kind=kind, round=round, method=method, keys=keys)[0].drop_columns(
+        ["_part", "_row"]).replace_schema_metadata(SCHEMA_METADATA)
+
+
+def _located_table(directory, *, kind=None, round=None, method=None, keys=None):
+    """(:func:`evidence_table` with each row's part number ``_part`` and row in that part ``_row``, the part
+    files by number)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -231,7 +271,7 @@ def evidence_table(directory: str | os.PathLike[str], *, kind: str | Iterable[st
 
     rounds, kinds, methods = as_set(round), as_set(kind), as_set(method)
     key_set = None if keys is None else set(keys)
-    tables = []
+    tables, paths = [], {}
     for seq, p in _parts(directory):
         if rounds is not None and int(_PART.match(p.name).group(2)) not in rounds:
             continue
@@ -239,16 +279,20 @@ def evidence_table(directory: str | os.PathLike[str], *, kind: str | Iterable[st
             t = pq.read_table(p, schema=evidence_schema())
         except (pa.ArrowException, OSError) as exc:
             raise EvidenceError(f"cannot read evidence part {p}: {exc}") from exc
+        paths[seq] = p
+        t = t.append_column("_part", pa.array([seq] * t.num_rows, pa.int64()))
+        t = t.append_column("_row", pa.array(range(t.num_rows), pa.int64()))
         mask = None
         for col, allowed in (("kind", kinds), ("round", rounds), ("method", methods), ("key", key_set)):
             if allowed is not None:
-                m = pc.is_in(t[col], value_set=pa.array(sorted(allowed), type=t.schema.field(col).type))
+                m = pc.fill_null(pc.is_in(t[col], value_set=pa.array(sorted(allowed), type=t.schema.field(col).type)), False)
                 mask = m if mask is None else pc.and_(mask, m)
         if mask is not None:
             t = t.filter(mask)
-        tables.append(t.append_column("_part", pa.array([seq] * t.num_rows, pa.int64())))
+        tables.append(t)
     if not tables:
-        return evidence_schema().empty_table()
+        schema = evidence_schema().append(pa.field("_part", pa.int64())).append(pa.field("_row", pa.int64()))
+        return schema.empty_table(), paths
     t = pa.concat_tables(tables)
     ids = list(zip(*(t[c].to_pylist() for c in IDENTITY)))
     last: dict[tuple, int] = {}
@@ -257,14 +301,29 @@ def evidence_table(directory: str | os.PathLike[str], *, kind: str | Iterable[st
     if len(last) != len(ids):
         keep = sorted(last.values())
         t = t.take(pa.array(keep, pa.int64()))
-    return t.drop_columns(["_part"]).replace_schema_metadata(SCHEMA_METADATA)
+    return t, paths
 
 
-def read_evidence(directory: str | os.PathLike[str], **filters: Any) -> list[dict[str, Any]]:
-    """:func:`evidence_table` as a list of dicts, ``values`` decoded to a dict (``{}`` when null)."""
-    rows = evidence_table(directory, **filters).to_pylist()
+def read_evidence(directory: str | os.PathLike[str], *, check=None, **filters: Any) -> list[dict[str, Any]]:
+    """:func:`evidence_table` as a list of dicts, ``values`` decoded to a dict (``{}`` when null).
+
+    Every row returned is checked against what :class:`EvidenceWriter` writes (the same checks) and, with
+    ``check(row) -> (field, why) | None``, against its reader's own schema (a rule's proposal fields); the
+    first row that fails is one :class:`EvidenceError` line naming the part file, the row in it and the field."""
+    table, paths = _located_table(directory, **filters)
+    rows = table.to_pylist()
     for r in rows:
-        r["values"] = json.loads(r["values"]) if r["values"] else {}
+        part, at = paths[r.pop("_part")], r.pop("_row")
+        problem = _columns_problem(r)
+        if problem is None:
+            r["values"], why = decode_values(r["values"])
+            problem = ("values", why) if why else None
+        if problem is None and check is not None:
+            problem = check(r)
+        if problem is not None:
+            raise EvidenceError(f"evidence part {part}: row {at} (key {r['key']!r:.60}): {problem[0]}: {problem[1]}; "
+                                f"not what the trainer writes")
+        r["majority_pass_rate"], r["target_pass_rate"] = _rate(r["majority_pass_rate"])[0], _rate(r["target_pass_rate"])[0]
     return rows
 
 

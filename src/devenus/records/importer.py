@@ -713,6 +713,15 @@ class FieldMap:
     options: str | None = None
     from_verl: bool = False
 
+    def reads(self) -> set[str]:
+        """The input columns a record field is made from (the others are not imported)."""
+        if self.from_verl:
+            return {"prompt", "reward_model", EXTRA_INFO, "data_source", "ability"}
+        used = {self.question, self.answer, self.id, self.difficulty, self.family, self.options}
+        if self.choices == "gpqa":
+            used.update((GPQA_CORRECT, *GPQA_INCORRECT))
+        return {c for c in used if c is not None}
+
 
 def detect_fields(stats: ColumnStats, *, where: str, labeled: bool | str = True,
                   question_field: str | None = None, answer_field: str | None = None,
@@ -1605,6 +1614,8 @@ class ImportSummary:
     duplicates: int = 0  # exact repeats left out (dedupe)
     conflicts: int = 0  # repeats of a prompt with another target, kept (dedupe)
     conflicts_listed: tuple[str, ...] = ()
+    #: input columns no record field is made from (their values are not in the output), sorted
+    not_imported: tuple[str, ...] = ()
 
     def describe(self, max_refusals: int = 20) -> str:
         keys = f"id field {self.id_field!r}" if self.id_field else "question hash"
@@ -1615,6 +1626,11 @@ class ImportSummary:
         )
         if self.choices:
             text += f"; multiple choice ({self.choices}), targets are option letters"
+        if self.not_imported:
+            names = ", ".join(repr(c) for c in self.not_imported[:20])
+            more = f" and {len(self.not_imported) - 20} more" if len(self.not_imported) > 20 else ""
+            text += (f"\nnot imported: {len(self.not_imported)} input column(s) no record field is made from: "
+                     f"{names}{more} (their values are not in the output)")
         if self.dedupe:
             text += (f"\ndedupe {self.dedupe}: {self.read} records read, {self.duplicates} exact repeats collapsed,"
                      f" {self.conflicts} repeated prompt(s) with another target kept as rows of their own")
@@ -1672,6 +1688,8 @@ class _Pipeline:
         self.as_rows = True  # False: a batch fast_rows built is yielded as its table
         self.refusals: list[Refusal] = []
         self.issues: list[Issue] = []
+        #: every input column seen (an ordered set): the ones the field map does not read are named
+        self.columns: dict[str, None] = {}
 
     def _repeat(self, rec: Raw) -> bool:
         """``dedupe``: whether ``rec`` repeats an earlier record's prompt and target exactly."""
@@ -1751,6 +1769,9 @@ class _Pipeline:
         parts: list = []  # the batch being gathered (rows, or records tables), of record group `current`
         current = -1
         for chunk in self.chunks():
+            # (pyarrow's columns where it read the block, else the records' keys: Python reads them anyway)
+            for c in (chunk.table.column_names if chunk.table is not None else (k for r in chunk.raw() for k in r.data)):
+                self.columns.setdefault(str(c), None)
             if stats is not None:
                 if chunk.table is None or not stats.add_table(chunk.table):
                     for r in chunk.raw():
@@ -1807,6 +1828,7 @@ class _Pipeline:
             from_verl=self.fields.from_verl, read=self.seen, dedupe=self.opts.dedupe,
             duplicates=d.duplicates if d else 0, conflicts=d.conflicts if d else 0,
             conflicts_listed=tuple(d.listed) if d else (),
+            not_imported=tuple(sorted(set(self.columns) - self.fields.reads())),
         )
 
 

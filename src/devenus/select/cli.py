@@ -48,6 +48,7 @@ def cmd_select(args) -> int:
         st = pipeline.run_route(cfg, force=args.force, progress=progress)
         s = st.summary()
         print(f"route ({s['selector']} on {s['signal']}): {s['counts']} in {st.folder}")
+        _routing_warnings(s)
     elif stage == "report":
         from devenus.select.report import run_report, summary_lines
 
@@ -63,7 +64,19 @@ def cmd_select(args) -> int:
         c = m.config["routing"]["counts"]
         print(f"wrote {m.output_path}: {m.output['rows']} rows ({m.output['labeled']} labeled); routing {c}; "
               f"manifest {m.path}")
+        _routing_warnings(m.config["routing"])
     return 0
+
+
+def _routing_warnings(summary: dict) -> None:
+    """One line each: a routing signal routed on although constant (route.on_constant_signal=warn), labels demoted."""
+    from devenus.select.pipeline import demoted_line
+
+    if summary.get("signal_warning"):
+        print(f"warning: {summary['signal_warning']}")
+    line = demoted_line(summary)
+    if line:
+        print(line)
 
 
 def add_parser(subparsers) -> None:

@@ -65,6 +65,8 @@ RESOURCE_KEYS = ("gpu_memory_utilization", "actor_cpus", "actor_gpus", "ray_addr
 SCORE_RESOURCE_KEYS = ("max_batch_tokens",)
 #: new keys at their old behaviour are left out of the identity too, so runs made before they existed resume
 IDENTITY_DEFAULTS = {"generator": "hf", "top_p": 1.0, "tensor_parallel_size": 1, "max_model_len": None}
+#: keys that only refuse or warn, never change a decision: left out of their stage's identity
+CHECK_KEYS = {"route": ("min_spread", "on_constant_signal")}
 
 
 @dataclass
@@ -125,6 +127,11 @@ class RouteConfig(_Section):
     calibrate_sign: bool = option(False, "flip u when labeled rows (or triage probes) say it ranks the wrong way "
                                          "(AUROC < 0.5)")
     seed: int = option(0, "breaks ties between equal scores (and draws the random order)", ge=0)
+    # a signal that does not vary over the pool ranks nothing: the order would be the tie-breaker's
+    min_spread: float = option(1e-6, "the routing signal must vary over the pool by more than this (max - min) "
+                                     "and take >= 2 distinct values, or it carries no information", ge=0.0)
+    on_constant_signal: str = option("refuse", "a signal below min_spread: refuse before routing, or warn in one "
+                                               "line and route on the tie-breaker", choices=("refuse", "warn"))
 
 
 #: the annotation sources (select/annotate.py): what ``materialize.annotation`` may say
@@ -216,7 +223,7 @@ class SelectConfig(_Section):
 
     def section(self, *names: str) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        return {n: d[n] for n in names}
+        return {n: {k: v for k, v in d[n].items() if k not in CHECK_KEYS.get(n, ())} for n in names}
 
     def score_identity(self) -> dict[str, Any]:
         """The score settings that decide the scores (the memory bound only regroups the same forwards)."""

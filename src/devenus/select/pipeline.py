@@ -19,7 +19,7 @@ import numpy as np
 
 from devenus.select.config import MODEL_SIGNALS, SelectConfig, fingerprint
 from devenus.select.route.router import get_router
-from devenus.select.shards import Stage, write_table
+from devenus.select.shards import Stage, StageError, write_table
 # the per-shard units, which the Ray Data actors run too
 from devenus.select.work import (generate_shard, make_generator, model_pair, pool_identity, pool_path, pool_rows,
                                  questions_path, score_shard, shard_ranges, stage)
@@ -36,8 +36,10 @@ def _run_sharded(cfg: SelectConfig, name: str, *, force: bool, progress: bool | 
     """The loop every sharded stage runs: open the stage folder, skip the shards already written (and, with
     ``shard_done(st, i)``, complete), run the rest here (``worker(st) -> work(i, rows) -> tokens or None``)
     or on a Ray Data actor pool, and mark the stage done with ``summary``."""
+    rows = pool_rows(cfg)  # read and checked before the stage folder is touched: a refused pool leaves nothing
+    if not rows:
+        raise StageError(f"the pool {pool_path(cfg)} has no rows: nothing to select (import or choose a non-empty pool)")
     st = stage(cfg, name).open(force)
-    rows = pool_rows(cfg)
     shards = shard_ranges(len(rows), cfg.shard_size)
     todo = [i for i in range(len(shards)) if not (st.has(i) and (shard_done is None or shard_done(st, i)))]
     if st.done and not todo:
@@ -175,13 +177,14 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
 
     score_st = stage(cfg, "score").check()
     score_st.require_done("route")
-    st = stage(cfg, "route").open(force)
-    if st.done and st.has(0):
-        return st
     qt = read_questions(score_st)
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names
             if name.startswith("u_") or name in ("pass_rate", "majority_correct")}
+    warning = _check_signal(cfg, cols, keys)  # before the stage folder is touched: a refusal leaves nothing
+    st = stage(cfg, "route").open(force)
+    if st.done and st.has(0):
+        return st
     oracle = (probe_oracle(cfg, score_st, keys, qt.column("majority").to_pylist())
               if get_router(cfg.route.selector).annotates_while_routing else None)
     dec, info = route_scores(cols, keys, cfg, oracle)
@@ -200,8 +203,56 @@ def run_route(cfg: SelectConfig, *, force: bool = False, progress: bool | None =
                       "label": label})
     write_table(table, st.shard_path(0))
     counts = {name: int((dec == code).sum()) for code, name in enumerate(DECISIONS)}
-    st.finish({**info, "questions": len(keys), "counts": counts})
+    extra = {"signal_warning": warning} if warning else {}
+    st.finish({**info, "questions": len(keys), "counts": counts, **extra,
+               "demoted_labels": _demoted_labels(cfg, keys, dec)})
     return st
+
+
+def _check_signal(cfg: SelectConfig, cols: dict[str, np.ndarray], keys: list[str]) -> str | None:
+    """Refuse (or, with ``route.on_constant_signal=warn``, return the warning for) a routing signal that does
+    not vary over the pool, when the configured router ranks by it (:func:`~devenus.select.route.router.uninformative`)."""
+    from devenus.select.config import RANDOM
+    from devenus.select.route.router import uninformative
+
+    r = cfg.route
+    if r.signal == RANDOM or not get_router(r.selector).ranks_by_signal(r) or f"u_{r.signal}" not in cols:
+        return None
+    why = uninformative(cols[f"u_{r.signal}"], r.signal, r.min_spread)
+    if why is None:
+        return None
+    if r.on_constant_signal == "warn":
+        return why
+    raise StageError(f"{why}; refused before routing (choose another route.signal, or set "
+                     f"route.on_constant_signal=warn to route anyway)")
+
+
+def _demoted_labels(cfg: SelectConfig, keys: list[str], dec: np.ndarray) -> dict[str, Any]:
+    """How many rows with a trusted label lose it by this routing (``weak``: the label withheld; ``discard``:
+    the row left out), and why: what the manifest and the console report."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from devenus.select.route import DISCARD, WEAK
+
+    extra = _read_pool_table(pool_path(cfg)).column("extra_info")
+    labeled = pc.fill_null(pc.struct_field(extra, "labeled"), False)
+    at = pc.index_in(pa.array(keys, pa.string()), value_set=pc.struct_field(extra, "index"))
+    gold = pc.fill_null(labeled.take(at), False).to_numpy(zero_copy_only=False)
+    weak, gone = int((gold & (dec == WEAK)).sum()), int((gold & (dec == DISCARD)).sum())
+    r = cfg.route
+    return {"labeled": int(gold.sum()), "weak": weak, "discard": gone, "by": f"{r.selector} routing on {r.signal}",
+            "why": "weak: the label is withheld (kept as simulation truth); discard: the row is left out"}
+
+
+def demoted_line(summary: dict[str, Any]) -> str | None:
+    """The console line for labels a routing demotes (None when it demotes none)."""
+    d = summary.get("demoted_labels") or {}
+    n = d.get("weak", 0) + d.get("discard", 0)
+    if not n:
+        return None
+    return (f"warning: {n} of {d['labeled']} labeled rows lose their label by {d['by']}: {d['weak']} routed weak "
+            f"(label withheld), {d['discard']} discarded; each is listed in the manifest")
 
 
 # ------------------------------------------------------------------------------ materialize

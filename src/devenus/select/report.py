@@ -27,6 +27,28 @@ def _truth(q: dict[str, list]) -> tuple[np.ndarray, np.ndarray, str]:
             np.array([np.nan if x is None else float(x) for x in q["sim_majority_correct"]]), "simulation")
 
 
+def auroc_note(u: np.ndarray, wrong: np.ndarray) -> str | None:
+    """Why a signal's AUROC says nothing (None: it is a ranking's): one class only makes it undefined (NaN), a
+    constant signal makes it 0.5 by ties alone."""
+    from devenus.select.route.router import signal_spread
+
+    if wrong.all() or not wrong.any():
+        return (f"undefined: one class only (every one of the {len(wrong)} majorities is "
+                f"{'wrong' if wrong.all() else 'right'})")
+    spread, distinct = signal_spread(u)
+    if distinct < 2:
+        return "constant signal: every question has the same value (0.5 is the ties' value, not a ranking)"
+    return None
+
+
+def _auroc_text(s: dict[str, Any]) -> str:
+    a, (lo, hi) = s["auroc_wrong_majority"], s["ci95"]
+    if not np.isfinite(a):
+        return s.get("note", "undefined")
+    text = f"{a:6.3f}  [{lo:.3f}, {hi:.3f}]"
+    return f"{text}  ({s['note']})" if s.get("note") else text
+
+
 def windowed(y: np.ndarray, w: int) -> np.ndarray:
     return np.convolve(y, np.ones(w) / w, mode="valid")
 
@@ -51,9 +73,12 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
         u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], float)
         keep = ok & np.isfinite(u)
         if keep.sum() < 2:
+            signals[s] = {"auroc_wrong_majority": float("nan"), "ci95": [float("nan")] * 2, "questions": int(keep.sum()),
+                          "note": f"undefined: {int(keep.sum())} question(s) with this signal and a truth (< 2)"}
             continue
         uu, ww, pp, mm = u[keep], wrong[keep], pass_rate[keep], majority_correct[keep]
         auc = auroc(uu, ww)
+        note = auroc_note(uu, ww)
         boots = [b for b in (auroc(uu[i], ww[i]) for i in (rng.integers(0, len(uu), len(uu)) for _ in range(boot)))
                  if np.isfinite(b)]
         lo, hi = (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
@@ -64,6 +89,8 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
                                 "u": windowed(uu[order], ww_).tolist(),
                                 "pass_rate": windowed(pp[order], ww_).tolist(),
                                 "majority_correct": windowed(mm[order], ww_).tolist()}, "window": ww_}
+        if note:
+            signals[s]["note"] = note
     rep: dict[str, Any] = {"truth": truth, "questions": n, "wrong_majority_share": float(wrong[ok].mean()),
                            "signals": signals}
     rst = stage(cfg, "route")
@@ -82,14 +109,15 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
     sig = rep["signals"]
     routing = rep.get("routing", {})
     for name, s in sig.items():
+        if "curve" not in s:  # (fewer than 2 questions: nothing to draw; report.json and the table say why)
+            continue
         fig, ax = plt.subplots(figsize=(6, 3.6))
         c = s["curve"]
         ax.plot(c["rank"], c["pass_rate"], label="pass rate")
         ax.plot(c["rank"], c["majority_correct"], label="majority correct")
         ax.set_xlabel(f"uncertainty rank (0 = most certain), window {s['window']}")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"{name}: AUROC(wrong majority) {s['auroc_wrong_majority']:.3f} "
-                     f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]", fontsize=9)
+        ax.set_title(f"{name}: AUROC(wrong majority) {_auroc_text(s)}", fontsize=8)
         if routing.get("signal") == name and "thresholds" in routing:
             u = np.asarray(c["u"])
             for t, label, style in ((routing["thresholds"]["t_discard"], "t_discard", "--"),
@@ -108,6 +136,9 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
     aucs = [sig[k]["auroc_wrong_majority"] for k in names]
     err = np.array([[a - sig[k]["ci95"][0], sig[k]["ci95"][1] - a] for k, a in zip(names, aucs)]).T
     ax.bar(names, aucs, yerr=err, capsize=3)
+    for i, k in enumerate(names):  # a NaN bar is drawn as nothing: say so where it would be
+        if not np.isfinite(aucs[i]):
+            ax.text(i, 0.05, "undefined", rotation=90, ha="center", va="bottom", fontsize=7)
     ax.axhline(0.5, color="k", linewidth=0.8)
     ax.set_ylabel("AUROC for a wrong majority")
     ax.set_ylim(0, 1)
@@ -145,7 +176,7 @@ def summary_lines(rep: dict[str, Any]) -> list[str]:
     lines = [f"{rep['questions']} questions (truth: {rep['truth']}); wrong majority {rep['wrong_majority_share']:.3f}",
              f"{'signal':<16} {'AUROC':>6}  95% CI (wrong majority)"]
     for k, s in rep["signals"].items():
-        lines.append(f"{k:<16} {s['auroc_wrong_majority']:6.3f}  [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
+        lines.append(f"{k:<16} {_auroc_text(s)}")
     if "routing" in rep:
         lines.append(f"routing ({rep['routing']['selector']} on {rep['routing']['signal']}): {rep['routing']['counts']}")
     return lines

@@ -48,7 +48,9 @@ class Stage:
         if meta.exists():
             have = json.loads(meta.read_text(encoding="utf-8"))
             if have != json.loads(json.dumps(self.config, sort_keys=True, default=list)):
-                if not force:
+                # a stage that wrote no shard made nothing with the other config: its stage.json is stale
+                # state (a run refused before its first shard), so this run starts the stage afresh
+                if not force and self.made_anything():
                     raise StageError(
                         f"{self.folder} holds '{self.name}' outputs made with another config; use another "
                         "output folder, or --force to redo this stage")
@@ -60,6 +62,10 @@ class Stage:
             (self.folder / "done.json").unlink(missing_ok=True)
         write_json(self.config, meta)
         return self
+
+    def made_anything(self) -> bool:
+        """Whether the folder holds a shard (or side table) or the done mark."""
+        return self.done or any(self.folder.glob("*.parquet"))
 
     def check(self) -> "Stage":
         """For an earlier stage: refuse outputs made with another config (writes nothing)."""

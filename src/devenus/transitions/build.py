@@ -3,14 +3,17 @@
 A rule (:mod:`devenus.transitions.rules`; ``promote`` for TraPO v2's proposals, ``correct`` for NL-OLR v2's)
 reads the ``proposal`` rows its method wrote and re-checks them against its config (the method's own
 thresholds, defaults included, so an offline run can be stricter than the online one). Per key the latest
-proposal (highest step) decides. A proposal that fails a threshold, whose numbers are not usable (missing,
-not a number, NaN, out of range: a pass rate of 7.0), or whose row is no longer in the state it was made for
-(a promotion of a row that is now labeled, a correction of a label that changed), is not applied and is
-listed in the manifest's refusals with the reason; the other proposals of the round still count.
+proposal (highest step) decides. A proposal that fails a threshold, or whose row is no longer in the state
+it was made for (a promotion of a row that is now labeled, a correction of a label that changed), is not
+applied and is listed in the manifest's refusals with the reason; the other proposals of the round still count.
 
 Refused as a whole, before anything is written: an evidence directory with no part of round k, evidence
 rows of the round whose keys are not in D(k), evidence collected on another dataset (its recorded parent
-hash is not D(k)'s sha256) and a missing or malformed ``dataset-r<k>.json``. The manifest's parents are
+hash is not D(k)'s sha256), a missing or malformed ``dataset-r<k>.json``, and corrupt evidence: a row of
+the rule's method that is not what the trainer writes (:class:`~devenus.records.evidence.EvidenceWriter`'s
+checks: ``values`` the JSON text of an object, pass rates in [0, 1], ...), or a proposal of the rule outside
+its schema (:meth:`~devenus.transitions.rules.TransitionRule.proposal_fields`: a pass rate of 7.0, a slope
+that is a list, a missing number); the error names the part file, the row and the field. The manifest's parents are
 D(k) and every evidence part of the round that was read, each with its sha256 (docs/records.md, auditing).
 
 Deterministic and idempotent: the output depends only on D(k)'s bytes, the proposals and the config
@@ -27,7 +30,8 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from devenus.records.evidence import EvidenceProvenanceError, evidence_parts, read_evidence, read_provenance
+from devenus.records.evidence import (EvidenceError, EvidenceProvenanceError, evidence_parts, read_evidence,
+                                      read_provenance)
 from devenus.records.io import read_records
 from devenus.records.versions import Change, Manifest, Refusal, parent_of, write_version
 from devenus.transitions import rules
@@ -67,15 +71,27 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
                               f"nothing to apply; did the round's training write its evidence there?")
     rows = read_records(data)
     by_key = {r["extra_info"]["index"]: i for i, r in enumerate(rows)}
-    observed = read_evidence(evidence, round=round, method=rule.method)
+    fields = rule.proposal_fields()
+
+    def schema(e: dict[str, Any]):  # this rule's proposals: as its method writes them (other rows: the writer's checks)
+        if e["kind"] != "proposal":
+            return None
+        name = e["values"].get("rule")
+        if not isinstance(name, str) or not name:
+            return "values.rule", f"expected the name of the rule the proposal is for, found {name!r:.40}"
+        return rules.proposal_problem(fields, e) if name == rule.name else None
+
+    try:
+        observed = read_evidence(evidence, round=round, method=rule.method, check=schema)
+    except EvidenceError as exc:  # corrupt evidence: refused as a whole, nothing written
+        raise TransitionError(str(exc)) from None
     unknown = sorted({e["key"] for e in observed if e["key"] not in by_key})
     if unknown:
         raise TransitionError(f"{len(unknown)} evidence key(s) of round {round} are not in {parent.name}, e.g. "
                               f"{unknown[:3]}: this evidence belongs to another dataset")
     proposals: dict[str, list[dict[str, Any]]] = {}
     for e in observed:
-        # values that are not a JSON object name no rule: not this rule's proposal
-        if e["kind"] == "proposal" and isinstance(e["values"], dict) and e["values"].get("rule") == rule.name:
+        if e["kind"] == "proposal" and e["values"]["rule"] == rule.name:
             proposals.setdefault(e["key"], []).append(e)
     changes: list[Change] = []
     refusals: list[Refusal] = []

@@ -20,6 +20,7 @@ import difflib
 import importlib
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 #: rule name -> "module:Class"; imported on first :func:`get`
@@ -45,9 +46,20 @@ class TransitionRule:
     config_class: ClassVar[type] = type(None)
     #: ``extra_info.label_source`` of a row the rule changed
     label_source: ClassVar[str] = ""
+    #: what its method writes in a proposal row besides :data:`BASE_PROPOSAL`, name -> :class:`Field` (an
+    #: evidence column with ``column=True``, else a key of ``values``); see :meth:`proposal_fields`
+    proposal: ClassVar[dict[str, "Field"]] = {}
 
     def __init__(self, config=None):
         self.config = self.config_class() if config is None else config
+
+    @classmethod
+    def proposal_fields(cls) -> dict[str, "Field"]:
+        """The schema of this rule's proposal rows: the method checks each proposal it writes against it
+        (:func:`devenus.online.refine.common.RefineMethod.propose`) and the builder refuses, before anything is
+        written, a proposal row that fails it, naming part, row and field; so a value out of it is corrupt
+        evidence, never a rejected proposal, and :meth:`check` decides on values of the declared types."""
+        return {**BASE_PROPOSAL, **cls.proposal}
 
     def check(self, proposal: dict[str, Any], row: dict[str, Any]) -> str | None:
         """Why ``proposal`` cannot be applied to ``row`` (None: it can)."""
@@ -76,7 +88,7 @@ class TransitionRule:
 
 
 # ---------------------------------------------------------------------------------------------------
-# reading a proposal's numbers: evidence values are JSON written by a run, read unchecked until here
+# a proposal's schema: evidence values are JSON a run wrote, checked against it where written and read
 # ---------------------------------------------------------------------------------------------------
 RATE = (0.0, 1.0)
 #: a least-squares slope of pass rates in [0, 1] over >= 2 evenly spaced points lies in [-1, 1]
@@ -85,44 +97,60 @@ SLOPE = (-1.0, 1.0)
 MARGIN = (-1.0, 1.0)
 
 
-def answer(proposal: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(the proposed answer, None) or (None, why the proposal names none)."""
-    after = (proposal.get("values") or {}).get("after")
-    if not isinstance(after, str) or not after.strip():
-        return None, f"the proposal names no answer (values.after = {after!r:.40})"
-    return after, None
+@dataclass(frozen=True)
+class Field:
+    """One value a proposal records: its type (``number``, ``integer``, ``numbers``: a non-empty list of
+    numbers, ``text``), its bounds, whether it is an evidence column (else a key of ``values``), whether
+    every proposal has it and whether a text may be blank."""
 
+    kind: str = "number"
+    bounds: tuple[float | None, float | None] = (None, None)
+    column: bool = False
+    required: bool = True
+    blank: bool = False
 
-def number(proposal: dict[str, Any], name: str, bounds: tuple[float | None, float | None],
-           integer: bool = False) -> tuple[Any, str | None]:
-    """(the proposal's number ``name``, None) or (None, why it is not usable): looked up among the
-    evidence row's columns, then in ``values``; missing, non-numeric, NaN or out of ``bounds`` is a reason."""
-    where = proposal if name in proposal else proposal.get("values") or {}
-    if name not in where or where[name] is None:
-        return None, f"the proposal records no {name}"
-    v = where[name]
-    lo, hi = bounds
-    ok = (not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
-          and math.isfinite(v) and (lo is None or v >= lo) and (hi is None or v <= hi))
-    if not ok:
+    def problem(self, v: Any) -> str | None:
+        """Why ``v`` (present, not None) is not a value of this field (None: it is)."""
+        if self.kind == "text":
+            if not isinstance(v, str) or (not self.blank and not v.strip()):
+                return f"expected a {'' if self.blank else 'non-empty '}str, found {v!r:.40}"
+            return None
+        if self.kind == "numbers":
+            if not isinstance(v, list) or not v:
+                return f"expected a non-empty list of numbers, found {v!r:.40}"
+            item = Field("number", self.bounds)
+            return next((f"{why} (an item of the list)" for why in map(item.problem, v) if why), None)
+        lo, hi = self.bounds
+        integer = self.kind == "integer"
+        if (not isinstance(v, bool) and isinstance(v, int if integer else (int, float)) and math.isfinite(v)
+                and (lo is None or v >= lo) and (hi is None or v <= hi)):
+            return None
         want = "an integer" if integer else "a finite number"
         rng = f" in [{lo}, {hi}]" if lo is not None and hi is not None else f" >= {lo}" if lo is not None else ""
-        return None, f"{name}: expected {want}{rng}, found {v!r:.40}"
-    return (int(v) if integer else float(v)), None
+        return f"expected {want}{rng}, found {v!r:.40}"
 
 
-def numbers(proposal: dict[str, Any], name: str, bounds: tuple[float, float]) -> tuple[list[float] | None, str | None]:
-    """Like :func:`number` for a non-empty list of numbers."""
-    v = (proposal.get("values") or {}).get(name)
-    if not isinstance(v, list) or not v:
-        return None, f"{name}: expected a non-empty list of numbers, found {v!r:.40}"
-    out = []
-    for x in v:
-        x, why = number({name: x}, name, bounds)
+#: a non-empty text
+TEXT = Field("text")
+#: what every rule reads: the rule's name and the proposed answer
+BASE_PROPOSAL: dict[str, Field] = {"rule": TEXT, "after": TEXT}
+
+
+def proposal_problem(fields: dict[str, Field], proposal: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, why) for the first of ``fields`` the evidence row ``proposal`` does not hold as declared
+    (``values.<name>`` for a key of values), or None."""
+    values = proposal.get("values") or {}
+    for name, f in fields.items():
+        v = proposal.get(name) if f.column else values.get(name)
+        where = name if f.column else f"values.{name}"
+        if v is None:
+            if f.required:
+                return where, "missing (every proposal of this rule records it)"
+            continue
+        why = f.problem(v)
         if why:
-            return None, f"{why} (an item of {name})"
-        out.append(x)
-    return out, None
+            return where, why
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------

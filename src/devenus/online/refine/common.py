@@ -57,6 +57,18 @@ class RefineMethod(OnlineMethod):
             "values": values,
         })
 
+    def propose(self, key: str, visit: Visit, rule, **values: Any) -> None:
+        """A ``proposal`` evidence row for the offline rule class ``rule``, checked against the schema its
+        builder reads it with (:meth:`devenus.transitions.rules.TransitionRule.proposal_fields`): a proposal
+        the builder would refuse as corrupt is a bug here, raised at once."""
+        from devenus.transitions.rules import proposal_problem
+
+        self.evidence(key, visit, kind="proposal", rule=rule.name, **values)
+        problem = proposal_problem(rule.proposal_fields(), self._evidence[-1])
+        if problem is not None:
+            self._evidence.pop()
+            raise ValueError(f"{self.name}: proposal for key {key!r}: {problem[0]}: {problem[1]}")
+
     def pop_evidence(self) -> list[dict[str, Any]]:
         out, self._evidence = self._evidence, []
         return out

@@ -29,7 +29,7 @@ from devenus.signals.trajectory import EPS
 from devenus.signals.votes import equivalent
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.transitions.rules import MARGIN, RATE, TransitionRule, answer, number, numbers
+from devenus.transitions.rules import MARGIN, RATE, Field, TransitionRule
 
 RULE = "correct"
 
@@ -109,9 +109,9 @@ class NLOLR2(RefineMethod):
             self.evidence(key, visit, label=visit.target, margins=margins)
             if candidate is not None:
                 proposed += 1
-                self.evidence(key, visit, kind="proposal", rule=RULE, field="reward_model.ground_truth",
-                              before=visit.target, after=candidate, margins=margins,
-                              candidate_pass_rate=visit.majority_pass_rate, label_pass_rate=visit.target_pass_rate)
+                self.propose(key, visit, CorrectRule, field="reward_model.ground_truth", before=visit.target,
+                             after=candidate, margins=margins, candidate_pass_rate=visit.majority_pass_rate,
+                             label_pass_rate=visit.target_pass_rate)
         self.log(proposals=proposed, tracked_samples=len(self.history.by_key))
         return None  # observe only: training keeps the given labels
 
@@ -131,22 +131,21 @@ class CorrectRule(TransitionRule):
     method = NLOLR2.name
     config_class = CorrectionThresholds
     label_source = "corrected"
+    # what construct_targets writes (its numbers' types and ranges); field: context
+    proposal = {"before": Field("text", blank=True), "margins": Field("numbers", MARGIN),
+                "candidate_pass_rate": Field("number", RATE), "label_pass_rate": Field("number", RATE),
+                "field": Field("text", required=False)}
 
     def check(self, proposal: dict[str, Any], row: dict[str, Any]) -> str | None:
-        after, why = answer(proposal)
-        if why:
-            return why
-        gt, before = row["reward_model"]["ground_truth"], proposal["values"].get("before")
+        v = proposal["values"]  # (of the declared types: the builder refused any other)
+        gt = row["reward_model"]["ground_truth"]
         if not row["extra_info"].get("labeled"):
             return "the row is unlabeled (nothing to correct)"
-        if before != gt:
-            return f"the label changed since the proposal ({before!r} -> {gt!r})"
-        if after == gt:
+        if v["before"] != gt:
+            return f"the label changed since the proposal ({v['before']!r} -> {gt!r})"
+        if v["after"] == gt:
             return "the proposal equals the label"
-        cand, why_cand = number(proposal, "candidate_pass_rate", RATE)
-        label, why_label = number(proposal, "label_pass_rate", RATE)
-        margins, why_margins = numbers(proposal, "margins", MARGIN)
-        return why_cand or why_label or why_margins or correction_refusal(self.config, cand, label, margins)
+        return correction_refusal(self.config, v["candidate_pass_rate"], v["label_pass_rate"], v["margins"])
 
     def fixable(self, row: dict[str, Any], truth: str, equivalent) -> bool:
         return bool(row["extra_info"]["labeled"] and not equivalent(row["reward_model"]["ground_truth"], truth))

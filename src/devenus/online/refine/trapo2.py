@@ -36,7 +36,7 @@ from devenus.signals.trajectory import EPS, ls_slope
 from devenus.signals.votes import equivalent, unique_mode
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.transitions.rules import RATE, SLOPE, TransitionRule, answer, number
+from devenus.transitions.rules import RATE, SLOPE, Field, TransitionRule
 
 RULE = "promote"
 
@@ -121,9 +121,8 @@ class TraPO2(RefineMethod):
             self.evidence(key, visit, slope=slope, mode=mode, probes=self.history.visits[key])
             if candidate is not None:
                 proposed += 1
-                self.evidence(key, visit, kind="proposal", rule=RULE, field="reward_model.ground_truth",
-                              before="", after=candidate, slope=slope, mode=mode, probes=len(h),
-                              answered=answered_probes(h))
+                self.propose(key, visit, PromoteRule, field="reward_model.ground_truth", before="",
+                             after=candidate, slope=slope, mode=mode, probes=len(h), answered=answered_probes(h))
         self.log(probes=probes, promotions_proposed=proposed, tracked_samples=len(self.history.by_key))
         return None  # unlabeled rows get no target: they are dropped by admit()
 
@@ -145,17 +144,17 @@ class PromoteRule(TransitionRule):
     method = TraPO2.name
     config_class = PromotionThresholds
     label_source = "promoted"
+    # what construct_targets writes (its numbers' types and ranges); field, before, mode, probes: context
+    proposal = {"majority_pass_rate": Field("number", RATE, column=True), "slope": Field("number", SLOPE),
+                "answered": Field("integer", (0, None)), "probes": Field("integer", (0, None), required=False),
+                "field": Field("text", required=False), "before": Field("text", required=False, blank=True),
+                "mode": Field("text", required=False, blank=True)}
 
     def check(self, proposal: dict[str, Any], row: dict[str, Any]) -> str | None:
-        _, why = answer(proposal)
-        if why:
-            return why
         if row["extra_info"].get("labeled"):
             return "the row is labeled already"
-        rate, why_rate = number(proposal, "majority_pass_rate", RATE)
-        slope, why_slope = number(proposal, "slope", SLOPE)
-        answered, why_answered = number(proposal, "answered", (0, None), integer=True)
-        return why_rate or why_slope or why_answered or promotion_refusal(self.config, rate, slope, answered)
+        v = proposal["values"]  # (of the declared types: the builder refused any other)
+        return promotion_refusal(self.config, proposal["majority_pass_rate"], v["slope"], v["answered"])
 
     def fixable(self, row: dict[str, Any], truth: str, equivalent) -> bool:
         return not row["extra_info"]["labeled"]

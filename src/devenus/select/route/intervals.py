@@ -41,6 +41,9 @@ class IntervalRouter(Router):
     name = "interval"
     needs_signals = ("accuracy",)  # the pass rate: a labeled pool
 
+    def ranks_by_signal(self, config) -> bool:
+        return config.budget is not None  # without a budget every question inside the interval is kept
+
     def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
         from devenus.select.config import interval_bounds
         from devenus.select.route.order import check_scores

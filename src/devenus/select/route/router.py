@@ -61,6 +61,11 @@ class Router:
         """(decision codes per question, u after any sign flip); adds what it decided by to ``info``."""
         raise NotImplementedError
 
+    def ranks_by_signal(self, config) -> bool:
+        """Whether the decisions depend on the order of ``route.signal`` (a router that does not rank under
+        this config, e.g. interval routing without a budget, is not refused for a constant signal)."""
+        return True
+
     @staticmethod
     def labeled_rows_sign(inputs: RouteInputs, info: dict[str, Any]) -> np.ndarray:
         """``u`` sign-calibrated on the labeled rows when ``route.calibrate_sign`` asks for it."""
@@ -86,6 +91,28 @@ def calibrate_sign(u: np.ndarray, rows: np.ndarray, wrong: np.ndarray, where: st
         info["sign"] = -1
         return -u
     return u
+
+
+def signal_spread(u: np.ndarray) -> tuple[float, int]:
+    """(max - min, number of distinct values) of ``u`` over its finite values ((0.0, 0) when none)."""
+    u = np.asarray(u, dtype=np.float64)
+    u = u[np.isfinite(u)]
+    if not u.size:
+        return 0.0, 0
+    return float(u.max() - u.min()), int(np.unique(u).size)
+
+
+def uninformative(u: np.ndarray, name: str, min_spread: float) -> str | None:
+    """Why the routing signal ``name`` ranks nothing (None: it varies): fewer than 2 distinct finite values, or a
+    spread (max - min) <= ``min_spread``. A pool of one question has nothing to rank and is not refused."""
+    if len(u) < 2:
+        return None
+    spread, distinct = signal_spread(u)
+    if distinct >= 2 and spread > min_spread:
+        return None
+    return (f"the routing signal {name!r} is {'constant' if distinct < 2 else 'near-constant'} over the pool "
+            f"({len(u)} questions, {distinct} distinct value(s), spread max - min = {spread:.3g} <= route.min_spread="
+            f"{min_spread:g}): routing on it would be the tie-breaker's order")
 
 
 def register(cls: type[Router]) -> type[Router]:
