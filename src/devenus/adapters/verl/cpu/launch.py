@@ -260,8 +260,9 @@ def requested_ranks(argv: Sequence[str]) -> int:
 def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
     """Apply the chosen backend to this process: for ``cpu``, the CPU environment (defaults only) is
     merged into ``os.environ`` and the CPU overrides go in front of ``argv`` (so the user's win); for
-    ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA. Returns the
-    new argv and the choice (print ``choice.message()``)."""
+    ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA, and it and the rest
+    of :data:`WORKER_ENV` go to every node in the job's runtime env (in front of ``argv``: a user's override
+    of the same variable wins). Returns the new argv and the choice (print ``choice.message()``)."""
     choice = choose_backend(argv)
     quiet_engine_warnings(os.environ)  # for the processes started from here (Ray's workers)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"verl\.workers\.engine\Z")  # and this one
