@@ -183,3 +183,74 @@ def test_prepare_writes_the_olr_references_noise_on_dapo(data_dir, capsys):
     with pytest.raises(SystemExit):
         main(["prepare", "--data-dir", str(data_dir), "--noise-rho", "0.5", "--noise-regime", "active"])
     assert "invalid choice: 'active'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- cluster-safe launches
+def test_every_recipe_asks_for_the_gpu_backend_with_absolute_paths(tmp_path, monkeypatch):
+    from devenus.adapters.verl.cluster_rules import PATH_KEYS, cwd_relative
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "qwen").mkdir(parents=True)
+    for name in recipe_names():
+        ov = recipe_overrides(load_recipe(name), model="models/qwen", data_dir="data/", out_dir=f"out/{name}",
+                              extra=("data.val_files=[bench/a.parquet,bench/b.parquet]",))
+        last = {o.split("=", 1)[0].lstrip("+"): o.split("=", 1)[1] for o in ov}
+        assert last["devenus.backend"] == "gpu", name
+        paths = {k: v for k, v in last.items() if k in PATH_KEYS}
+        assert {"data.train_files", "data.val_files", "trainer.default_local_dir", "trainer.validation_data_dir",
+                "actor_rollout_ref.model.path"} <= set(paths), name
+        for k, v in paths.items():
+            assert not any(cwd_relative(k, p) for p in v.strip("[]").split(",")), (name, k, v)
+        assert last["actor_rollout_ref.model.path"] == f"{tmp_path}/models/qwen"
+        assert last["trainer.default_local_dir"] == f"{tmp_path}/out/{name}/checkpoints"
+        assert last["data.val_files"] == f"[{tmp_path}/bench/a.parquet,{tmp_path}/bench/b.parquet]"
+
+
+def test_the_composed_recipe_runs_on_gpus_and_logs_under_out_one_file_per_launch(data_dir, tmp_path, capsys):
+    from devenus.adapters.verl.train import preflight
+    from devenus.runs.launch import file_logger
+
+    out = tmp_path / "grpo"
+    ov, metrics = file_logger(recipe_overrides(load_recipe("grpo"), model="/m", data_dir=str(data_dir),
+                                               out_dir=str(out)), out)
+    config = preflight(ov)
+    assert config.devenus.backend == "gpu" and metrics == out / "metrics" / "0.jsonl"
+    # the tracker's file reaches verl's task runner on whichever node it runs: the job's runtime env
+    assert config.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == str(metrics)
+    assert "file" in config.trainer.logger
+    # a resumed launch writes the next file (verl opens its file "wb"): the earlier steps stay
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text('{"step": 1, "data": {}}\n')
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", str(tmp_path), "--dry-run"]) == 0
+    assert f"metrics: {out}/metrics/1.jsonl" in capsys.readouterr().out
+
+
+def test_a_relative_path_on_two_nodes_is_resolved_by_the_recipe_and_refused_by_the_preflight(data_dir, tmp_path,
+                                                                                             monkeypatch, capsys):
+    from devenus.adapters.verl.train import SetupError, preflight
+
+    monkeypatch.chdir(tmp_path)
+    # the recipe makes the user's relative override absolute on the launch host: the dry run passes at 2 nodes
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", "out", "--dry-run", "--nodes", "2",
+                 "trainer.validation_data_dir=val"]) == 0, capsys.readouterr().err
+    # the same config handed to devenus.train as given is refused before Ray starts, in one line
+    ov = recipe_overrides(load_recipe("grpo"), model="/m", data_dir=str(data_dir), out_dir=str(tmp_path), nodes=2)
+    with pytest.raises(SetupError) as e:
+        preflight([*ov, "trainer.validation_data_dir=val"])
+    assert str(e.value).startswith("relative path(s) on a Ray cluster (trainer.nnodes=2): trainer.validation_data_dir=val;")
+    assert "\n" not in str(e.value)
+    preflight(ov)  # and passes with the recipe's own (absolute) paths
+
+
+def test_a_recipe_launched_on_a_host_without_a_gpu_is_refused_before_ray_starts(data_dir, tmp_path, monkeypatch,
+                                                                                capfd):
+    from devenus.adapters.verl.cpu.launch import has_accelerator
+
+    if has_accelerator():
+        pytest.skip("the refusal needs a host without an accelerator")
+    for var in ("DEVENUS_VERL_CPU", "RAY_ADDRESS", "VERL_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["run", "grpo", "--data-dir", str(data_dir), "--out", str(tmp_path)]) == 2
+    err = capfd.readouterr().err
+    assert "devenus.train: error: backend gpu (devenus.backend=gpu), but torch sees no accelerator" in err
+    assert "Traceback" not in err

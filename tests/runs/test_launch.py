@@ -18,7 +18,7 @@ import json, os, sys, time
 n, sleep_s, code = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 ov = dict(a.lstrip('+').split('=', 1) for a in sys.argv[4:] if '=' in a)
 assert 'file' in ov['trainer.logger'], ov['trainer.logger']
-assert ov['ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH'] == os.environ['VERL_FILE_LOGGER_PATH']
+assert ov['ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH'].strip("'") == os.environ['VERL_FILE_LOGGER_PATH']
 val = ov.get('trainer.validation_data_dir')
 with open(os.environ['VERL_FILE_LOGGER_PATH'], 'wb', buffering=0) as f:
     f.write((json.dumps({'step': 0, 'data': {'val-core/acc': 0.25}}) + chr(10)).encode())

@@ -99,6 +99,25 @@ def with_file_logger(overrides: Sequence[str]) -> list[str]:
     return out
 
 
+def metrics_files(out_dir: Path) -> list[Path]:
+    """The per-launch files of verl's ``file`` tracker under ``out_dir``, in launch order (read them together
+    with :func:`devenus.runs.logs.read_metrics`)."""
+    return sorted((Path(out_dir) / METRICS_DIR).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+
+
+def file_logger(overrides: Sequence[str], out_dir: Path) -> tuple[list[str], Path]:
+    """``overrides`` with verl's ``file`` tracker writing this launch's own file, ``<out_dir>/metrics/<n>.jsonl``
+    (one past the last launch's), and that file. verl opens the file ``"wb"``: a resumed run writing to the
+    previous launch's file would truncate the steps before its checkpoint. The path travels in the job's Ray
+    runtime env, so it reaches the task runner wherever it runs (its own actor, on any node, or the driver);
+    ``out_dir`` should be absolute, and the ``metrics`` folder exist before the run starts."""
+    from devenus.adapters.verl.cpu.launch import runtime_env_override
+
+    stems = [int(p.stem) for p in metrics_files(out_dir) if p.stem.isdigit()]
+    path = Path(out_dir) / METRICS_DIR / f"{max(stems, default=-1) + 1}.jsonl"
+    return [*with_file_logger(overrides), runtime_env_override("VERL_FILE_LOGGER_PATH", str(path))], path
+
+
 def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | None = None,
            env: Mapping[str, str] | None = None, on_step: Callable[[dict], None] | None = None,
            stop: threading.Event | None = None, poll_s: float = 0.5,
@@ -110,11 +129,7 @@ def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | 
     its timeout or a stop has ``timed_out`` / ``stopped`` set and a negative return code."""
     out = Path(out_dir).resolve()
     (out / METRICS_DIR).mkdir(parents=True, exist_ok=True)
-    files = sorted((out / METRICS_DIR).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
-    metrics_path = out / METRICS_DIR / f"{len(files)}.jsonl"
-    ov = with_file_logger(overrides)
-    # the tracker lives in the process of verl's task runner: a Ray actor, or this run's driver
-    ov.append(f"++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics_path}")
+    ov, metrics_path = file_logger(overrides, out)
     cmd = [sys.executable, *entry, *ov]
     run_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), "VERL_FILE_LOGGER_PATH": str(metrics_path)}
     log = out / "train.log"
@@ -150,8 +165,7 @@ def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | 
     if on_step is not None:
         _deliver(metrics_path, delivered, on_step)
     val_dir = _validation_dir(ov)
-    all_files = sorted((out / METRICS_DIR).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
-    return RunResult(rc, time.perf_counter() - t0, out, log, read_metrics(all_files), read_metrics(metrics_path),
+    return RunResult(rc, time.perf_counter() - t0, out, log, read_metrics(metrics_files(out)), read_metrics(metrics_path),
                      validation_dumps(val_dir) if val_dir is not None else {}, timed_out, stopped, first, offset)
 
 

@@ -1,7 +1,6 @@
 """The rules verl checks only after Ray starts, decided from the composed config at cluster shapes
-(8 GPUs on one node; 2 nodes of 8), and the attention implementation chosen before the actor loads."""
-
-import importlib.util
+(8 GPUs on one node; 2 nodes of 8). The launch-host decisions (backend, attention, paths, worker environment)
+are tested in test_cluster_launch.py."""
 
 import pytest
 
@@ -9,7 +8,7 @@ pytest.importorskip("verl")
 
 from hydra import compose, initialize_config_module  # noqa: E402
 
-from devenus.adapters.verl.cluster_rules import ATTN_KEY, choose_attention, cluster_errors  # noqa: E402
+from devenus.adapters.verl.cluster_rules import cluster_errors  # noqa: E402
 
 EIGHT = ["trainer.n_gpus_per_node=8", "trainer.nnodes=1"]
 TWO_NODES = ["trainer.n_gpus_per_node=8", "trainer.nnodes=2"]
@@ -90,22 +89,3 @@ def test_static_batching_needs_micro_batches_that_split_the_rows():
                             use_reference_policy=True)
     assert [e.split(" needs ")[1] for e in errors] == ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
                                                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"]
-
-
-def test_attention_follows_flash_attn_and_the_command_line():
-    argv, line = choose_attention(["data.train_batch_size=8"])
-    expected = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
-    assert argv == ["data.train_batch_size=8", f"+{ATTN_KEY}={expected}"]
-    assert line.startswith(f"devenus: attention: {expected} (") and "\n" not in line
-    # the composed config carries it where verl's HFModelConfig reads it
-    assert _config(*argv).actor_rollout_ref.model.override_config.attn_implementation == expected
-    mine = ["x=1", f"+{ATTN_KEY}=eager"]
-    assert choose_attention(mine) == (mine, "devenus: attention: eager (from the command line)")
-
-
-def test_attention_is_flash_when_flash_attn_is_importable(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "flash_attn" else real(name, *a))
-    argv, line = choose_attention([])
-    assert argv == [f"+{ATTN_KEY}=flash_attention_2"] and "flash_attn is importable" in line

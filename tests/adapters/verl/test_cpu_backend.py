@@ -210,12 +210,13 @@ def test_fixture_tokenizer_matches_how_verl_loads_it(verl_cpu_fx):
         (["devenus.backend=auto"], {"RAY_ADDRESS": "ray://head:10001"}, False, "gpu", "RAY_ADDRESS=ray://head:10001"),
         (["+ray_kwargs.ray_init.address=10.0.0.1:6379"], {}, False, "gpu", "ray_kwargs.ray_init.address"),
         (["trainer.nnodes=4"], {}, False, "gpu", "trainer.nnodes=4"),
-        (["trainer.device=cuda"], {}, False, "gpu", "trainer.device=cuda"),
+        (["trainer.device=cuda"], {}, True, "gpu", "trainer.device=cuda"),
         (["devenus.backend=cpu"], {}, True, "cpu", "as asked"),
-        (["devenus.backend=gpu"], {}, False, "gpu", "as asked"),
+        (["devenus.backend=gpu"], {}, True, "gpu", "as asked"),
+        (["devenus.backend=gpu", "trainer.nnodes=2"], {}, False, "gpu", "as asked"),  # a cluster: its nodes decide
         (["devenus.backend=gpu", "devenus.backend=cpu"], {}, False, "cpu", "as asked"),  # last one wins
         ([], {"DEVENUS_VERL_CPU": "1"}, True, "cpu", "DEVENUS_VERL_CPU=1"),
-        ([], {"DEVENUS_VERL_CPU": "0"}, False, "gpu", "DEVENUS_VERL_CPU=0"),
+        ([], {"DEVENUS_VERL_CPU": "0"}, True, "gpu", "DEVENUS_VERL_CPU=0"),
     ],
 )
 def test_backend_choice_and_its_reason(argv, env, accelerator, backend, reason):

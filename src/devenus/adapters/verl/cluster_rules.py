@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 import warnings
 
@@ -27,16 +28,78 @@ PLUGIN = "devenus.adapters.verl.plugin"
 ATTN_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
 
 
+#: the import a worker's model load runs first with flash_attention_2: flash-attn's compiled extension, which a
+#: wheel built for another torch or CUDA fails (undefined symbol, an ImportError or OSError) or crashes on
+_FLASH_PROBE = "import flash_attn, flash_attn.flash_attn_interface"
+
+
+def flash_attn_problem(timeout_s: float = 300) -> str | None:
+    """Why flash-attn cannot serve as the attention kernel here (None: it imports). The import runs in a fresh
+    interpreter, so a binary that crashes, or loads CUDA libraries, does so there and not in the launcher;
+    ``find_spec`` alone would pass a wheel built for another torch, which then fails in every worker."""
+    if importlib.util.find_spec("flash_attn") is None:
+        return "flash_attn is not installed"
+    try:
+        r = subprocess.run([sys.executable, "-c", _FLASH_PROBE], capture_output=True, text=True, timeout=timeout_s,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"flash_attn is installed but its import did not finish in {timeout_s:g} s"
+    if r.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+    what = lines[-1] if lines else f"the interpreter exited with {r.returncode}"
+    return f"flash_attn is installed but fails to import ({what[:300]}): built for another torch or CUDA?"
+
+
 def choose_attention(argv: list[str]) -> tuple[list[str], str]:
-    """``argv`` with the attention implementation verl will load the actor with, and the one line saying it.
-    verl defaults to ``flash_attention_2``, which fails to load where flash-attn is not installed; a user's
-    (or the CPU backend's) choice on the command line wins."""
+    """``argv`` with the attention implementation verl will load the actor with, and why (for
+    :func:`attention_line`). verl defaults to ``flash_attention_2``, which fails to load where flash-attn does
+    not import; a user's (or the CPU backend's) choice on the command line wins. The choice is made here, on
+    the launch host, and written into the config, so every worker loads the same one without deciding again."""
     given = [a for a in argv if a.lstrip("+").startswith(ATTN_KEY + "=")]
     if given:
-        return list(argv), f"devenus: attention: {given[-1].split('=', 1)[1]} (from the command line)"
-    impl = "flash_attention_2" if importlib.util.find_spec("flash_attn") is not None else "sdpa"
-    why = "flash_attn is importable" if impl == "flash_attention_2" else "flash_attn is not installed"
-    return [*argv, f"+{ATTN_KEY}={impl}"], f"devenus: attention: {impl} ({why})"
+        return list(argv), "from the command line"
+    problem = flash_attn_problem()
+    impl = "flash_attention_2" if problem is None else "sdpa"
+    return [*argv, f"+{ATTN_KEY}={impl}"], problem or "flash_attn imports"
+
+
+def packed_tokens(config) -> int:
+    """The most tokens one micro-batch of the actor's passes (update, old and reference log-probs) holds:
+    verl's per-GPU token budgets (times the Ulysses size) with dynamic batch sizes, else micro-batch rows x
+    (prompt + response length). With remove-padding that is the length of the one packed sequence."""
+    arr = config.actor_rollout_ref
+    length = int(config.data.max_prompt_length) + int(config.data.max_response_length)
+    sp = int(_get(arr, "actor.ulysses_sequence_parallel_size", 1) or 1)
+    passes = (("actor.use_dynamic_bsz", "actor.ppo_max_token_len_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
+              ("rollout.log_prob_use_dynamic_bsz", "rollout.log_prob_max_token_len_per_gpu",
+               "rollout.log_prob_micro_batch_size_per_gpu"),
+              ("ref.log_prob_use_dynamic_bsz", "ref.log_prob_max_token_len_per_gpu", "ref.log_prob_micro_batch_size_per_gpu"))
+    sizes = [length]  # one sequence longer than the budget still makes a micro-batch of its own
+    for dynamic, budget, rows in passes:
+        if bool(_get(arr, dynamic, False)) and _get(arr, budget) is not None:
+            sizes.append(int(_get(arr, budget)) * sp)
+        elif _get(arr, rows) is not None:
+            sizes.append(int(_get(arr, rows)) * length)
+    return max(sizes)
+
+
+def attention_line(config, why: str) -> str:
+    """The one line saying which attention the actor loads with, why, and what remove-padding costs without
+    flash-attn: verl packs each micro-batch into one sequence; flash-attn's varlen kernel attends within each
+    row, while sdpa (or eager) attends through a dense L x L block-diagonal mask built from the restarting
+    position ids. Exact, and it keeps memory at verl's token budget (padding would not), but attention costs
+    O(L^2) over the whole pack, not the sum over its rows."""
+    model = config.actor_rollout_ref.model
+    impl = str(_get(model, "override_config.attn_implementation", None) or "flash_attention_2")
+    line = f"devenus: attention: {impl} ({why}; decided on this launch host: every node needs the same install)"
+    if impl != "flash_attention_2" and bool(model.get("use_remove_padding", False)):
+        n = packed_tokens(config)
+        line += (f"; use_remove_padding=True packs each micro-batch (up to {n:,} tokens) into one sequence that "
+                 f"{impl} attends through a dense block-diagonal mask: exact, but attention costs O(L^2) over the "
+                 f"pack and a {n * n / 2**30:.1f} GiB mask at L = {n:,} (install flash-attn, or set "
+                 f"actor_rollout_ref.model.use_remove_padding=False to pad rows instead)")
+    return line
 
 
 def import_verl_quietly() -> None:
@@ -127,3 +190,79 @@ def cluster_errors(config, use_reference_policy: bool) -> list[str]:
         errors.append("actor_rollout_ref.ref.log_prob_use_dynamic_bsz=False needs "
                       "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu")
     return errors
+
+
+# ----------------------------------------------------------------------------- paths on a cluster
+#: where verl reads the actor's model (a folder, or a hub name)
+MODEL_KEY = "actor_rollout_ref.model.path"
+#: config keys holding file-system paths that Ray processes read or write; verl's runtime env sets no working
+#: directory (``working_dir: None``), so on another node a relative one resolves against that node's own
+PATH_KEYS = ("data.train_files", "data.val_files", "trainer.default_local_dir", "trainer.validation_data_dir",
+             "trainer.rollout_data_dir", "trainer.resume_from_path", "devenus.evidence_dir", MODEL_KEY,
+             "actor_rollout_ref.model.tokenizer_path", "actor_rollout_ref.model.lora.adapter_path",
+             "data.custom_cls.path", "reward.custom_reward_function.path")
+#: the keys of :data:`PATH_KEYS` that also take a hub name (``Qwen/Qwen3-4B-Base``): a path only where it exists here
+HUB_KEYS = (MODEL_KEY, "actor_rollout_ref.model.tokenizer_path", "actor_rollout_ref.model.lora.adapter_path")
+
+
+def cwd_relative(key: str, value) -> bool:
+    """Whether ``value`` of config key ``key`` is a path resolved against the working directory (not absolute,
+    ``~``, a URL, ``pkg://`` or an interpolation; for :data:`HUB_KEYS` only a folder that exists here or
+    starts with a dot, as a hub name is not a path)."""
+    v = str(value).strip().strip("'\"")
+    if not v or "://" in v or v.startswith(("/", "~", "$", "pkg:")):
+        return False
+    return (os.path.exists(v) or v.startswith(".")) if key in HUB_KEYS else True
+
+
+def absolute_path_overrides(overrides: list[str]) -> list[str]:
+    """``overrides`` with every relative path of a :data:`PATH_KEYS` key made absolute on this host (lists
+    ``[a,b]`` item by item): verl's Ray processes on other nodes then read and write the same files, given a
+    file system mounted at the same place on every node. ``os.path.abspath``, not ``realpath``: a symlinked
+    mount point stays what the user named, which the other nodes have too."""
+    out = []
+    for o in overrides:
+        key, sep, value = o.partition("=")
+        if sep and key.lstrip("+~") in PATH_KEYS:
+            k = key.lstrip("+~")
+            items = value.strip()
+            listed = items.startswith("[") and items.endswith("]")
+            parts = [p.strip() for p in items[1:-1].split(",")] if listed else [items]
+            parts = [os.path.abspath(p.strip("'\"")) if cwd_relative(k, p) else p for p in parts]
+            o = f"{key}={'[' + ','.join(parts) + ']' if listed else parts[0]}"
+        out.append(o)
+    return out
+
+
+def cluster_reason(config, env=None) -> str | None:
+    """Why the job's Ray processes may run on other hosts (None: this host's own Ray): ``trainer.nnodes > 1``,
+    ``ray_kwargs.ray_init.address`` (other than ``local``) or ``RAY_ADDRESS``."""
+    env = os.environ if env is None else env
+    if int(config.trainer.nnodes) > 1:
+        return f"trainer.nnodes={config.trainer.nnodes}"
+    address = _get(config, "ray_kwargs.ray_init.address")
+    if address is not None and str(address).lower() not in ("local", "null", "none", ""):
+        return f"ray_kwargs.ray_init.address={address}"
+    if env.get("RAY_ADDRESS"):
+        return f"RAY_ADDRESS={env['RAY_ADDRESS']}"
+    return None
+
+
+def relative_path_errors(config, env=None) -> list[str]:
+    """One line naming every relative path of :data:`PATH_KEYS` when the job runs on a Ray cluster
+    (:func:`cluster_reason`); empty on one host, where verl's processes share the launch directory."""
+    reason = cluster_reason(config, env)
+    if reason is None:
+        return []
+    bad = []
+    for key in PATH_KEYS:
+        value = _get(config, key)
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else list(value)
+        bad += [f"{key}={v}" for v in values if cwd_relative(key, v)]
+    if not bad:
+        return []
+    return [f"relative path(s) on a Ray cluster ({reason}): {', '.join(bad)}; verl gives its Ray processes no "
+            f"working directory, so each node would resolve them against its own: give absolute paths on a file "
+            f"system every node mounts at the same place"]

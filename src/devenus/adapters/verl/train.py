@@ -261,25 +261,33 @@ def preflight(overrides: list[str]):
     from devenus.adapters.verl.cluster_rules import import_verl_quietly
 
     import_verl_quietly()  # before any verl import: its optional engines' warnings would bury the result
-    from verl.trainer.ppo.utils import need_reference_policy
-
-    from devenus.adapters.verl.cluster_rules import choose_attention, cluster_errors, plugin_problem
+    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention, plugin_problem
 
     if (problem := plugin_problem()) is not None:
         raise SetupError(problem)
-    overrides, attention = choose_attention(list(overrides))
-    print(attention, flush=True)
+    overrides, why = choose_attention(list(overrides))
     try:
         with initialize_config_module(config_module="devenus.config", version_base=None):
             config = compose("devenus_trainer", overrides=list(overrides))
     except HydraException as e:  # an override that does not fit the config tree
         raise SetupError(f"the overrides do not compose: {e}") from None
+    print(attention_line(config, why), flush=True)
     check_setup(config)
-    errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
-    if errors:  # rules verl checks only after Ray starts
-        raise SetupError(errors[0] if len(errors) == 1 else "; ".join(errors))
+    check_cluster(config)
     verl_check(config)
     return config
+
+
+def check_cluster(config) -> None:
+    """The rules verl checks only after Ray starts (batch shapes at the cluster's size) and, on a Ray cluster,
+    paths that each node would resolve against its own working directory: one :class:`SetupError` line."""
+    from verl.trainer.ppo.utils import need_reference_policy
+
+    from devenus.adapters.verl.cluster_rules import cluster_errors, relative_path_errors
+
+    errors = cluster_errors(config, use_reference_policy=need_reference_policy(config)) + relative_path_errors(config)
+    if errors:
+        raise SetupError("; ".join(errors))
 
 
 def _count_launch() -> None:
@@ -292,10 +300,9 @@ def _count_launch() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from devenus.adapters.verl.cluster_rules import choose_attention
+    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention
 
-    argv, attention = choose_attention(_cpu_setup(list(sys.argv[1:] if argv is None else argv)))
-    print(attention, flush=True)
+    argv, why = choose_attention(_cpu_setup(list(sys.argv[1:] if argv is None else argv)))
     import hydra
 
     result: dict = {}
@@ -304,19 +311,17 @@ def main(argv: list[str] | None = None) -> int:
     def _run(config) -> None:
         from verl.trainer.main_ppo import run_ppo
         from verl.utils.device import auto_set_device
-        from verl.trainer.ppo.utils import need_reference_policy
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
 
-        from devenus.adapters.verl.cluster_rules import cluster_errors, plugin_problem
+        from devenus.adapters.verl.cluster_rules import plugin_problem
 
+        print(attention_line(config, why), flush=True)
         try:
             if (problem := plugin_problem()) is not None:
                 raise SetupError(problem)
             check_setup(config)
-            errors = cluster_errors(config, use_reference_policy=need_reference_policy(config))
-            if errors:  # rules verl checks only after Ray starts
-                raise SetupError("; ".join(errors))
+            check_cluster(config)
             auto_set_device(config)
             verl_check(config)  # as preflight() does: one line and exit 2, not verl's traceback
         except SetupError as e:

@@ -48,14 +48,19 @@ def load_recipe(name: str) -> Recipe:
 
 def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str, nodes: int = 1, gpus: int = 8,
                      extra: tuple[str, ...] = ()) -> list[str]:
-    """The full ``devenus.train`` command line of a recipe: common overrides, the recipe's, then ``extra``."""
-    fill = {"model": model, "data_dir": str(data_dir).rstrip("/"), "out_dir": str(out_dir).rstrip("/"),
+    """The full ``devenus.train`` command line of a recipe: common overrides, the recipe's, then ``extra``.
+    Every path in it is absolute, resolved here (the launch host): verl's Ray processes have no working
+    directory of their own, and on other nodes a relative path names other files (docs/gpu.md, Multi-node)."""
+    from devenus.adapters.verl.cluster_rules import MODEL_KEY, absolute_path_overrides, cwd_relative
+
+    fill = {"model": os.path.abspath(model) if cwd_relative(MODEL_KEY, model) else model,
+            "data_dir": os.path.abspath(data_dir), "out_dir": os.path.abspath(out_dir),
             "nodes": str(nodes), "gpus": str(gpus)}
     common = [o for o in _load_yaml("common")["overrides"]]
     for k, v in fill.items():
         common = [o.replace("${" + k + "}", v) for o in common]
     return [*common, f"devenus.method={recipe.method}", f"data.train_files={fill['data_dir']}/{recipe.train}",
-            f"trainer.experiment_name={recipe.name}", *recipe.overrides, *extra]
+            f"trainer.experiment_name={recipe.name}", *recipe.overrides, *absolute_path_overrides(list(extra))]
 
 
 def eval_command(config, data_dir: str) -> list[str]:
@@ -148,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("name", help="a recipe name (see `list`)")
     r.add_argument("--model", default="Qwen/Qwen3-4B-Base", help="HF model folder or hub name")
     r.add_argument("--data-dir", required=True, help="folder written by `prepare`")
-    r.add_argument("--out", default="outputs/gpu", help="checkpoints and validation dumps go under OUT/NAME")
+    r.add_argument("--out", default="outputs/gpu", help="checkpoints, validation dumps and metrics go under "
+                   "OUT/NAME (made absolute here; on a cluster, a shared file system every node mounts alike)")
     r.add_argument("--nodes", type=int, default=1, help="trainer.nnodes")
     r.add_argument("--gpus", type=int, default=8, help="trainer.n_gpus_per_node")
     r.add_argument("--dry-run", action="store_true", help="compose the config and run every pre-flight check; no Ray")
@@ -173,9 +179,14 @@ def main(argv: list[str] | None = None) -> int:
                                 noise):
                 print(f"wrote {path}")
             return 0
+        from devenus.runs.launch import file_logger
+
         rec = load_recipe(args.name)
-        ov = recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=os.path.join(args.out, rec.name),
-                              nodes=args.nodes, gpus=args.gpus, extra=tuple(args.overrides))
+        out_dir = Path(os.path.abspath(os.path.join(args.out, rec.name)))
+        ov, metrics = file_logger(recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=str(out_dir),
+                                                   nodes=args.nodes, gpus=args.gpus, extra=tuple(args.overrides)),
+                                  out_dir)
+        eval_dir = os.path.abspath(args.eval_data_dir) if args.eval_data_dir else None
         ev = None
         if args.dry_run or args.eval_data_dir:  # (the evaluation is checked before hours of training)
             from devenus.adapters.verl.train import SetupError, preflight
@@ -185,17 +196,18 @@ def main(argv: list[str] | None = None) -> int:
             except SetupError as e:
                 print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
                 return 1
-            ev = eval_command(config, args.eval_data_dir) if args.eval_data_dir else None
+            ev = eval_command(config, eval_dir) if eval_dir else None
         if args.dry_run:
             a = config.actor_rollout_ref
             print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
                   f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
                   f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
-                  f"  reference: {rec.reference}")
+                  f"  reference: {rec.reference}\n  metrics: {metrics} (verl's file logger: this launch's own file)")
             if ev:
                 print("  then: " + shlex.join(ev))
             print("  pre-flight checks passed; launch without --dry-run")
             return 0
+        metrics.parent.mkdir(parents=True, exist_ok=True)  # verl opens the file, not its folder
         cmd = [sys.executable, "-m", "devenus.train", *ov]
         print("$", shlex.join(cmd), flush=True)
         rc = subprocess.call(cmd)

@@ -8,6 +8,7 @@ See ``docs/cpu_backend.md`` for what each override is for.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -18,10 +19,11 @@ BACKEND_KEY = "devenus.backend"
 
 
 def has_accelerator() -> bool:
-    """``torch.cuda.is_available()`` (CUDA or ROCm builds)."""
-    import torch
+    """Whether torch sees a CUDA/ROCm device or an Ascend NPU here (the plugin's own test, so the launch
+    and the plugin never disagree about this host)."""
+    from devenus.adapters.verl.cpu import has_accelerator as plugin_sees_one
 
-    return bool(torch.cuda.is_available())
+    return plugin_sees_one()
 
 
 def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
@@ -206,31 +208,39 @@ def choose_backend(argv: Sequence[str], env: Mapping[str, str] | None = None,
     ``ray_kwargs.ray_init.address``, ``trainer.nnodes>1``): a head node without CUDA says nothing about
     the workers. Otherwise (nothing but this host's CPU in sight) it picks ``cpu``.
     ``DEVENUS_VERL_CPU`` (the plugin's own switch), when set, is honoured by ``auto`` and must not
-    contradict an explicit choice.
+    contradict an explicit choice. ``gpu``, however chosen, is refused (:class:`BackendError`) where this
+    host has no accelerator and no cluster is given: verl would start Ray and fail in its workers.
+    ``accelerator`` stands for this host's answer (None: ask torch, only when the decision needs it).
     """
     env = os.environ if env is None else env
     requested = requested_backend(argv)
     switch = env.get("DEVENUS_VERL_CPU", "").strip().lower()
     forced = "cpu" if switch in ("1", "true", "yes", "on") else "gpu" if switch in ("0", "false", "no", "off") else None
+    hint = _cluster_hint(argv, env)
+    device = _override(argv, "trainer.device")
+    sees = (lambda: has_accelerator() if accelerator is None else accelerator)  # noqa: E731
     if requested != "auto":
         if forced is not None and forced != requested:
             raise BackendError(f"{BACKEND_KEY}={requested} contradicts DEVENUS_VERL_CPU={env['DEVENUS_VERL_CPU']} "
                                f"in the environment; unset one of them")
-        return BackendChoice(requested, requested, "as asked")
-    if forced is not None:
-        return BackendChoice(forced, "auto", f"DEVENUS_VERL_CPU={env['DEVENUS_VERL_CPU']} in the environment")
-    device = _override(argv, "trainer.device")
-    if device and device.lower() not in ("cpu", "auto"):
-        return BackendChoice("gpu", "auto", f"trainer.device={device} is given")
-    hint = _cluster_hint(argv, env)
-    if hint:
-        return BackendChoice("gpu", "auto", f"{hint}: the job runs on a Ray cluster, whose devices this "
-                                            f"host cannot see")
-    if accelerator is None:
-        accelerator = has_accelerator()
-    if accelerator:
+        choice = BackendChoice(requested, requested, "as asked")
+    elif forced is not None:
+        choice = BackendChoice(forced, "auto", f"DEVENUS_VERL_CPU={env['DEVENUS_VERL_CPU']} in the environment")
+    elif device and device.lower() not in ("cpu", "auto"):
+        choice = BackendChoice("gpu", "auto", f"trainer.device={device} is given")
+    elif hint:
+        return BackendChoice("gpu", "auto", f"{hint}: the job runs on a Ray cluster, whose devices this host cannot see")
+    elif sees():
         return BackendChoice("gpu", "auto", "torch sees an accelerator on this host")
-    return BackendChoice("cpu", "auto", "no accelerator visible to torch on this host and no Ray cluster given")
+    else:
+        return BackendChoice("cpu", "auto", "no accelerator visible to torch on this host and no Ray cluster given")
+    if choice.backend == "gpu" and hint is None and not sees():
+        why = f"{BACKEND_KEY}=gpu" if requested == "gpu" else f"auto: {choice.reason}"
+        raise BackendError(f"backend gpu ({why}), but torch sees no accelerator on this host (a CPU build of torch, "
+                           f"or a driver too old for its CUDA build) and no Ray cluster is given (RAY_ADDRESS, "
+                           f"ray_kwargs.ray_init.address, trainer.nnodes>1): launch where the GPUs are, or choose "
+                           f"{BACKEND_KEY}=cpu")
+    return choice
 
 
 def requested_ranks(argv: Sequence[str]) -> int:
@@ -250,8 +260,9 @@ def requested_ranks(argv: Sequence[str]) -> int:
 def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
     """Apply the chosen backend to this process: for ``cpu``, the CPU environment (defaults only) is
     merged into ``os.environ`` and the CPU overrides go in front of ``argv`` (so the user's win); for
-    ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA. Returns the
-    new argv and the choice (print ``choice.message()``)."""
+    ``gpu``, ``DEVENUS_VERL_CPU=0`` keeps the plugin off on a launch host without CUDA, and it and the rest
+    of :data:`WORKER_ENV` go to every node in the job's runtime env (in front of ``argv``: a user's override
+    of the same variable wins). Returns the new argv and the choice (print ``choice.message()``)."""
     choice = choose_backend(argv)
     quiet_engine_warnings(os.environ)  # for the processes started from here (Ray's workers)
     warnings.filterwarnings("ignore", category=UserWarning, module=r"verl\.workers\.engine\Z")  # and this one
@@ -261,4 +272,29 @@ def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
         # start; devenus.train's key, so not among cpu_overrides, which verl's own main_ppo also takes)
         return cpu_overrides(n_ranks=requested_ranks(argv)) + ["devenus.task_runner=driver"] + list(argv), choice
     os.environ.setdefault("DEVENUS_VERL_CPU", "0")
-    return list(argv), choice
+    return worker_env_overrides(os.environ) + list(argv), choice
+
+
+#: what every Ray process of a GPU run must see as the launch host does: the plugin's switch and how verl
+#: loads plugins (else a GPU-less head node's task runner turns the CPU backend on), the verifier's bounds (the
+#: reward workers' verdicts). Workers of a ``ray start`` cluster inherit the environment of ``ray start``,
+#: not the launching shell's, so these travel in the job's runtime env (:func:`worker_env_overrides`).
+WORKER_ENV = ("DEVENUS_VERL_CPU", "VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "VERL_USE_EXTERNAL_PLUGINS",
+              "DEVENUS_VERIFY_TIMEOUT_S", "DEVENUS_VERIFY_DEADLINE_S", "DEVENUS_VERIFY_WORKERS")
+
+#: where verl's ``run_ppo`` takes the job's environment variables from (merged over its own defaults into the
+#: ``runtime_env`` of its ``ray.init``: every actor and task of the job gets them, on every node)
+RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+
+
+def runtime_env_override(key: str, value: str) -> str:
+    """The Hydra override that sets environment variable ``key`` for every Ray process of the run. The value
+    is quoted: Hydra would read ``0`` as an int (Ray refuses non-string env vars) and ``a,b`` as a list."""
+    # Hydra's quoted strings: backslashes before a quote or at the end are doubled, quotes escaped
+    quoted = re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'")
+    return f"++{RUNTIME_ENV_VARS}.{key}='{quoted}'"
+
+
+def worker_env_overrides(env: Mapping[str, str]) -> list[str]:
+    """:func:`runtime_env_override` for each :data:`WORKER_ENV` variable set in ``env``."""
+    return [runtime_env_override(k, env[k]) for k in WORKER_ENV if env.get(k) is not None]
