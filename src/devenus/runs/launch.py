@@ -99,6 +99,19 @@ def with_file_logger(overrides: Sequence[str]) -> list[str]:
     return out
 
 
+#: where verl's ``run_ppo`` takes the job's environment variables from (merged over its own defaults into the
+#: ``runtime_env`` of its ``ray.init``: every actor and task of the job gets them, on every node)
+RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+
+
+def runtime_env_override(key: str, value: str) -> str:
+    """The Hydra override that sets environment variable ``key`` for every Ray process of the run. The value
+    is quoted: Hydra would read ``0`` as an int (Ray refuses non-string env vars) and ``a,b`` as a list."""
+    # Hydra's quoted strings: backslashes before a quote or at the end are doubled, quotes escaped
+    quoted = re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'")
+    return f"++{RUNTIME_ENV_VARS}.{key}='{quoted}'"
+
+
 def metrics_files(out_dir: Path) -> list[Path]:
     """The per-launch files of verl's ``file`` tracker under ``out_dir``, in launch order (read them together
     with :func:`devenus.runs.logs.read_metrics`)."""
@@ -111,8 +124,6 @@ def file_logger(overrides: Sequence[str], out_dir: Path) -> tuple[list[str], Pat
     previous launch's file would truncate the steps before its checkpoint. The path travels in the job's Ray
     runtime env, so it reaches the task runner wherever it runs (its own actor, on any node, or the driver);
     ``out_dir`` should be absolute, and the ``metrics`` folder exist before the run starts."""
-    from devenus.adapters.verl.cpu.launch import runtime_env_override
-
     stems = [int(p.stem) for p in metrics_files(out_dir) if p.stem.isdigit()]
     path = Path(out_dir) / METRICS_DIR / f"{max(stems, default=-1) + 1}.jsonl"
     return [*with_file_logger(overrides), runtime_env_override("VERL_FILE_LOGGER_PATH", str(path))], path

@@ -1046,16 +1046,20 @@ def _env_bool(raw: str) -> bool:
     raise ValueError(f"expected one of 1/0, true/false, yes/no, on/off, got {raw!r}")
 
 
+#: the environment variables that set the default verifier's config: variable -> (field, parser). Every
+#: process that grades must see the same values (a GPU run carries them to its Ray workers).
+VERIFY_ENV = {
+    "DEVENUS_VERIFY_TIMEOUT_S": ("timeout_s", float),
+    "DEVENUS_VERIFY_DEADLINE_S": ("deadline_s", float),
+    "DEVENUS_VERIFY_WORKERS": ("max_workers", int),
+    "DEVENUS_VERIFY_FLOAT_ROUNDING": ("float_rounding", int),
+    "DEVENUS_VERIFY_STRICT": ("strict", _env_bool),
+}
+
+
 def _default_config() -> VerifierConfig:
     cfg = VerifierConfig()
-    env = {
-        "DEVENUS_VERIFY_TIMEOUT_S": ("timeout_s", float),
-        "DEVENUS_VERIFY_DEADLINE_S": ("deadline_s", float),
-        "DEVENUS_VERIFY_WORKERS": ("max_workers", int),
-        "DEVENUS_VERIFY_FLOAT_ROUNDING": ("float_rounding", int),
-        "DEVENUS_VERIFY_STRICT": ("strict", _env_bool),
-    }
-    for var, (field, kind) in env.items():
+    for var, (field, kind) in VERIFY_ENV.items():
         raw = os.environ.get(var)
         if raw:
             try:

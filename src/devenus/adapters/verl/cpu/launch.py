@@ -8,10 +8,12 @@ See ``docs/cpu_backend.md`` for what each override is for.
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+from devenus.runs.launch import runtime_env_override
+from devenus.verify.equivalence import VERIFY_ENV
 
 PLUGIN_MODULE = "devenus.adapters.verl.cpu.plugin"
 BACKENDS = ("auto", "cpu", "gpu")
@@ -280,20 +282,7 @@ def setup_backend(argv: Sequence[str]) -> tuple[list[str], BackendChoice]:
 #: reward workers' verdicts). Workers of a ``ray start`` cluster inherit the environment of ``ray start``,
 #: not the launching shell's, so these travel in the job's runtime env (:func:`worker_env_overrides`).
 WORKER_ENV = ("DEVENUS_VERL_CPU", "VERL_PLATFORM", "VERL_USE_EXTERNAL_MODULES", "VERL_USE_EXTERNAL_PLUGINS",
-              "DEVENUS_VERIFY_TIMEOUT_S", "DEVENUS_VERIFY_DEADLINE_S", "DEVENUS_VERIFY_WORKERS")
-
-#: where verl's ``run_ppo`` takes the job's environment variables from (merged over its own defaults into the
-#: ``runtime_env`` of its ``ray.init``: every actor and task of the job gets them, on every node)
-RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
-
-
-def runtime_env_override(key: str, value: str) -> str:
-    """The Hydra override that sets environment variable ``key`` for every Ray process of the run. The value
-    is quoted: Hydra would read ``0`` as an int (Ray refuses non-string env vars) and ``a,b`` as a list."""
-    # Hydra's quoted strings: backslashes before a quote or at the end are doubled, quotes escaped
-    quoted = re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'")
-    return f"++{RUNTIME_ENV_VARS}.{key}='{quoted}'"
-
+              *VERIFY_ENV)
 
 def worker_env_overrides(env: Mapping[str, str]) -> list[str]:
     """:func:`runtime_env_override` for each :data:`WORKER_ENV` variable set in ``env``."""
