@@ -342,8 +342,9 @@ def _equation(rng: random.Random) -> tuple[str, Forms, Forms]:
     gold = f"y = x^2{middle} {'+' if a * b > 0 else '-'} {abs(a * b)}"
     fac = f"y = (x {'-' if a > 0 else '+'} {abs(a)})(x {'-' if b > 0 else '+'} {abs(b)})"
     right = [(fac, "factored")]
-    wrong = [(f"y = (x {'+' if a > 0 else '-'} {abs(a)})(x {'+' if b > 0 else '-'} {abs(b)})", "root signs flipped"),
-             (f"y = (x {'-' if a > 0 else '+'} {abs(a)})(x {'-' if b > 0 else '+'} {abs(b) + 1})", "root off by one")]
+    wrong = [(f"y = (x {'-' if a > 0 else '+'} {abs(a)})(x {'-' if b > 0 else '+'} {abs(b) + 1})", "root off by one")]
+    if a != -b:  # roots +-a: flipping both signs gives the same parabola
+        wrong.append((f"y = (x {'+' if a > 0 else '-'} {abs(a)})(x {'+' if b > 0 else '-'} {abs(b)})", "root signs flipped"))
     return gold, right, wrong
 
 
