@@ -356,7 +356,7 @@ def summarise(m: dict, path: str) -> dict:
         tot_b = [a + b for a, b in zip(tot_b, s["mathverify"])]
         ours_l, mv_l = lab["ours"][0], lab["mathverify"][0]
         human = [bool(r["label"]) for r in rows]
-        unstable = sum(any(rep[i] != first[i] for rep in reps[1:]) for reps in lab.values() for first in [reps[0]] for i in range(n))
+        unstable = sum(any(rep[i] != reps[0][i] for rep in reps[1:]) for reps in lab.values() for i in range(n))
         row = {
             "class": c, "pairs": n,
             "ours_pairs_per_s": statistics.median(n / t for t in s["ours"]),
