@@ -224,8 +224,9 @@ def test_every_shipped_yaml_config_loads_through_the_mechanism():
             devenus = apply_overrides({}, mine).get("devenus", {})
             if rel != "common.yaml":
                 _load_overlay(rel, {"method": doc["method"], **devenus})
-            else:
-                assert not devenus
+            else:  # the shared overrides set only where the run goes (every GPU recipe runs on the gpu backend)
+                assert devenus == {"backend": "gpu"}
+                _load_overlay(rel, {"method": "grpo", **devenus})
         else:
             pytest.fail(f"{entry}: a shipped YAML file with no loader in this test")
         seen.add(entry)
