@@ -10,12 +10,12 @@ What each number counts (``src`` = every ``*.py`` under ``src/devenus``):
 - **largest file**: the ``src`` file with the most lines.
 - **functions over 60 lines**: every ``def`` (methods and nested functions too) longer than 60 lines,
   from its ``def`` line to its last line, decorators left out.
-- **registries**: the modules that keep a table of named units chosen by name. A module counts once when it
-  (a) defines a function or method named ``register`` or ``register_*`` that stores into a dict of its own
-  module (``NAME[key] = ...`` with ``NAME`` assigned at module level, or ``cls.attr[key] = ...`` with
-  ``attr`` assigned in the class body), or (b) builds a module-level dict keyed by the units' names
-  (``{u.name: u for u in ...}``). Writing into another package's dict (the adapter registering parts in
-  verl's registries) is not a registry of ours and does not count.
+- **registries**: the modules that keep a table of named units chosen by name. A module counts once when
+  it (a) defines a function or method named ``register`` or ``register_*`` that stores into a dict of its
+  own module (``NAME[key] = ...`` with ``NAME`` assigned at module level, or ``self.attr[key] = ...`` /
+  ``cls.attr[key] = ...`` with ``attr`` assigned in a class body or a method of the module), or (b)
+  builds a module-level dict keyed by the units' names (``{u.name: u for u in ...}``). Writing into
+  another package's dict (the adapter registering parts in verl's registries) does not count.
 - **config mechanisms**: the modules that parse YAML themselves (``yaml.load``/``safe_load``/``full_load``,
   ``OmegaConf.load``). ``src/devenus/adapters/verl`` is left out: what it reads there is verl's own
   configuration.
@@ -77,29 +77,33 @@ def _own_nodes(fn: ast.AST):
             stack.extend(ast.iter_child_nodes(node))
 
 
-def _module_names(tree: ast.Module) -> set[str]:
+def _assigned(statements) -> set[str]:
+    """The plain names ``statements`` assign (``x = ...``, ``x: T = ...``)."""
     names = set()
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    for node in statements:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
 
 
 def _class_attrs(tree: ast.Module) -> set[str]:
+    """Attributes the module's classes define: names assigned in a class body, and ``self.x``/``cls.x``
+    assigned in a method (a registry object that makes its table in ``__init__``)."""
     attrs = set()
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        for node in cls.body:
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                attrs.add(node.target.id)
-            elif isinstance(node, ast.Assign):
-                attrs |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            attrs |= _assigned(node.body)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
+                and node.value.id in ("self", "cls"):
+            attrs.add(node.attr)
     return attrs
 
 
 def _registry_reasons(tree: ast.Module) -> list[tuple[int, str]]:
     """Why a module is a registry (rule (a) or (b) of the module docstring); empty when it is not."""
     reasons = []
-    own, attrs = _module_names(tree), _class_attrs(tree)
+    own, attrs = _assigned(tree.body), _class_attrs(tree)
     for name, fn in _functions(tree):
         if fn.name != "register" and not fn.name.startswith("register_"):
             continue
@@ -180,8 +184,9 @@ def table(m: dict) -> str:
                        ("launchers", "launchers")):
         out.append(f"{title:<26}{m[key]['count']:>7}")
         out += [f"  {i['path']}:{i['line']} {i['what']}" for i in m[key]["items"]]
-    out.append(f"test files per capability {sum(m['test_files_per_capability'].values()):>7}  (tests/<folder>/**/test_*.py)")
-    out += [f"  {n:>4}  {folder}" for folder, n in m["test_files_per_capability"].items()]
+    tests = m["test_files_per_capability"]
+    out.append(f"test files per capability {sum(tests.values()):>7}  (tests/<folder>/**/test_*.py)")
+    out += [f"  {n:>4}  {folder}" for folder, n in tests.items()]
     return "\n".join(out)
 
 

@@ -62,6 +62,14 @@ def test_each_count_follows_its_rule(tmp_path):
                 return deco(m)
         """)
     _write(tmp_path, pkg + "c.py", "TABLE = {u.name: u for u in ()}\n")
+    _write(tmp_path, pkg + "d.py", """\
+        class Registry:
+            def __init__(self):
+                self._items = {}
+            def register(self, name, unit):
+                self._items[name] = unit
+        ROUTERS = Registry()
+        """)
     # not registries: a dict of another module written by a register hook, a dict filled outside register_*
     _write(tmp_path, pkg + "adapters/verl/hook.py", """\
         import other
@@ -90,8 +98,8 @@ def test_each_count_follows_its_rule(tmp_path):
     r = house("--json", "--root", str(tmp_path))
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
-    assert [(i["path"].removeprefix(pkg), i["line"]) for i in m["registries"]["items"]] == [("a.py", 2), ("b.py", 4),
-                                                                                            ("c.py", 1)]
+    assert [(i["path"].removeprefix(pkg), i["line"]) for i in m["registries"]["items"]] == [
+        ("a.py", 2), ("b.py", 4), ("c.py", 1), ("d.py", 4)]
     assert [i["path"] for i in m["config_mechanisms"]["items"]] == [pkg + "config/__init__.py"]
     assert [(i["line"], i["what"]) for i in m["launchers"]["items"]] == [
         (2, "launch (starts a process at line 3)"), (7, "outer.inner (starts a process at line 8)")]
