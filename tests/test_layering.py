@@ -222,3 +222,38 @@ def test_shared_math_lives_below_the_methods():
             bad = [m for m in imports(p) if under(m, "devenus.online", "devenus.adapters", "devenus.select",
                                                    "devenus.transitions")]
             assert bad == [], rel(p)
+
+
+# ------------------------------------------------------------------------------ renames
+#: the one module that renames files: the atomic writer (a temporary file renamed over its target). Any other
+#: module that needs a file in place writes it through that module. ``path -> why`` for each exception.
+RENAMERS = {"devenus/records/io.py": "the atomic writer"}
+RENAME_CALLS = {("os", "replace"), ("os", "rename"), ("os", "renames"), ("shutil", "move")}
+
+
+def renames(tree: ast.AST) -> list[int]:
+    """Lines of ``os.replace/rename/renames``, ``shutil.move`` and ``<path>.replace(x)``/``<path>.rename(x)`` calls
+    (one positional argument and no keyword: not ``str.replace(a, b)`` nor ``dataclasses.replace(obj, k=v)``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+            if (owner, node.func.attr) in RENAME_CALLS or (
+                    node.func.attr in ("replace", "rename") and owner not in ("os", "shutil", "dataclasses")
+                    and len(node.args) == 1 and not node.keywords):
+                found.append(node.lineno)
+    return found
+
+
+def test_the_rename_finder_finds_each_form():
+    code = ("os.replace(a, b); os.rename(a, b); shutil.move(a, b); Path(a).replace(b); tmp.rename(b)\n"
+            "s.replace('a', 'b'); dataclasses.replace(cfg, x=1); df.rename(columns={}); os.path.join(a, b)\n")
+    assert renames(ast.parse(code)) == [1] * 5
+
+
+def test_nothing_outside_the_bottom_io_module_renames_a_file():
+    for p in RENAMERS:  # an exception that no longer renames is stale
+        assert renames(ast.parse((SRC.parent / p).read_text())), f"{p} renames nothing: drop it from RENAMERS"
+    offenders = [f"{rel(p)}:{line}" for p in modules() if rel(p) not in RENAMERS
+                 for line in renames(ast.parse(p.read_text()))]
+    assert offenders == []

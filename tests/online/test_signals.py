@@ -109,6 +109,22 @@ def test_auroc():
     assert np.isnan(C.auroc([0.1, 0.2], [True, True]))
 
 
+def test_auroc_agrees_with_scikit_learn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    for n in (2, 7, 100, 5000):
+        s = rng.integers(0, 6, n).astype(float)  # many ties
+        s[rng.random(n) < 0.1] = np.nan
+        y = rng.random(n) < 0.3
+        keep = ~np.isnan(s)
+        if 0 < y[keep].sum() < keep.sum():
+            assert C.auroc(s, y) == pytest.approx(roc_auc_score(y[keep], s[keep]), abs=1e-12)
+        s = rng.normal(size=n)
+        y[:2] = [True, False]
+        assert C.auroc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
 def test_collapse_monitor_warns_when_length_halves_while_confidence_rises():
     m = C.CollapseMonitor(baseline_steps=2, length_ratio=0.5)
     assert m.update(100, 1.0)["collapse_warning"] == 0  # baseline
