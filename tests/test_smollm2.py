@@ -111,6 +111,10 @@ def test_run_config_points_the_testbed_run_at_the_model_and_its_data(base_testbe
     assert value(ov, "data.max_prompt_length") == str(smollm2.PROMPT_LENGTH)
     assert value(ov, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") == "4"
     assert value(ov, "devenus.method") == "ttrl" and value(ov, "data.train_batch_size") == "4"
+    assert value(ov, "data.max_response_length") == str(smollm2.RESPONSE_LENGTH)
+    longer = smollm2.run_config("ttrl", tmp_path / "t.parquet", tmp_path / "v.parquet", model=tmp_path / "m",
+                                max_response_length=256)
+    assert value(overrides(base_testbed, tmp_path, longer), "data.max_response_length") == "256"
     # the testbed's own run keeps its model, test splits, prompt length and whole-step micro-batches
     ov = overrides(base_testbed, tmp_path, RunConfig())
     assert value(ov, "actor_rollout_ref.model.path") == str(base_testbed.model_dir)
