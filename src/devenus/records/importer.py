@@ -1484,10 +1484,13 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     prefix = fmt.prefix(template)
     k = len(prefix)
     step = k + 1
-    roles = pa.array([p["role"] for p in prefix] + ["user"], string).take(pa.array(np.tile(np.arange(step), m)))
-    at = np.tile(np.arange(step, dtype=np.int64), m)
-    at[k::step] = k + np.arange(m)
-    contents = pa.concat_arrays([pa.array([p["content"] for p in prefix], string), users]).take(pa.array(at))
+    if k:
+        roles = pa.array([p["role"] for p in prefix] + ["user"], string).take(pa.array(np.tile(np.arange(step), m)))
+        at = np.tile(np.arange(step, dtype=np.int64), m)
+        at[k::step] = k + np.arange(m)
+        contents = pa.concat_arrays([pa.array([p["content"] for p in prefix], string), users]).take(pa.array(at))
+    else:  # (one message a row: the user texts as they are, not copied by a take)
+        roles, contents = pa.repeat(pa.scalar("user", string), m), users
     messages = pa.StructArray.from_arrays([roles, contents], fields=list(msg_type))
     prompt = pa.ListArray.from_arrays(pa.array(np.arange(0, step * m + 1, step, dtype=np.int32)), messages,
                                       type=schema.field("prompt").type)
