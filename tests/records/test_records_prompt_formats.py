@@ -105,6 +105,7 @@ def test_the_command_writes_the_format_s_prompts_and_records_its_name_and_hash(t
     from devenus.records import read_records
 
     name, fmt = prompt_format(spec)
+    assert f"keys from question hash; prompts by format {name!r} (sha256 {fmt.sha256()[:12]})\n" in capsys.readouterr().out
     rows = read_records(out)
     assert [r["prompt"] for r in rows] == [fmt.messages(q["question"].strip()) for q in QS]
     cfg = read_manifest(out).config

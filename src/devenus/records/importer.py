@@ -1630,6 +1630,8 @@ class ImportSummary:
     conflicts_listed: tuple[str, ...] = ()
     #: input columns no record field is made from (their values are not in the output), sorted
     not_imported: tuple[str, ...] = ()
+    #: the prompt format given (its name and hash), "" when none was (the default, plain)
+    prompt_format: str = ""
 
     def describe(self, max_refusals: int = 20) -> str:
         keys = f"id field {self.id_field!r}" if self.id_field else "question hash"
@@ -1640,6 +1642,8 @@ class ImportSummary:
         )
         if self.choices:
             text += f"; multiple choice ({self.choices}), targets are option letters"
+        if self.prompt_format:
+            text += f"; prompts by format {self.prompt_format}"
         if self.not_imported:
             names = ", ".join(repr(c) for c in self.not_imported[:20])
             more = f" and {len(self.not_imported) - 20} more" if len(self.not_imported) > 20 else ""
@@ -1843,7 +1847,14 @@ class _Pipeline:
             duplicates=d.duplicates if d else 0, conflicts=d.conflicts if d else 0,
             conflicts_listed=tuple(d.listed) if d else (),
             not_imported=tuple(sorted(set(self.columns) - self.fields.reads())),
+            prompt_format=self._format_said(),
         )
+
+    def _format_said(self) -> str:
+        if self.opts.prompt_format is None:
+            return ""
+        name, fmt = self.opts.format
+        return f"{name!r} (sha256 {fmt.sha256()[:12]})"
 
 
 def import_raw_with_summary(path_or_rows: Any, **options: Any) -> tuple[list[dict[str, Any]], ImportSummary]:
