@@ -231,3 +231,28 @@ def test_every_shipped_yaml_config_loads_through_the_mechanism():
             pytest.fail(f"{entry}: a shipped YAML file with no loader in this test")
         seen.add(entry)
     assert len(seen) >= 30  # the trainer overlay, 12 method files, lifecycle, 15 recipes, select
+
+
+
+@dataclass(frozen=True)
+class _Turn(Config):
+    user: str = option(help="u")
+    n: int = option(1, "n", ge=1)
+
+
+@dataclass(frozen=True)
+class _Chat(Config):
+    key_path: ClassVar[str] = "chat"
+    turns: tuple[_Turn, ...] = option((), "turns")
+
+
+def test_a_list_of_sections_builds_each_item_and_names_its_index():
+    c = config_from_dict(_Chat, {"turns": [{"user": "a"}, {"user": "b", "n": 2}]})
+    assert c.turns == (_Turn("a"), _Turn("b", 2))
+    for bad, says in (({"turns": [{"user": "a"}, {"user": "b", "n": 0}]}, "chat.turns[1].n must be an integer >= 1, got 0"),
+                      ({"turns": [{"usr": "a"}]}, "unknown key chat.turns[0].usr (did you mean chat.turns[0].user?)"),
+                      ({"turns": ["a"]}, "chat.turns[0] must be a mapping of keys, got 'a'"),
+                      ({"turns": {"user": "a"}}, "chat.turns must be a list")):
+        with pytest.raises(ConfigError) as e:
+            config_from_dict(_Chat, bad)
+        assert str(e.value).startswith(says), str(e.value)

@@ -57,7 +57,9 @@ def test_chat_pool_asks_for_a_boxed_answer():
         *shot, msg = r["prompt"]
         assert [m["role"] for m in shot] == ["user", "assistant"] and shot[1]["content"].endswith("\\boxed{7}.")
         assert msg["content"].endswith("Put the final answer in \\boxed{}.") and msg["content"].startswith("Compute ")
-        assert r["extra_info"]["question"] == msg["content"] and r["simulation"]["hidden_answer"]
+        # the question itself stays bare, as the import keeps it (the records contract)
+        assert msg["content"] == r["extra_info"]["question"] + " Put the final answer in \\boxed{}."
+        assert r["simulation"]["hidden_answer"]
 
 
 def test_model_list_names_both(capsys):
@@ -82,7 +84,7 @@ def test_chat_split_phrases_testbed_rows_and_hides_labels_on_request(base_testbe
     labeled = read_records(smollm2.chat_split(base_testbed, "train", tmp_path / "l.parquet", 5, difficulty=2))
     assert len(labeled) == 5 and all(r["extra_info"]["difficulty"] == 2 for r in labeled)
     for r in labeled:
-        assert r["prompt"][:2] == list(smollm2.ONE_SHOT) and r["prompt"][-1]["content"].endswith(smollm2.CHAT_SUFFIX)
+        assert r["prompt"] == smollm2.chat_format().messages(r["extra_info"]["question"]) and len(r["prompt"]) == 3
         assert r["extra_info"]["labeled"] and r["reward_model"]["ground_truth"]
     unlabeled = read_records(smollm2.chat_split(base_testbed, "train", tmp_path / "u.parquet", 5, difficulty=2,
                                                 labeled=False))
@@ -109,6 +111,10 @@ def test_run_config_points_the_testbed_run_at_the_model_and_its_data(base_testbe
     assert value(ov, "data.max_prompt_length") == str(smollm2.PROMPT_LENGTH)
     assert value(ov, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") == "4"
     assert value(ov, "devenus.method") == "ttrl" and value(ov, "data.train_batch_size") == "4"
+    assert value(ov, "data.max_response_length") == str(smollm2.RESPONSE_LENGTH)
+    longer = smollm2.run_config("ttrl", tmp_path / "t.parquet", tmp_path / "v.parquet", model=tmp_path / "m",
+                                max_response_length=256)
+    assert value(overrides(base_testbed, tmp_path, longer), "data.max_response_length") == "256"
     # the testbed's own run keeps its model, test splits, prompt length and whole-step micro-batches
     ov = overrides(base_testbed, tmp_path, RunConfig())
     assert value(ov, "actor_rollout_ref.model.path") == str(base_testbed.model_dir)

@@ -93,22 +93,28 @@ def fix_special_tokens(tok, model) -> None:
         cfg.eos_token_id, cfg.pad_token_id = eos, pad
 
 
-#: what a chat model is told (the testbed's base model was trained on the bare question; a chat model
-#: answers in prose unless asked, and the verifier reads the last \boxed{})
-CHAT_SUFFIX = " Put the final answer in \\boxed{}."
-#: one worked turn before the question: asked alone, SmolLM2-135M answers in prose and rarely boxes (measured:
-#: 0 of 32 samples on 8 questions verified correct, many right sums unextractable); after it, it boxes nearly all
-ONE_SHOT = ({"role": "user", "content": "Compute 2 + 5." + CHAT_SUFFIX},
-            {"role": "assistant", "content": "2 + 5 = 7. The final answer is \\boxed{7}."})
+#: the prompt format SmolLM2's questions are phrased by, the registered ``smollm2-worked``
+#: (devenus.records.prompts): one worked turn, then the question asking for a \boxed{} answer; asked alone,
+#: SmolLM2-135M answers in prose and rarely boxes. ``devenus import --prompt-format smollm2-worked`` gives
+#: a user's own file the same phrasing.
+FORMAT_NAME = "smollm2-worked"
+
+
+def chat_format():
+    """The registered ``smollm2-worked`` format (:class:`devenus.records.prompts.PromptFormat`)."""
+    from devenus.records.prompts import FORMATS
+
+    return FORMATS[FORMAT_NAME]
 
 
 def chat_rows(rows: list[dict]) -> list[dict]:
-    """Testbed record rows phrased for a chat model, in place: the question asks for a boxed answer and
-    follows :data:`ONE_SHOT` (labels, keys and simulation truth unchanged)."""
+    """Testbed record rows phrased for a chat model, in place: each ``prompt`` becomes the
+    ``smollm2-worked`` format's messages for the row's question (``extra_info.question``, kept bare as
+    the import keeps it); labels, keys and simulation truth unchanged. The same prompts as
+    ``devenus import --prompt-format smollm2-worked`` of the same questions."""
+    fmt = chat_format()
     for r in rows:
-        text = r["extra_info"]["question"] + CHAT_SUFFIX
-        r["extra_info"]["question"] = text
-        r["prompt"] = [*ONE_SHOT, {"role": "user", "content": text}]
+        r["prompt"] = fmt.messages(r["extra_info"]["question"])
     return rows
 
 
@@ -140,22 +146,34 @@ def chat_pool(cache_dir: str | Path | None = None, size: int = 32) -> Path:
     from devenus.records.versions import write_version
     from devenus.testbed.build import default_cache_dir
 
-    out = Path(cache_dir or default_cache_dir()) / "select_pool" / f"smollm2-chat-{size}-d12-1shot.parquet"
+    fmt = chat_format()
+    # (the format's hash in the name: a pool cached under another phrasing is never reused)
+    out = Path(cache_dir or default_cache_dir()) / "select_pool" / f"smollm2-chat-{size}-d12-{fmt.sha256()[:12]}.parquet"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_version(chat_pool_rows(size), out, rule="select-smollm2-pool", config={"size": size, "suffix": CHAT_SUFFIX, "one_shot": list(ONE_SHOT)})
+        write_version(chat_pool_rows(size), out, rule="select-smollm2-pool",
+                      config={"size": size, "prompt_format": {"name": FORMAT_NAME, "sha256": fmt.sha256(), **fmt.to_dict()}})
     return out
 
 
+#: data.max_response_length of :func:`run_config`. Measured on 16 mathematics_dataset interpolate questions
+#: (add_or_sub, place_value) x 2 samples, smollm2-worked, T=1.0, 256-token cap (docs/smollm2.md): every
+#: boxed answer came within 58 tokens, and no response past 96 boxed one; a longer cap would cut fewer
+#: responses (34% at 96, 12.5% at 256) but buy no reward, only longer rollouts on the CPU.
+RESPONSE_LENGTH = 96
+
+
 def run_config(method: str, train_file: str | Path, val_file: str | Path, steps: int = 2, prompts: int = 4,
-               rollouts: int = 4, val_n: int = 2, model: str | Path | None = None, **kw):
+               rollouts: int = 4, val_n: int = 2, model: str | Path | None = None,
+               max_response_length: int = RESPONSE_LENGTH, **kw):
     """A training run of ``python -m devenus.train`` on this model sized for 1-2 CPU cores (4 prompts x
-    4 rollouts, 96 new tokens, one validation batch): a :class:`devenus.runs.testbed.RunConfig`, so
-    ``devenus.runs.testbed.run`` launches it (used by its extended test and bench/smollm2_phases.py)."""
+    4 rollouts, :data:`RESPONSE_LENGTH` new tokens, one validation batch): a
+    :class:`devenus.runs.testbed.RunConfig`, so ``devenus.runs.testbed.run`` launches it (used by its
+    extended test and bench/smollm2_phases.py)."""
     from devenus.runs.testbed import RunConfig
 
     return RunConfig(method=method, steps=steps, prompts_per_step=prompts, rollouts_per_prompt=rollouts, lr=1e-6,
-                     max_response_length=96, val_n=val_n, train_file=str(train_file), val_files=(str(val_file),),
+                     max_response_length=max_response_length, val_n=val_n, train_file=str(train_file), val_files=(str(val_file),),
                      model_dir=str(model or model_dir()),
                      # SmolLM2's template adds a system turn: with the worked turn a prompt is ~90 tokens
                      max_prompt_length=PROMPT_LENGTH,

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from devenus.records import RecordError, import_file, importer
+from devenus.records.prompts import Example, PromptFormat
 
 WS = ["", " ", "\t", "\u3000", "\x1c"]
 PLAIN_Q = ["Tom has {} apples and buys 4 more.", "What is {} times 7?", "A farm sells {} eggs."]
@@ -49,7 +50,13 @@ INPUTS = {
     "answers missing": dict(missing=True),
 }
 OPTIONS = [dict(), dict(labeled="auto"), dict(labeled=False), dict(labeled=False, hidden_answers=False),
-           dict(labeled="auto", dedupe="exact"), dict(system_prompt="Be brief.", prompt_template="Q: {question}\nA:")]
+           dict(labeled="auto", dedupe="exact"), dict(system_prompt="Be brief.", prompt_template="Q: {question}\nA:"),
+           # prompt formats: the registered worked one, it with its system text replaced, and one of a
+           # system text and two worked turns (the fixed messages before every row's question)
+           dict(prompt_format="smollm2-worked"), dict(prompt_format="smollm2-worked", system_prompt="Be brief."),
+           dict(labeled="auto", prompt_format=PromptFormat(
+               system="You are exact.", instruction="Q: {question}\nA:",
+               examples=(Example("1 + 1?", "\\boxed{2}"), Example("Tom has 3 apples and eats one.", "\\boxed{2}"))))]
 
 
 def _import(src, out, opts):

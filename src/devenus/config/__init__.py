@@ -4,7 +4,8 @@
 A config is a dataclass deriving from :class:`Config` whose keys are declared with :func:`option` (default,
 one line of help, bounds, choices) or :func:`section` (a nested config). Types come from the annotations:
 ``bool``, ``int``, ``float``, ``str``, ``X | None``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``,
-``Any`` and another :class:`Config` (a nested section, built from a mapping). Checked on construction:
+``Any`` and another :class:`Config` (a nested section, built from a mapping; a list of them, each built
+from one). Checked on construction:
 the type (a bool is not an int; an int is a float), bounds (NaN and inf are never a number), choices,
 unknown keys (with a did-you-mean), required keys; then :meth:`Config.check` for rules across keys.
 Every error is one :class:`ConfigError` line naming the full key path and what was expected, and how to
@@ -185,6 +186,9 @@ def _coerce(root: type, rel: str, tp, value, meta: Mapping[str, Any]):
             raise _Bad(f"a list of {plural}" if plural else "a list")
         if meta.get("length") is not None and len(value) != meta["length"]:
             raise _Bad(f"a list of {meta['length']} items")
+        if _is_section(item):  # a list of sections: each built on its own, errors name `key[i].sub`
+            out = [_field_value(root, f"{rel}[{i}]", item, {}, v) for i, v in enumerate(value)]
+            return tuple(out) if origin is tuple else out
         out = []
         for v in value:
             v, error = _check_scalar(item, v, meta)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from devenus.commands import fraction, run_command
 from devenus.config import arg_type
+from devenus.records.prompts import FORMATS
 
 _LABELED = {"true": True, "false": False, "auto": "auto"}
 
@@ -47,10 +48,15 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="same as --labeled false")
     parser.add_argument("--no-hidden-answers", action="store_true",
                         help="with unlabeled rows, drop answers instead of keeping them as simulation truth")
-    parser.add_argument("--system-prompt", help="system message put before each question")
+    parser.add_argument("--prompt-format", metavar="NAME|FILE.yaml",
+                        help=f"how a question becomes the prompt's chat messages: a registered format ({', '.join(FORMATS)}) "
+                             "or a YAML file with the keys system, examples [{user, assistant}], instruction "
+                             "(default: plain; docs/records.md)")
+    parser.add_argument("--system-prompt", help="system message put before each question (replaces the format's)")
     parser.add_argument("--prompt-template",
-                        help="user message template with a {question} placeholder (default: the question, then "
-                             "a request to put the final answer in \\boxed{}; '{question}' = the bare question)")
+                        help="user message template with a {question} placeholder, replacing the format's instruction "
+                             "(default: the question, then a request to put the final answer in \\boxed{}; "
+                             "'{question}' = the bare question)")
     parser.add_argument("--dedupe", choices=["exact"], default=None,
                         help="exact: a record whose prompt and target repeat an earlier one's is left out (the "
                              "first is kept, with its key); the same prompt with another target is kept and "
@@ -79,6 +85,7 @@ def run_import(args: argparse.Namespace) -> int:
         ability=args.ability,
         system_prompt=args.system_prompt,
         prompt_template=args.prompt_template,
+        prompt_format=args.prompt_format,
         hidden_answers=not args.no_hidden_answers,
         from_verl=args.from_verl,
         dedupe=args.dedupe,

@@ -51,6 +51,7 @@ from typing import Any
 
 from .columnar import PY_WHITESPACE
 from .io import check_input
+from .prompts import DEFAULT_CHOICE_TEMPLATE, DEFAULT_PROMPT_TEMPLATE, PromptFormat, prompt_format
 from .rows import make_row
 from .schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED
 from .validate import Issue, RecordError, as_rows, to_python, validate_rows
@@ -78,12 +79,6 @@ CHOICE_ANSWER_FIELDS: tuple[str, ...] = ("answerKey", "answer", "answer_index", 
 GPQA_CORRECT = "Correct Answer"
 GPQA_INCORRECT: tuple[str, ...] = ("Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
 
-#: the user message of an imported question: ask for a boxed final answer, as the verifier reads it
-DEFAULT_PROMPT_TEMPLATE = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
-#: the same for multiple choice: the answer is the option's letter
-DEFAULT_CHOICE_TEMPLATE = (
-    "{question}\n\nPlease reason step by step, and put the letter of the correct option within \\boxed{}."
-)
 
 RAW_FORMATS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",
@@ -1134,6 +1129,16 @@ class ImportOptions:
     from_verl: bool = False
     #: None (every record is a row) or "exact": exact repeats of a prompt and its target collapsed
     dedupe: str | None = None
+    #: a registered format's name, a format file or a PromptFormat (None: "plain"); system_prompt and
+    #: prompt_template, when given, replace its system text and instruction
+    prompt_format: str | os.PathLike[str] | PromptFormat | None = None
+
+    @functools.cached_property
+    def format(self) -> tuple[str, PromptFormat]:
+        """``(name, format)`` the prompts are built by (system_prompt / prompt_template applied)."""
+        name, fmt = prompt_format(self.prompt_format)
+        # (an empty system_prompt is none, as it always was)
+        return name, fmt.replace(system=self.system_prompt or None, instruction=self.prompt_template)
 
     def check(self) -> None:
         if self.dedupe not in DEDUPE_MODES:
@@ -1144,8 +1149,12 @@ class ImportOptions:
             raise ValueError(f"labeled must be True, False or 'auto', got {self.labeled!r}")
         if self.prompt_template is not None and "{question}" not in self.prompt_template:
             raise ValueError("prompt_template must contain the placeholder '{question}'")
-        if self.from_verl and (self.prompt_template is not None or self.system_prompt is not None):
-            raise ValueError("a verl file's prompt is used as it is: --prompt-template and --system-prompt do not apply with --from-verl")
+        if self.from_verl and (self.prompt_template is not None or self.system_prompt is not None
+                               or self.prompt_format is not None):
+            raise ValueError("a verl file's prompt is used as it is: --prompt-format, --prompt-template and "
+                             "--system-prompt do not apply with --from-verl")
+        if not self.from_verl:
+            self.format  # noqa: B018  (an unknown name or a bad file fails here, before any input is read)
         if self.from_verl and (self.question_field or self.answer_field):
             raise ValueError("--from-verl reads prompt[-1].content and reward_model.ground_truth; --question-field/--answer-field do not apply")
 
@@ -1154,6 +1163,11 @@ class ImportOptions:
         cfg = {k: getattr(self, k) for k in self.__dataclass_fields__}
         if cfg["dedupe"] is None:  # (absent when off: an import without it has the manifest it always had)
             del cfg["dedupe"]
+        if self.from_verl:
+            del cfg["prompt_format"]
+        else:  # the format by name and by content: the same name may hold other texts (a file edited)
+            name, fmt = self.format
+            cfg["prompt_format"] = {"name": name, "sha256": fmt.sha256()}
         return cfg
 
 
@@ -1204,7 +1218,6 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
     except ValueError as exc:
         return Outcome(issue=Issue(rec.pos, key, fm.difficulty or "", f"{exc}{_at(rec)}"))
     extra["family"] = _family(rec.data.get(fm.family)) if fm.family else None
-    template = opts.prompt_template
     if fm.choices:
         got = choice_question(fm, rec, question)
         if isinstance(got, str):
@@ -1212,20 +1225,16 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
         content, texts, letter = got
         extra["choices"] = texts
         labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, None, letter, checked=True)
-        template = template or DEFAULT_CHOICE_TEMPLATE
     else:
         content = question
         labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, rec.data.get(fm.answer) if fm.answer else None)
-        template = template or DEFAULT_PROMPT_TEMPLATE
     if early is not None:
         return early
     row = make_row(
         data_source=opts.data_source or opts.source, index=key, source=opts.source,
-        question=template.replace("{question}", content), ground_truth=target, labeled=labeled,
-        split=opts.split, ability=opts.ability or "math", system_prompt=opts.system_prompt,
-        extra=extra, simulation=sim, validate=False,
+        prompt=opts.format[1].messages(content, choice=bool(fm.choices)), ground_truth=target, labeled=labeled,
+        split=opts.split, ability=opts.ability or "math", extra=extra, simulation=sim, validate=False,
     )
-    row[EXTRA_INFO]["question"] = question
     return Outcome(row=row, hidden=sim is not None)
 
 
@@ -1463,20 +1472,25 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         hidden = pa.nulls(m, string)
 
     schema = records_schema()
-    template = opts.prompt_template or DEFAULT_PROMPT_TEMPLATE
+    fmt = opts.format[1]
+    template = fmt.template()
     # template.replace("{question}", q) for every q: the template's pieces joined with the question
-    # (ImportOptions.check: the template has the placeholder)
+    # (PromptFormat.check: the template has the placeholder)
     pieces = template.split("{question}")
     users = pc.binary_join_element_wise(*[x for piece in pieces[:-1] for x in (piece, qs)], pieces[-1], "")
     msg_type = schema.field("prompt").type.value_type
-    if opts.system_prompt:  # (as make_row: a system message first where there is one)
-        roles = pa.array(["system", "user"], string).take(pa.array(np.tile(np.array([0, 1]), m)))
-        at = np.zeros(2 * m, dtype=np.int64)
-        at[1::2] = np.arange(1, m + 1)
-        contents = pa.concat_arrays([pa.array([opts.system_prompt], string), users]).take(pa.array(at))
-        step = 2
-    else:
-        roles, contents, step = pa.repeat(pa.scalar("user", string), m), users, 1
+    # as PromptFormat.messages: the format's fixed messages (system, worked turns), then each row's question;
+    # row i's contents are prefix[0..k-1] and users[i], taken from one array [*prefix, *users]
+    prefix = fmt.prefix(template)
+    k = len(prefix)
+    step = k + 1
+    if k:
+        roles = pa.array([p["role"] for p in prefix] + ["user"], string).take(pa.array(np.tile(np.arange(step), m)))
+        at = np.tile(np.arange(step, dtype=np.int64), m)
+        at[k::step] = k + np.arange(m)
+        contents = pa.concat_arrays([pa.array([p["content"] for p in prefix], string), users]).take(pa.array(at))
+    else:  # (one message a row: the user texts as they are, not copied by a take)
+        roles, contents = pa.repeat(pa.scalar("user", string), m), users
     messages = pa.StructArray.from_arrays([roles, contents], fields=list(msg_type))
     prompt = pa.ListArray.from_arrays(pa.array(np.arange(0, step * m + 1, step, dtype=np.int32)), messages,
                                       type=schema.field("prompt").type)
@@ -1616,6 +1630,8 @@ class ImportSummary:
     conflicts_listed: tuple[str, ...] = ()
     #: input columns no record field is made from (their values are not in the output), sorted
     not_imported: tuple[str, ...] = ()
+    #: the prompt format given (its name and hash), "" when none was (the default, plain)
+    prompt_format: str = ""
 
     def describe(self, max_refusals: int = 20) -> str:
         keys = f"id field {self.id_field!r}" if self.id_field else "question hash"
@@ -1626,6 +1642,8 @@ class ImportSummary:
         )
         if self.choices:
             text += f"; multiple choice ({self.choices}), targets are option letters"
+        if self.prompt_format:
+            text += f"; prompts by format {self.prompt_format}"
         if self.not_imported:
             names = ", ".join(repr(c) for c in self.not_imported[:20])
             more = f" and {len(self.not_imported) - 20} more" if len(self.not_imported) > 20 else ""
@@ -1829,7 +1847,14 @@ class _Pipeline:
             duplicates=d.duplicates if d else 0, conflicts=d.conflicts if d else 0,
             conflicts_listed=tuple(d.listed) if d else (),
             not_imported=tuple(sorted(set(self.columns) - self.fields.reads())),
+            prompt_format=self._format_said(),
         )
+
+    def _format_said(self) -> str:
+        if self.opts.prompt_format is None:
+            return ""
+        name, fmt = self.opts.format
+        return f"{name!r} (sha256 {fmt.sha256()[:12]})"
 
 
 def import_raw_with_summary(path_or_rows: Any, **options: Any) -> tuple[list[dict[str, Any]], ImportSummary]:
