@@ -55,6 +55,10 @@ def test_every_method_declares_the_metrics_that_judge_it():
     assert set().union(*got.values()) == MECHANISM_METRICS
     with pytest.raises(ValueError, match="unknown mechanism metrics"):
         MechanismMeter(frozenset({"vibes"}))
+    from devenus.online.mechanism import PROPOSAL_RULES
+    from devenus.online.refine import nl_olr2, trapo2
+
+    assert PROPOSAL_RULES == {"proposed_correction": nl_olr2.RULE, "promotion": trapo2.RULE}
 
 
 # ------------------------------------------------------------------------------ pseudo targets
@@ -69,7 +73,7 @@ def test_pseudo_target_precision_and_coverage_for_ttrl():
     b, hidden = ttrl_step()
     m, _ = step(StepRules(WeakTrainerInterface.get("ttrl").build(), grade=exact_grade), b, hidden)
     got = mech(m)
-    assert got == {"pseudo_target/groups": 3, "pseudo_target/given": 2, "pseudo_target/right": 1,
+    assert got == {"pseudo_target/seen": 3, "pseudo_target/given": 2, "pseudo_target/right": 1,
                    "pseudo_target/coverage": pytest.approx(2 / 3), "pseudo_target/precision": 0.5}
     assert m["devenus/target/accuracy"] == 0.5  # the older name, computed by the same count
 
@@ -139,8 +143,9 @@ def test_admitted_and_rejected_pseudo_label_precision_for_trapo():
     m, d = step(rules, b, truth_of(b, truth))
     # warm-up: every unlabeled group rejected; pseudo labels are majorities: u 7 (right), v none (tie), w 3 (wrong)
     assert not d.admit[8:].any()
-    assert mech(m) == {"admission/admitted": 0, "admission/rejected": 3, "admission/admitted_right": 0,
-                       "admission/rejected_right": 1, "admission/rejected_precision": 0.5}
+    assert mech(m) == {"admission/admitted": 0, "admission/rejected": 3, "admission/admitted_labeled": 0,
+                       "admission/admitted_right": 0, "admission/rejected_labeled": 2, "admission/rejected_right": 1,
+                       "admission/rejected_precision": 0.5}
     b = visit(2, 6, 6)
     m, d = step(rules, b, truth_of(b, truth))
     assert list(d.admit[8:16]) == [True] * 8 and not d.admit[16:].any()
@@ -195,7 +200,7 @@ def test_promotion_precision_and_recall_for_trapo2():
                         ("liar", False, "", answers("6", n)), ("flat", False, "", answers("4", 8))], s)
         met, _ = step(rules, b, truth_of(b, truth))
         met.update(rules.evidence_metrics(m.pop_evidence()))
-    assert mech(met) == {"promotion/seen": 3, "promotion/proposed": 2, "promotion/right": 1,
+    assert mech(met) == {"promotion/seen": 3, "promotion/given": 2, "promotion/right": 1,
                          "promotion/precision": 0.5, "promotion/recall": pytest.approx(1 / 3)}
     assert rules.evidence_metrics([]) == {}  # nothing seen since: nothing judged
 

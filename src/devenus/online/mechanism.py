@@ -2,8 +2,9 @@
 
 The hidden truth is ``simulation.hidden_answer`` (the testbed keeps every question's answer there, a
 noisy label keeps its true answer there, and ``devenus data hide-labels`` moves a hidden target there).
-It reaches this module and :mod:`devenus.online.diagnostics` only, never a method, a reward or an
-advantage. Real data has no such column: the metrics are then not logged (one line says so, once).
+Besides the simulated noise redraw (:mod:`devenus.online.noise`, which must avoid the true answer), only
+this module and :mod:`devenus.online.diagnostics` read it: never a method, a reward or an advantage. Real
+data has no such column: the metrics are then not logged (one line says so, once).
 
 Each method declares the metrics that apply to it in ``OnlineMethod.mechanism_metrics``
 (:data:`MECHANISM_METRICS`); :class:`MechanismMeter`, held by :class:`devenus.online.step.StepRules`,
@@ -41,7 +42,8 @@ from devenus.online.rollouts import RolloutBatch
 PREFIX = "devenus/mechanism"
 MECHANISM_METRICS = frozenset({
     "pseudo_target", "reward_auroc", "admission", "correction", "proposed_correction", "promotion"})
-#: the kinds judged on evidence rows (proposals), with the rule name their proposals carry
+#: the kinds judged on evidence rows (proposals), with the rule name their proposals carry (the ``RULE``
+#: of :mod:`devenus.online.refine.nl_olr2` and :mod:`devenus.online.refine.trapo2`)
 PROPOSAL_RULES = {"proposed_correction": "correct", "promotion": "promote"}
 NO_TRUTH_NOTE = ("[devenus] mechanism metrics ({kinds}) are off: the training data has no "
                  "simulation.hidden_answer (real data)")
@@ -53,11 +55,6 @@ def _same(a: Any, b: Any) -> bool:
     return equivalent(None if a in (None, "") else str(a), None if b in (None, "") else str(b))
 
 
-def _ratio(out: dict[str, float], name: str, num: float, den: float) -> None:
-    if den:
-        out[name] = num / den
-
-
 def _majority(preds: Iterable[str | None]) -> str | None:
     from devenus.verify import majority_vote
 
@@ -65,24 +62,44 @@ def _majority(preds: Iterable[str | None]) -> str | None:
 
 
 # ------------------------------------------------------------------------------ per-kind counts (pure)
-def pseudo_target_counts(view: RolloutBatch, constructed: np.ndarray, hidden: np.ndarray) -> Counter:
+#: per kind, each ratio as (numerator count, denominator count); the counts are logged beside it
+RATIOS = {
+    "pseudo_target": {"coverage": ("given", "seen"), "precision": ("right", "given")},
+    "promotion": {"precision": ("right", "given"), "recall": ("right", "seen")},
+    "admission": {"admitted_precision": ("admitted_right", "admitted_labeled"),
+                  "rejected_precision": ("rejected_right", "rejected_labeled")},
+    "correction": {"precision": ("changed_wrong", "changed"), "recall": ("fixed", "wrong")},
+    "proposed_correction": {"precision": ("changed_wrong", "changed"), "recall": ("fixed", "wrong")},
+}
+
+
+def summary(kind: str, c: Counter) -> dict[str, float]:
+    """The counts of one kind and the ratios :data:`RATIOS` defines over them (a zero denominator: no ratio)."""
+    names = set(c) | {n for pair in RATIOS[kind].values() for n in pair}
+    out = {k: float(c[k]) for k in sorted(names)}
+    for name, (num, den) in RATIOS[kind].items():
+        if c[den]:
+            out[name] = c[num] / c[den]
+    return out
+
+
+def answer_counts(answers: Iterable, truth: Iterable) -> Counter:
+    """One entry per group: the answer it was given (a target or a proposal; None: none) and its hidden
+    answer (None: not judged). Counts ``seen``, ``given`` and ``right`` (given and equal to the truth)."""
     c: Counter = Counter()
-    for rows in view.groups():
-        r = rows[0]
-        if view.labeled[rows].all() or hidden[r] is None:
+    for a, h in zip(answers, truth):
+        if h is None:
             continue
-        c["groups"] += 1
-        if constructed[r] is not None:
-            c["given"] += 1
-            c["right"] += _same(constructed[r], hidden[r])
+        c["seen"] += 1
+        c["given"] += a is not None
+        c["right"] += a is not None and _same(a, h)
     return c
 
 
-def pseudo_target_metrics(c: Counter) -> dict[str, float]:
-    out = {k: float(c[k]) for k in ("groups", "given", "right")}
-    _ratio(out, "coverage", c["given"], c["groups"])
-    _ratio(out, "precision", c["right"], c["given"])
-    return out
+def pseudo_target_counts(view: RolloutBatch, constructed: np.ndarray, hidden: np.ndarray) -> Counter:
+    """:func:`answer_counts` over the groups not wholly labeled, given their constructed targets."""
+    firsts = [rows[0] for rows in view.groups() if not view.labeled[rows].all()]
+    return answer_counts([constructed[r] for r in firsts], [hidden[r] for r in firsts])
 
 
 def correct_rows(view: RolloutBatch, hidden: np.ndarray) -> np.ndarray:
@@ -102,7 +119,8 @@ def reward_auroc_metrics(reward: np.ndarray, correct: np.ndarray) -> dict[str, f
 
 
 def admission_counts(view: RolloutBatch, keep: np.ndarray, hidden: np.ndarray) -> Counter:
-    c: Counter = Counter()
+    """Unlabeled groups admitted / rejected; of those with a pseudo label (``_labeled``), how many are right."""
+    c: Counter = Counter(admitted=0, rejected=0)
     for rows in view.groups():
         r = rows[0]
         if view.labeled[rows].all() or hidden[r] is None:
@@ -110,17 +128,9 @@ def admission_counts(view: RolloutBatch, keep: np.ndarray, hidden: np.ndarray) -
         side = "admitted" if keep[r] else "rejected"
         label = view.target[r] if view.target[r] not in (None, "") else _majority(view.pred[i] for i in rows)
         c[side] += 1
-        if label is not None:
-            c[f"{side}_labeled"] += 1
-            c[f"{side}_right"] += _same(label, hidden[r])
+        c[f"{side}_labeled"] += label is not None
+        c[f"{side}_right"] += label is not None and _same(label, hidden[r])
     return c
-
-
-def admission_metrics(c: Counter) -> dict[str, float]:
-    out = {k: float(c[k]) for k in ("admitted", "rejected", "admitted_right", "rejected_right")}
-    _ratio(out, "admitted_precision", c["admitted_right"], c["admitted_labeled"])
-    _ratio(out, "rejected_precision", c["rejected_right"], c["rejected_labeled"])
-    return out
 
 
 def correction_counts(given: Iterable, new: Iterable, truth: Iterable) -> Counter:
@@ -138,32 +148,6 @@ def correction_counts(given: Iterable, new: Iterable, truth: Iterable) -> Counte
         c["changed_wrong"] += changed and wrong
         c["fixed"] += changed and wrong and _same(n, h)
     return c
-
-
-def correction_metrics(c: Counter) -> dict[str, float]:
-    out = {k: float(c[k]) for k in ("seen", "wrong", "changed", "changed_wrong", "fixed")}
-    _ratio(out, "precision", c["changed_wrong"], c["changed"])
-    _ratio(out, "recall", c["fixed"], c["wrong"])
-    return out
-
-
-def promotion_counts(proposed: Iterable, truth: Iterable) -> Counter:
-    """One entry per unlabeled group seen: the proposed answer (None: none), its hidden answer."""
-    c: Counter = Counter()
-    for p, h in zip(proposed, truth):
-        if h is None:
-            continue
-        c["seen"] += 1
-        c["proposed"] += p is not None
-        c["right"] += p is not None and _same(p, h)
-    return c
-
-
-def promotion_metrics(c: Counter) -> dict[str, float]:
-    out = {k: float(c[k]) for k in ("seen", "proposed", "right")}
-    _ratio(out, "precision", c["right"], c["proposed"])
-    _ratio(out, "recall", c["right"], c["seen"])
-    return out
 
 
 # ------------------------------------------------------------------------------ the step's meter
@@ -233,21 +217,20 @@ class MechanismMeter:
                 continue
             after = {str(e["key"]): (e.get("values") or {}).get("after") for e in rows
                      if e.get("kind") == "proposal" and (e.get("values") or {}).get("rule") == rule}
+            keys = [k for k, (lab, _, _) in seen.items() if lab == (kind == "proposed_correction")]
+            truth = [seen[k][2] for k in keys]
             if kind == "promotion":
-                picked = [(after.get(k), h) for k, (lab, _, h) in seen.items() if not lab]
-                m = promotion_metrics(promotion_counts(*zip(*picked))) if picked else {}
+                c = answer_counts([after.get(k) for k in keys], truth)
             else:
-                picked = [(g, after.get(k), h) for k, (lab, g, h) in seen.items() if lab]
-                m = correction_metrics(correction_counts(*zip(*picked))) if picked else {}
-            out.update({f"{PREFIX}/{kind}/{k}": v for k, v in m.items()})
+                c = correction_counts([seen[k][1] for k in keys], [after.get(k) for k in keys], truth)
+            if c:
+                out.update({f"{PREFIX}/{kind}/{k}": v for k, v in summary(kind, c).items()})
         return out
 
     def pop(self) -> dict[str, float]:
         out: dict[str, float] = {}
-        summarise = {"pseudo_target": pseudo_target_metrics, "admission": admission_metrics,
-                     "correction": correction_metrics}
         for kind, c in self._counts.items():
-            out.update({f"{PREFIX}/{kind}/{k}": v for k, v in summarise[kind](c).items()})
+            out.update({f"{PREFIX}/{kind}/{k}": v for k, v in summary(kind, c).items()})
         if self._scores:
             reward = np.concatenate([s[0] for s in self._scores])
             correct = np.concatenate([s[1] for s in self._scores])

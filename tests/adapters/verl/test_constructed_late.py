@@ -48,4 +48,5 @@ def test_constructed_travels_to_the_late_surfaces():
     assert list(batch.non_tensor_batch[S.ADMIT_KEY]) == [False, True, True, False, True, True]
     # b (target 3, truth 3) admitted; c (answers 4 and 5: no pseudo label) rejected
     assert t.rules.mechanism.pop() == {f"devenus/mechanism/admission/{k}": v for k, v in (
-        ("admitted", 1), ("rejected", 1), ("admitted_right", 1), ("rejected_right", 0), ("admitted_precision", 1.0))}
+        ("admitted", 1), ("rejected", 1), ("admitted_labeled", 1), ("admitted_right", 1), ("rejected_labeled", 0),
+        ("rejected_right", 0), ("admitted_precision", 1.0))}
