@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from devenus.online.config import MethodConfig
+from devenus.online.mechanism import MECHANISM_METRICS
 from devenus.online.rollouts import RolloutBatch
 from devenus.signals import DEFAULT_CHUNK_SIZE
 
@@ -65,12 +66,16 @@ class OnlineMethod:
     data_needs: ClassVar[frozenset[str]] = frozenset()
     step_needs: frozenset[str] = frozenset()  # the class's maximum; each instance holds its own
     may_change_labeled: ClassVar[bool] = False
+    #: which mechanism metrics judge this method's supervision against simulation truth
+    #: (:data:`devenus.online.mechanism.MECHANISM_METRICS`; logged only when the data holds the truth)
+    mechanism_metrics: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: MethodConfig | None = None):
         self.config = config if config is not None else self.config_class()
         self._metrics: dict[str, float] = {}
         self.step_needs = frozenset(self.step_needs_from_config())
-        for what, known, value in (("data_needs", DATA_NEEDS, self.data_needs), ("step_needs", STEP_NEEDS, self.step_needs)):
+        for what, known, value in (("data_needs", DATA_NEEDS, self.data_needs), ("step_needs", STEP_NEEDS, self.step_needs),
+                                   ("mechanism_metrics", MECHANISM_METRICS, self.mechanism_metrics)):
             if value - known:
                 raise ValueError(f"{type(self).__name__} declares unknown {what} {sorted(value - known)}; "
                                  f"known: {sorted(known)}")

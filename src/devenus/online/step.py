@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from devenus.online import diagnostics as diag
+from devenus.online.mechanism import MechanismMeter
 from devenus.online.method import AFTER_LOG_PROB, OnlineMethod
 from devenus.online.noise import REDRAW_FIELD, redraw_noisy_targets
 from devenus.online.rollouts import RolloutBatch
@@ -46,6 +47,7 @@ class Targets:
     train_rows: np.ndarray | None
     constructed: np.ndarray  # object, per training row: the substituted target or None
     regraded: np.ndarray  # bool, per training row: its score changed (write it back): substituted or redrawn
+    hidden: np.ndarray | None = None  # simulation truth per training row (diagnostics only; no method sees it)
 
 
 @dataclass
@@ -71,6 +73,7 @@ class StepRules:
         self.method = method
         self._grade = grade or _default_grade
         self.metrics: dict[str, float] = {}
+        self.mechanism = MechanismMeter(method.mechanism_metrics)
 
     # ------------------------------------------------------------------------------ what the adapter must provide
     @property
@@ -104,6 +107,7 @@ class StepRules:
         # simulated active noise first (devenus.online.noise): the method sees the redrawn label as given
         redrawn, noise_metrics = redraw_noisy_targets(view, self._grade)
         self.metrics.update(noise_metrics)
+        given = view.target.copy()  # the labels the method sees (after a simulated redraw), for the mechanism metrics
         new = None
         if m.implements("construct_targets"):
             if train_rows is not None:
@@ -118,17 +122,20 @@ class StepRules:
             self.metrics["devenus/votes/extra_rows"] = len(view) - len(idx)
             view = view.select(idx)
             redrawn = redrawn[idx]
+            given = given[idx]
             new = None if new is None else np.asarray(new, dtype=object)[idx]
             hidden = None if hidden is None else np.asarray(hidden, dtype=object)[idx]
         constructed = np.full(len(view), None, dtype=object)
         regraded = np.zeros(len(view), bool)
+        accepted = None
         if new is not None:
             new = np.asarray(new, dtype=object)
             proposed = np.array([t is not None for t in new], dtype=bool)
             allowed = self.writable(view)
+            accepted = np.where(proposed & allowed, new, None)
             self.metrics["devenus/target/labeled_protected"] = int((proposed & ~allowed).sum())
             if m.may_change_labeled:  # label refinement: how many given labels it overrode, and how well
-                self.metrics.update(correction_metrics(view, np.where(proposed & allowed, new, None), hidden))
+                self.metrics.update(correction_metrics(view, accepted, hidden))
             for i in np.flatnonzero(proposed & allowed):
                 constructed[i] = str(new[i])
                 view.target[i] = constructed[i]
@@ -137,12 +144,14 @@ class StepRules:
         if m.implements("construct_targets"):
             self.metrics.update(diag.target_metrics(view, constructed, hidden))
             self.metrics.update(diag.reward_truth_metrics(view, hidden))
+        self.mechanism.targets(view, given, accepted, constructed, hidden)
         view.fields["constructed"] = regraded.copy()  # S_y's outcome, as S_r / S_b / S_a see it
-        return Targets(view, idx, constructed, regraded | redrawn)  # both rewrite verl's scores
+        return Targets(view, idx, constructed, regraded | redrawn, hidden)  # both rewrite verl's scores
 
     # ------------------------------------------------------------------------------ S_r, S_b, S_a
-    def row_surfaces(self, view: RolloutBatch) -> RowDecisions:
-        """S_r, then S_b and S_a on one view (rewards first: admission and weights may read them)."""
+    def row_surfaces(self, view: RolloutBatch, hidden: np.ndarray | None = None) -> RowDecisions:
+        """S_r, then S_b and S_a on one view (rewards first: admission and weights may read them).
+        ``hidden`` (simulation truth, row-aligned with ``view``) feeds the mechanism metrics only."""
         m = self.method
         view = self.without_truncated_answers(view)
         view.fields.pop(REDRAW_FIELD, None)  # simulation truth: the late view carries it again; no method sees it
@@ -177,6 +186,7 @@ class StepRules:
                                      f"({len(view)} rows)")
                 out.weight = np.where(writable, w, 1.0)  # trusted rows keep w = 1
                 self.metrics["devenus/adv_weight/mean"] = float(out.weight.mean())
+        self.mechanism.rows(view, out.reward, out.reward_rows, out.admit, hidden)
         return out
 
     # ------------------------------------------------------------------------------ before the update
@@ -190,11 +200,17 @@ class StepRules:
         m.update(diag.by_label_state("devenus/reward", reward, labeled, valid))
         m.update(diag.by_label_state("devenus/advantage", advantage, labeled, valid))
         m.update({f"devenus/{self.method.name}/{k}": v for k, v in self.method.pop_metrics().items()})
+        m.update(self.mechanism.pop())
         skip = admit is not None and not np.asarray(admit, bool).any()
         if skip:
             m["devenus/update_skipped"] = 1  # nothing admitted: no gradient step this time
         self.metrics = {}
         return skip, m
+
+    def evidence_metrics(self, rows: list[dict]) -> dict[str, float]:
+        """Mechanism metrics of the proposals among the step's evidence rows (the adapter hands over every
+        step's rows, empty or not, right after popping them from the method)."""
+        return self.mechanism.evidence(rows)
 
 
 def correction_metrics(view: RolloutBatch, constructed: np.ndarray, hidden: np.ndarray | None) -> dict[str, float]:

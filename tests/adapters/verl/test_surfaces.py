@@ -157,3 +157,26 @@ def test_methods_never_see_simulation_truth():
 
     values = [getattr(view, f) for f in view.__dataclass_fields__]
     assert not [v for v in walk(values) if isinstance(v, str) and ("SECRET-4242" in v or v == "simulation")]
+
+
+def test_proposals_are_judged_against_simulation_truth_when_the_evidence_is_written():
+    """TraPO v2's promotion proposals reach the mechanism metrics through the adapter's evidence path."""
+    from devenus.online.refine.trapo2 import TraPO2
+
+    t = bare_trainer(TraPO2())
+    written = []
+    t._evidence = SimpleNamespace(extend=written.extend, flush=lambda: None)  # the run's evidence table, in memory
+    metrics = {}
+    for answers in (["7", "7", "1", "2"], ["7", "7", "7", "2"], ["7"] * 4):  # "u" climbs to a promotion of 7
+        prompts = make_batch([10] * 8, [False] * 8, [""] * 8, answers + ["5", "5", "5", "6"], ["u"] * 4 + ["w"] * 4)
+        prompts.non_tensor_batch["simulation"] = np.array([{"hidden_answer": "7"}] * 4 + [{"hidden_answer": "9"}] * 4,
+                                                          dtype=object)
+        outputs = DataProto.from_dict(tensors={k: prompts.batch[k].clone() for k in ("responses", "response_mask", "rm_scores")})
+        t.on_rollouts(prompts, outputs)
+        metrics = {}
+        t._write_evidence(metrics)
+    assert [r["values"]["after"] for r in written if r["kind"] == "proposal"] == ["7"]
+    assert {k: v for k, v in metrics.items() if k.startswith("devenus/mechanism/")} == {
+        "devenus/mechanism/promotion/seen": 2, "devenus/mechanism/promotion/given": 1,
+        "devenus/mechanism/promotion/right": 1, "devenus/mechanism/promotion/precision": 1.0,
+        "devenus/mechanism/promotion/recall": 0.5}

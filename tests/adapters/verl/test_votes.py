@@ -127,6 +127,9 @@ def test_n_votes_m_train_rows_aligned_and_votes_decide():
     assert m["devenus/votes/per_prompt"] == 4 and m["devenus/votes/extra_rows"] == 6
     assert m["devenus/ttrl/votes_per_group"] == 4 and m["devenus/ttrl/tie_share"] == pytest.approx(1 / 3)
     assert m["devenus/target/accuracy"] == 1.0  # pseudo labels (2, 8) vs hidden truth
+    mech = t.rules.mechanism.pop()  # the same truth, through the adapter's path into the mechanism metrics
+    assert mech["devenus/mechanism/pseudo_target/precision"] == 1.0
+    assert mech["devenus/mechanism/pseudo_target/coverage"] == pytest.approx(2 / 3)
 
 
 def test_without_extra_votes_the_wrapper_is_the_plain_path():

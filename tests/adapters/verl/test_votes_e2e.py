@@ -51,4 +51,8 @@ def test_ttrl_vote_on_n_train_on_m_end_to_end(base_testbed, hidden_train, tmp_pa
                     "devenus/target/constructed_share", "actor/grad_norm"):
             assert key in s, key
     assert any("devenus/target/accuracy" in s for s in steps.values())  # pseudo labels vs hidden truth
+    for s in steps.values():  # mechanism metrics in verl's file tracker, against simulation.hidden_answer
+        cov, given = s["devenus/mechanism/pseudo_target/coverage"], s["devenus/mechanism/pseudo_target/given"]
+        assert 0.0 <= cov <= 1.0 and s["devenus/mechanism/pseudo_target/seen"] > 0
+        assert given == 0 or 0.0 <= s["devenus/mechanism/pseudo_target/precision"] <= 1.0
     assert "vote rollouts sampled at temperature 0.6" in log  # the extra votes reached the rollout at T=0.6

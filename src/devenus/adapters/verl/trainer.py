@@ -198,7 +198,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         outputs.non_tensor_batch[surfaces.TARGET_KEY] = view.target.copy()
         outputs.non_tensor_batch[surfaces.CONSTRUCTED_KEY] = view.constructed.copy()
         if not self.rules.after_log_prob:
-            self._write_row_decisions(self.rules.row_surfaces(view), outputs)
+            self._write_row_decisions(self.rules.row_surfaces(view, decided.hidden), outputs)
         return outputs
 
     def _write_row_decisions(self, decided: RowDecisions, data: DataProto) -> None:
@@ -263,7 +263,8 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         }
         if "self_verification" in self.method.step_needs:
             view.fields["self_verification"] = self._self_verification(batch, view)
-        self._write_row_decisions(self.rules.row_surfaces(view), batch)
+        hidden = diagnostics.hidden_answers(batch.non_tensor_batch.get("simulation"))  # mechanism metrics only
+        self._write_row_decisions(self.rules.row_surfaces(view, hidden), batch)
 
     def _self_verification(self, batch: DataProto, view) -> np.ndarray:
         """Per row, the actor's P(yes) verdict on the row's answer (NaN: no answer); one actor pass over
@@ -402,6 +403,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         if not self.method.implements("pop_evidence"):
             return
         rows = self.method.pop_evidence()
+        metrics.update(self.rules.evidence_metrics(rows))  # proposals judged against simulation truth
         if not rows:
             return
         self._evidence_writer()

@@ -112,6 +112,7 @@ class GeoMinConfig(MethodConfig):
 @WeakTrainerInterface.register
 class GeoMin(RefineMethod):
     name = "geomin"
+    mechanism_metrics = frozenset({"admission"})
     config_class = GeoMinConfig
     data_needs = frozenset({"labels", "unlabeled"})
     step_needs = frozenset({HIDDEN_POOLED})

@@ -90,6 +90,7 @@ def correction_proposal(history: list[Visit], config: NLOLR2Config) -> tuple[str
 @WeakTrainerInterface.register
 class NLOLR2(RefineMethod):
     name = "nl_olr2"
+    mechanism_metrics = frozenset({"proposed_correction"})
     config_class = NLOLR2Config
     data_needs = frozenset({"labels"})
 

@@ -53,6 +53,7 @@ def olr_decision(history_answers: list[str | None], pass_rates: list[float], vis
 @WeakTrainerInterface.register
 class OLR(RefineMethod):
     name = "olr"
+    mechanism_metrics = frozenset({"correction"})
     config_class = OLRConfig
     data_needs = frozenset({"labels"})
     may_change_labeled = True

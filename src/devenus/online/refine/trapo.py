@@ -90,6 +90,7 @@ def admit_scored(scores: list[float | None], min_score: float, top_fraction: flo
 @WeakTrainerInterface.register
 class TraPO(RefineMethod):
     name = "trapo"
+    mechanism_metrics = frozenset({"admission"})
     config_class = TraPOConfig
     data_needs = frozenset({"labels", "unlabeled"})
 

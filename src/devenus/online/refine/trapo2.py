@@ -101,6 +101,7 @@ def promotion(history: list[Visit], config: TraPO2Config) -> tuple[str | None, f
 @WeakTrainerInterface.register
 class TraPO2(RefineMethod):
     name = "trapo2"
+    mechanism_metrics = frozenset({"promotion"})
     config_class = TraPO2Config
     data_needs = frozenset({"labels", "unlabeled"})
 

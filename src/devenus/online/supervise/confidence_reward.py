@@ -57,6 +57,7 @@ class ConfidenceMethod(MonitoredState, OnlineMethod):
     data_needs = frozenset({"unlabeled"})
     step_needs = frozenset({"token_stats"})
     score_name = "confidence"
+    mechanism_metrics = frozenset({"reward_auroc"})
 
     def __init__(self, config: ConfidenceConfig | None = None):
         super().__init__(config)

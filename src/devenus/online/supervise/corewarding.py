@@ -48,6 +48,7 @@ def pair_keys(batch: RolloutBatch) -> np.ndarray:
 @WeakTrainerInterface.register
 class CoRewarding(VotingMethod):
     name = "corewarding"
+    mechanism_metrics = frozenset({"pseudo_target"})
     config_class = CoRewardingConfig
     data_needs = frozenset({"unlabeled", "paraphrases"})
 

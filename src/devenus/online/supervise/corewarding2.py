@@ -47,6 +47,7 @@ class CoRewardingIIConfig(MethodConfig):
 @WeakTrainerInterface.register(trainer=TEACHER_TRAINER)
 class CoRewardingII(OnlineMethod):
     name = "corewarding2"
+    mechanism_metrics = frozenset({"pseudo_target"})
     config_class = CoRewardingIIConfig
     data_needs = frozenset({"unlabeled"})
     step_needs = frozenset({"teacher"})

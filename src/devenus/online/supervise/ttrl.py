@@ -32,6 +32,7 @@ class TTRLConfig(VotingConfig):
 @WeakTrainerInterface.register
 class TTRL(VotingMethod):
     name = "ttrl"
+    mechanism_metrics = frozenset({"pseudo_target"})
     config_class = TTRLConfig
     data_needs = frozenset({"unlabeled"})
 

@@ -104,6 +104,7 @@ class Unsupervised(MonitoredState, OnlineMethod):
     """S_r = a weighted sum of per-group-normalised label-free signals, for unlabeled rows."""
 
     name = "unsupervised"
+    mechanism_metrics = frozenset({"reward_auroc"})
     config_class = UnsupervisedConfig
     data_needs = frozenset({"unlabeled"})
     step_needs = frozenset({"token_stats", "self_certainty", "self_verification"})  # the most; see step_needs_from_config
