@@ -56,7 +56,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, Mixing, Transition, seed_list, seeded_pool
+from devenus.experiments.provenance import Mixing, exit_on_mixed
+from devenus.experiments.runner import Arm, Experiment, Transition, seed_list, seeded_pool
 
 NAME = "label_noise"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -212,4 +213,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

@@ -69,7 +69,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, Mixing, pool_train_file, seed_list
+from devenus.experiments.provenance import Mixing, exit_on_mixed
+from devenus.experiments.runner import Arm, Experiment, pool_train_file, seed_list
 
 NAME = "rollout_savings"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -248,4 +249,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

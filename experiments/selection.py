@@ -40,7 +40,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, Mixing, seed_list
+from devenus.experiments.provenance import Mixing, exit_on_mixed
+from devenus.experiments.runner import Arm, Experiment, seed_list
 
 NAME = "selection"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -171,4 +172,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

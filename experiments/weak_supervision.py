@@ -31,7 +31,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from devenus.experiments.runner import Arm, Experiment, Mixing, seed_list
+from devenus.experiments.provenance import Mixing, exit_on_mixed
+from devenus.experiments.runner import Arm, Experiment, seed_list
 
 NAME = "weak_supervision_paired"
 RESULTS = Path(__file__).parent / "results" / NAME
@@ -148,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

@@ -120,7 +120,7 @@ STAND_IN = textwrap.dedent("""
             per_q = {"ID": {"a": 0.5, "b": 0.25}}
             return self._save(name, seed, {"experiment": self.name, "name": name, "seed": seed,
                 "fingerprint": self.fingerprint(self.arm(name)), "base_model": self.base_model_id(),
-                "returncode": 0, "wall_s": 1.5, "startup_s": None,
+                "code": self.code_version(), "returncode": 0, "wall_s": 1.5, "startup_s": None,
                 "per_question": per_q, "accuracy": {"ID": 0.375}, "curves": []})
 
     arms = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
@@ -345,6 +345,29 @@ def test_results_of_two_code_versions_are_refused_unless_allowed(tmp_path):
     same = make(tmp_path / "same")
     _two_seeds(same, lambda name, seed: {**CODE, "commit": "f" * 40} if seed else CODE)
     assert same.comparisons()["grpo_full"]["vs_base"]["seeds"] == [0, 1]
+
+
+def test_a_sweep_that_would_mix_code_versions_is_refused_before_any_run(tmp_path):
+    calls = []
+
+    class StandIn(Experiment):
+        def run_one(self, name, seed, ray=None):
+            calls.append((name, seed))
+            return self._save(name, seed, record(self, name, seed, {"ID": {"q": 0.5}}, code=self._code))
+
+    old = make(tmp_path)
+    _two_seeds(old, lambda name, seed: CODE)
+    new = make(tmp_path)
+    new.__class__ = StandIn
+    new._code = {**CODE, "tree": "tree-b"}
+    with pytest.raises(MixedResults, match=r"commit c0ffeec0ffee \(tree tree-a\) \(base s0,1; grpo_full s0,1; ttrl@10 "
+                                           r"s0,1\) vs commit c0ffeec0ffee \(tree tree-b\) \(base s2; grpo_full s2; "
+                                           r"ttrl@10 s2\)"):
+        new.run([2], shared_ray=False)
+    assert calls == []
+    new.mixing = Mixing(code=True)
+    new.run([2], shared_ray=False)
+    assert sorted(calls) == [(BASE, 2), ("grpo_full", 2), ("ttrl@10", 2)]
 
 
 def test_legacy_results_without_a_code_version_load_as_unrecorded_and_never_pair_with_recorded_ones(tmp_path):

@@ -536,6 +536,10 @@ class Experiment:
                  f"{'one shared Ray head' if shared_ray else 'a Ray start-up per run'}")
         if not todo:
             return []
+        # refused now, not after hours of runs: would the table of what is kept plus what runs mix versions?
+        kept = {k: r for k, r in self.records().items() if k not in set(todo)}
+        will = {k: {"code": self.code_version(), "base_model": self.base_model_id()} for k in todo}
+        check_one_version({**self.finished(kept), **will}, self.mixing, self.name)
         for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
             arm = self.arm(name)
             if arm.transition is not None:
@@ -610,8 +614,9 @@ class Experiment:
         (:class:`~devenus.experiments.provenance.MixedResults`) when they span code versions or weights
         that ``mixing`` does not allow."""
         recs = self.records() if records is None else records
+        names = {BASE} | {a.name for a in self.arms}
         ok = {key: r for key, r in recs.items() if r["returncode"] == 0 and r.get("per_question")
-              and r.get("fingerprint") == self.fingerprint(self.arm(key[0]))}
+              and key[0] in names and r.get("fingerprint") == self.fingerprint(self.arm(key[0]))}
         check_one_version(ok, self.mixing, self.name)
         return ok
 
