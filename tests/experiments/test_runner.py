@@ -584,3 +584,16 @@ def test_a_run_records_every_validation_point_its_metrics_and_its_provenance(tmp
     assert rec["config"]["run"]["train_file"] == str(train) and rec["config"]["run"]["seed"] == 0
     assert rec["config"]["overrides"] == [f"trainer.validation_data_dir={exp.run_dir('grpo_full', 0).resolve() / 'validation'}"]
     assert rec["config"]["trainer"] == {"data": {"n": 4}, "rollout": {"n": 4}}  # resolved
+
+
+def test_an_experiment_script_ends_a_refused_mix_with_its_one_line(capsys):
+    from devenus.experiments.provenance import exit_on_mixed
+
+    def refused():
+        raise MixedResults("t: results of 2 code versions: a (base s0) vs b (base s1); pass --allow-mixed-code ...")
+
+    assert exit_on_mixed(refused) == 2
+    assert capsys.readouterr().err == "error: t: results of 2 code versions: a (base s0) vs b (base s1); pass --allow-mixed-code ...\n"
+    assert exit_on_mixed(lambda: None) is None
+    with pytest.raises(ValueError):  # anything else is not swallowed
+        exit_on_mixed(lambda: int("x"))
