@@ -16,7 +16,8 @@ then go through three vote rules, so only the rule differs, not the extraction:
 
 Reported per N: the share of questions that get a target, the share whose target is "" (no answer),
 the target's accuracy against the gold answer (equivalence), and how often the rule's target differs
-from DE-Venus's. The 95% CI of a share over 200 questions is about +-0.07.
+from DE-Venus's. The 95% CI of a share over 200 questions is about +-0.07. The table also goes to
+``bench/results/reference_votes.json`` (commit, machine, date; ``--no-save``: not).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--votes", type=int, nargs="+", default=[4, 8, 16])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-save", action="store_true", help="print the table only")
     args = ap.parse_args()
 
     from devenus.records import read_records
@@ -63,6 +65,7 @@ def main() -> None:
           f"of all {total} responses: pass@1 {pass1:.3f}, no answer {no_answer:.3f}")
     print(f"{'N':>3s} {'rule':10s} {'target share':>12s} {'empty target':>12s} {'accuracy':>9s} "
           f"{'differs from devenus':>21s}")
+    rows = []
     for n in args.votes:
         ours = [majority_vote(q[:n]).target for q in answers]
         for name, rule in (("devenus", None), ("ttrl-ref", ttrl_ref), ("corew-ref", corew_ref)):
@@ -74,6 +77,13 @@ def main() -> None:
             differs = sum((a or "") != (b or "") and not (a and b and v.equivalent(a, b))
                           for a, b in zip(t, ours)) / len(t)
             print(f"{n:3d} {name:10s} {sum(has) / len(t):12.3f} {empty:12.3f} {acc:9.3f} {differs:21.3f}")
+            rows.append({"votes": n, "rule": name, "target_share": sum(has) / len(t), "empty_target": empty,
+                         "accuracy": acc, "differs_from_devenus": differs})
+    if not args.no_save:
+        from _results import write_result
+
+        print(write_result("reference_votes", {
+            "args": vars(args), "testbed": tb.root.name, "pass_at_1": pass1, "no_answer": no_answer, "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ with a bootstrap 95% interval over questions; and each stage's wall time.
 
     python bench/select_signal_auroc.py [--questions 128] [--samples 8] [--out outputs/select_auroc]
 
+The table also goes to ``bench/results/select_signal_auroc.json`` (commit, machine, date; ``--no-save``: not).
+
 Runs ``devenus select`` generate + score on the first N pool questions (resumable: a rerun reuses the
 shards), then reads the per-question table: "wrong majority" = the majority answer is not the hidden
 answer (no majority counts as wrong). The reference point is chance (0.5); a signal under 0.5 ranks the
@@ -23,6 +25,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--out", default="outputs/select_auroc")
     ap.add_argument("--boot", type=int, default=2000)
+    ap.add_argument("--no-save", action="store_true", help="print the table only")
     a = ap.parse_args()
 
     import torch
@@ -49,6 +52,7 @@ def main() -> None:
     print(f"wrong majority: {wrong.mean():.3f} of questions; mean pass rate {p.mean():.3f}")
     rng = np.random.default_rng(0)
     print(f"{'signal':<16} {'AUROC':>6}  95% bootstrap CI")
+    rows = []
     for s in signals:
         u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], dtype=float)
         auc = auroc(u, wrong)
@@ -60,6 +64,13 @@ def main() -> None:
                 boots.append(b)
         lo, hi = np.percentile(boots, [2.5, 97.5])
         print(f"{s:<16} {auc:6.3f}  [{lo:.3f}, {hi:.3f}]")
+        rows.append({"signal": s, "auroc": float(auc), "ci95": [float(lo), float(hi)]})
+    if not a.no_save:
+        from _results import write_result
+
+        print(write_result("select_signal_auroc", {
+            "args": vars(a), "wrong_majority_share": float(wrong.mean()), "mean_pass_rate": float(p.mean()),
+            "generate_s": round(t1 - t0, 1), "score_s": round(t2 - t1, 1), "signals": rows}))
 
 
 if __name__ == "__main__":

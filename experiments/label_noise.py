@@ -56,6 +56,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from devenus.experiments.provenance import Mixing, exit_on_mixed
 from devenus.experiments.runner import Arm, Experiment, Transition, seed_list, seeded_pool
 
 NAME = "label_noise"
@@ -191,8 +192,10 @@ def main() -> None:
     ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
     ap.add_argument("--work", default=f"outputs/{NAME}")
     ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
+    Mixing.add_flags(ap)
     args = ap.parse_args()
     exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
+    exp.mixing = Mixing.from_args(args)
     if args.report:
         print(exp.report())
         return
@@ -210,4 +213,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

@@ -69,6 +69,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from devenus.experiments.provenance import Mixing, exit_on_mixed
 from devenus.experiments.runner import Arm, Experiment, pool_train_file, seed_list
 
 NAME = "rollout_savings"
@@ -183,11 +184,11 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
 
 
 def write_report(exp: Experiment) -> str:
-    from devenus.experiments.curves import accuracy_curve
+    from devenus.experiments.curves import accuracy_curve, base_run
     from devenus.records.io import write_text_atomic
 
     table = exp.report()
-    recs = {k: r for k, r in exp.records().items() if r["returncode"] == 0 and r.get("per_question")}
+    recs = exp.finished()  # the report's results: one code version and one set of weights unless allowed
     text, numbers = savings_table(recs)
     out = exp.results.parent
     write_text_atomic(out / f"{NAME}_curves.md", text)
@@ -204,7 +205,7 @@ def write_report(exp: Experiment) -> str:
                 for (name, seed), r in sorted(recs.items()):
                     if name == arm:
                         try:
-                            runs.append(accuracy_curve(r, recs.get(("base", seed))))
+                            runs.append(accuracy_curve(r, base_run(recs, r)))
                         except (KeyError, ValueError):
                             pass  # named in the savings table's notes
                 panels[title][arm] = runs
@@ -230,11 +231,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, help="override the budget's steps (a smoke test; results go elsewhere)")
     ap.add_argument("--work", default=f"outputs/{NAME}")
     ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the tables beside it")
+    Mixing.add_flags(ap)
     args = ap.parse_args()
     if args.steps is not None and Path(args.results).resolve() == RESULTS.resolve():
         ap.error("--steps is for smoke tests: give --results (and --work) outside experiments/results")
     budget = BUDGET if args.steps is None else Budget(**{**asdict(BUDGET), "steps": args.steps})
     exp = experiment(Path(args.results), Path(args.work), budget, run_timeout_s=args.run_timeout or None)
+    exp.mixing = Mixing.from_args(args)
     if args.report:
         print(write_report(exp))
         return
@@ -246,4 +249,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from devenus.experiments.provenance import Mixing, exit_on_mixed
 from devenus.experiments.runner import Arm, Experiment, seed_list
 
 NAME = "weak_supervision_paired"
@@ -132,8 +133,10 @@ def main() -> None:
                     help="seconds before a run is killed and recorded as failed (a rollout server that errors leaves verl waiting forever)")
     ap.add_argument("--work", default="outputs/weak_supervision")
     ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
+    Mixing.add_flags(ap)
     args = ap.parse_args()
     exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
+    exp.mixing = Mixing.from_args(args)
     if args.report:
         print(exp.report())
         return
@@ -146,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_on_mixed(main))

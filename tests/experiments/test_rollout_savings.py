@@ -233,3 +233,35 @@ def test_the_curve_picture_draws_one_line_per_arm_and_seed(tmp_path):
     assert out == tmp_path / "c.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot_curves("t", {"against grpo": {"grpo": []}}, tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
+
+
+def test_write_report_refuses_mixed_weights_and_never_starts_a_curve_at_another_models_base(rs, tmp_path, monkeypatch):
+    """Seed 1's base run is of other weights: the report is refused; allowed, seed 1's curves start at
+    their first validation point, not at the other model's step-0 accuracy."""
+    pytest.importorskip("matplotlib")
+    import devenus.experiments.plot as plot
+    from devenus.experiments.provenance import MixedResults, Mixing
+
+    exp = rs.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work", validation={"test_id": tmp_path / "v.parquet"})
+    exp.log = lambda s: None
+    code = {"commit": None, "dirty": None, "version": "0.1.0", "tree": "tree-a"}
+
+    def save(r):
+        r = {**r, "experiment": rs.NAME, "fingerprint": exp.fingerprint(exp.arm(r["name"])), "code": code,
+             "returncode": 0, "per_question": {"ID": {"q": r["accuracy"]["ID"]}}, "wall_s": 1.0, "startup_s": None,
+             "val_samples": 4, "curves": r.get("curves", [])}
+        exp._save(r["name"], r["seed"], r)
+
+    for seed in (0, 1):
+        save(base(seed, acc=0.25 if seed == 0 else 0.40, weights="w1" if seed == 0 else "w2"))
+        save(record("grpo", seed, [100] * 10, {5: 0.3, 10: 0.5}))
+        save(record("grpo+ds", seed, [100] * 10, {5: 0.4, 10: 0.5}))
+    with pytest.raises(MixedResults, match=r"w1 \(base s0; grpo s0,1; grpo\+ds s0,1\) vs w2 \(base s1\)"):
+        rs.write_report(exp)
+    drawn = {}
+    monkeypatch.setattr(plot, "plot_curves", lambda name, panels, out, targets: drawn.update(panels))
+    exp.mixing = Mixing(weights=True)
+    rs.write_report(exp)
+    seed0, seed1 = drawn["against grpo"]["grpo"]
+    assert seed0 == [(0.0, 0.25), (500.0, 0.3), (1000.0, 0.5)]  # from its own base run
+    assert seed1 == [(500.0, 0.3), (1000.0, 0.5)]  # the w2 base run is another model's step 0

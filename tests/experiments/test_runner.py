@@ -12,25 +12,28 @@ import time
 
 import pytest
 
+from devenus.experiments.provenance import MixedResults, Mixing
 from devenus.experiments.runner import BASE, Arm, Experiment
 
 ARMS = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
 
 
 MODEL = "weights-a"  # stands in for the hash of the base model's weights (no testbed needed here)
+CODE = {"commit": "c0ffee" * 6 + "abcd", "dirty": False, "version": "0.1.0", "tree": "tree-a"}  # a code version
 
 
-def make(tmp_path, budget=None, model=MODEL) -> Experiment:
+def make(tmp_path, budget=None, model=MODEL, mixing=Mixing()) -> Experiment:
     exp = Experiment("t", ARMS, budget or {"steps": 2}, results=tmp_path / "results" / "t", work=tmp_path / "work",
-                     log=lambda s: None)
+                     log=lambda s: None, mixing=mixing)
     exp._base_model_id = model
+    exp._code = CODE
     return exp
 
 
-def record(exp: Experiment, name: str, seed: int, per_q: dict, rc: int = 0, model=MODEL) -> dict:
+def record(exp: Experiment, name: str, seed: int, per_q: dict, rc: int = 0, model=MODEL, code=CODE) -> dict:
     acc = {g: sum(v.values()) / len(v) for g, v in per_q.items()}
     return {"experiment": exp.name, "name": name, "seed": seed, "fingerprint": exp.fingerprint(exp.arm(name)),
-            "base_model": model,
+            "base_model": model, **({"code": code} if code else {}),
             "returncode": rc, "wall_s": 10.0, "startup_s": 5.0, "per_question": per_q if rc == 0 else {},
             "accuracy": acc, "curves": [{"step": s, "devenus/target/accuracy": 0.5} for s in (1, 2)], "val_samples": 4}
 
@@ -52,27 +55,56 @@ def test_plan_skips_finished_runs_and_reruns_failed_changed_or_corrupt_ones(tmp_
     assert make(tmp_path, {"steps": 3}).plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]  # another budget
     # other weights under the same testbed key (SFT on another CPU): nothing of theirs is reused
     assert make(tmp_path, model="weights-b").plan([0]) == [(BASE, 0), ("grpo_full", 0), ("ttrl@10", 0)]
-    legacy = record(exp, BASE, 0, q)
+    legacy = record(exp, BASE, 0, q, code=None)
     del legacy["base_model"]  # a result from before the field: its weights are unknown, so it is rerun
-    exp._save(BASE, 0, legacy)
+    exp.result_path(BASE, 0).write_text(json.dumps(legacy))
     assert (BASE, 0) in exp.plan([0])
     with pytest.raises(ValueError):
         exp.plan([0], ["nope"])
 
 
-def test_a_rerun_on_other_weights_keeps_the_old_result_out_of_the_report(tmp_path):
+def superseded(exp: Experiment) -> dict[str, list[str]]:
+    root = exp.results / "superseded"
+    return {d.name: sorted(p.name for p in d.iterdir()) for d in sorted(root.iterdir())} if root.exists() else {}
+
+
+def test_a_finished_result_is_never_overwritten_but_moved_aside_with_its_reason(tmp_path):
     old, new = make(tmp_path, model="weights-a"), make(tmp_path, model="weights-b")
     q = {"ID": {"a": 0.5}}
     old._save(BASE, 0, record(old, BASE, 0, q, model="weights-a"))
     old._save("grpo_full", 0, record(old, "grpo_full", 0, q, rc=1, model="weights-a"))  # failed: nothing to keep
     new._save(BASE, 0, record(new, BASE, 0, {"ID": {"a": 0.7}}, model="weights-b"))
     new._save("grpo_full", 0, record(new, "grpo_full", 0, q, model="weights-b"))
-    kept = sorted(p.name for p in (new.results / "other_weights").iterdir())
-    assert kept == ["base_s0.weights-a.json"]
-    assert json.loads((new.results / "other_weights" / kept[0]).read_text())["accuracy"]["ID"] == 0.5
+    assert superseded(new) == {"weights": ["base_s0.weights-a.tree-a.json"]}
+    kept = new.results / "superseded" / "weights" / "base_s0.weights-a.tree-a.json"
+    assert json.loads(kept.read_text())["accuracy"]["ID"] == 0.5
     assert {k: r["base_model"] for k, r in new.records().items()} == {(BASE, 0): "weights-b", ("grpo_full", 0): "weights-b"}
-    new._save(BASE, 0, record(new, BASE, 0, q, model="weights-b"))  # same weights: replaced, nothing kept
-    assert sorted(p.name for p in (new.results / "other_weights").iterdir()) == kept
+    # the same run again (--force): the earlier one is kept too, and so is the one before it
+    new._save(BASE, 0, record(new, BASE, 0, {"ID": {"a": 0.6}}, model="weights-b"))
+    new._save(BASE, 0, record(new, BASE, 0, q, model="weights-b"))
+    assert superseded(new)["rerun"] == ["base_s0.weights-b.tree-a.2.json", "base_s0.weights-b.tree-a.json"]
+    assert json.loads((new.results / "superseded" / "rerun" / "base_s0.weights-b.tree-a.json").read_text())["accuracy"]["ID"] == 0.7
+    # another code version, then another configuration (a budget change): each says why it was replaced
+    newer = make(tmp_path, model="weights-b")
+    newer._code = {**CODE, "tree": "tree-b"}
+    newer._save(BASE, 0, record(newer, BASE, 0, q, model="weights-b", code=newer._code))
+    other = make(tmp_path, budget={"steps": 3}, model="weights-b")
+    other._save("grpo_full", 0, record(other, "grpo_full", 0, q, model="weights-b"))
+    assert superseded(new)["code"] == ["base_s0.weights-b.tree-a.json"]
+    assert superseded(new)["config"] == ["grpo_full_s0.weights-b.tree-a.json"]
+    assert sorted(p.name for p in new.results.glob("*.json")) == ["base_s0.json", "grpo_full_s0.json"]
+
+
+def test_a_legacy_result_without_weights_is_rerun_and_moved_aside_not_overwritten(tmp_path):
+    exp = make(tmp_path)
+    legacy = record(exp, BASE, 0, {"ID": {"a": 0.5}}, code=None)
+    del legacy["base_model"]
+    exp.results.mkdir(parents=True)
+    exp.result_path(BASE, 0).write_text(json.dumps(legacy))  # as committed results from before the fields are
+    assert (BASE, 0) in exp.plan([0])
+    exp._save(BASE, 0, record(exp, BASE, 0, {"ID": {"a": 0.7}}))
+    assert superseded(exp) == {"weights": ["base_s0.unrecorded.unrecorded.json"]}
+    assert json.loads((exp.results / "superseded/weights/base_s0.unrecorded.unrecorded.json").read_text()) == legacy
 
 
 STAND_IN = textwrap.dedent("""
@@ -88,7 +120,7 @@ STAND_IN = textwrap.dedent("""
             per_q = {"ID": {"a": 0.5, "b": 0.25}}
             return self._save(name, seed, {"experiment": self.name, "name": name, "seed": seed,
                 "fingerprint": self.fingerprint(self.arm(name)), "base_model": self.base_model_id(),
-                "returncode": 0, "wall_s": 1.5, "startup_s": None,
+                "code": self.code_version(), "returncode": 0, "wall_s": 1.5, "startup_s": None,
                 "per_question": per_q, "accuracy": {"ID": 0.375}, "curves": []})
 
     arms = [Arm("grpo_full"), Arm("ttrl@10", "ttrl", 0.1, baseline="grpo_full")]
@@ -241,36 +273,145 @@ def test_sigterm_stops_the_runs_in_flight(tmp_path):
 
 
 def test_differences_pair_only_runs_of_the_same_weights(tmp_path):
-    """Seed 1's baseline ran on other weights (same testbed key, another CPU): that seed is left out of
-    the paired difference and named, never paired across models."""
+    """Seed 1's baseline ran on other weights (same testbed key, another CPU): refused; allowed, that seed is
+    left out of the paired difference and named, never paired across models."""
     exp = make(tmp_path)
     qs = [f"q{i}" for i in range(8)]
     for seed, (b, g) in enumerate([(0.2, 0.5), (0.3, 0.9), (0.25, 0.6)]):
         for name, v in ((BASE, b), ("grpo_full", g)):
             model = "weights-b" if (seed, name) == (1, BASE) else MODEL
             exp._save(name, seed, record(exp, name, seed, {"ID": {q: v for q in qs}}, model=model))
+    with pytest.raises(MixedResults, match=r"weights-a \(base s0,2; grpo_full s0,1,2\) vs weights-b \(base s1\)"):
+        exp.comparisons()
+    exp.mixing = Mixing(weights=True)
     vs = exp.comparisons()["grpo_full"]["vs_base"]
     assert vs["seeds"] == [0, 2] and vs["other_base_model"] == [1]
     assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.35) / 2)
 
 
-def test_seeds_on_other_weights_pair_within_the_seed_and_the_report_names_the_weights(tmp_path):
-    """A sweep resumed on another machine: seed 0 ran on one set of weights, seeds 1-2 on another. Each
-    seed pairs its own runs, so all three seeds enter the interval, and the report says which weights."""
+def test_seeds_on_other_weights_are_refused_unless_allowed_then_pair_within_the_seed(tmp_path):
+    """A sweep resumed on another machine: seed 0 ran on one set of weights, seeds 1-2 on another. The table
+    is refused, naming both sets and their runs; allowed, each seed pairs its own runs, so all three seeds
+    enter the interval, and the report says which weights."""
     exp = make(tmp_path)
     qs = [f"q{i}" for i in range(8)]
     for seed, (b, g) in enumerate([(0.2, 0.5), (0.3, 0.5), (0.25, 0.6)]):
         model = MODEL if seed == 0 else "weights-b"
         for name, v in ((BASE, b), ("grpo_full", g)):
             exp._save(name, seed, record(exp, name, seed, {"ID": {q: v for q in qs}}, model=model))
+    with pytest.raises(MixedResults) as e:
+        exp.report(write=False)
+    assert str(e.value) == ("t: results of 2 base-model weights: weights-a (base s0; grpo_full s0) vs weights-b "
+                            "(base s1,2; grpo_full s1,2); pass --allow-mixed-weights to tabulate and pair them together")
+    assert not (exp.results.parent / "t.md").exists()
+    exp.mixing = Mixing(weights=True)
     vs = exp.comparisons()["grpo_full"]["vs_base"]
     assert vs["seeds"] == [0, 1, 2] and "other_base_model" not in vs
     assert vs["ID"]["mean"] == pytest.approx((0.3 + 0.2 + 0.35) / 3)
     table = exp.report(write=False)
-    assert f"Base-model weights: {MODEL} (seed 0); weights-b (seeds 1, 2)." in table
-    one = make(tmp_path / "one")  # one set of weights: no such line
+    assert f"Base-model weights: {MODEL} (base s0; grpo_full s0); weights-b (base s1,2; grpo_full s1,2)." in table
+    one = make(tmp_path / "one")  # one set of weights: named once
     one._save(BASE, 0, record(one, BASE, 0, {"ID": {"q": 0.2}}))
-    assert "Base-model weights" not in one.report(write=False)
+    assert f"Base-model weights: {MODEL}.\n" in one.report(write=False)
+
+
+def _two_seeds(exp: Experiment, code_of) -> None:
+    for seed in (0, 1):
+        for name, v in ((BASE, 0.2), ("grpo_full", 0.5), ("ttrl@10", 0.45)):
+            exp._save(name, seed, record(exp, name, seed, {"ID": {"q": v + 0.01 * seed}}, code=code_of(name, seed)))
+
+
+def test_results_of_two_code_versions_are_refused_unless_allowed(tmp_path):
+    """ttrl@10's seed 1 ran on other code (its warm-up changed, say): no table, no pairing, until told."""
+    exp = make(tmp_path)
+    dirty = {**CODE, "commit": "1234567890ab" + "0" * 28, "dirty": True, "tree": "tree-b"}
+    _two_seeds(exp, lambda name, seed: dirty if (name, seed) == ("ttrl@10", 1) else CODE)
+    with pytest.raises(MixedResults) as e:
+        exp.comparisons()
+    msg = str(e.value)
+    assert "\n" not in msg and msg == (
+        "t: results of 2 code versions: commit c0ffeec0ffee (tree tree-a) (base s0,1; grpo_full s0,1; ttrl@10 s0) "
+        "vs commit 1234567890ab (dirty; tree tree-b) (ttrl@10 s1); pass --allow-mixed-code to tabulate and pair "
+        "them together")
+    with pytest.raises(MixedResults):
+        exp.report()
+    assert not (exp.results.parent / "t.md").exists()
+    exp.mixing = Mixing(code=True)
+    assert exp.comparisons()["ttrl@10"]["vs_baseline"]["seeds"] == [0, 1]  # paired across the versions, as told
+    table = exp.report(write=False)
+    assert ("Code: commit c0ffeec0ffee (tree tree-a) (base s0,1; grpo_full s0,1; ttrl@10 s0); commit 1234567890ab "
+            "(dirty; tree tree-b) (ttrl@10 s1).") in table
+    # a commit that left the package's tree as it was is the same code version
+    same = make(tmp_path / "same")
+    _two_seeds(same, lambda name, seed: {**CODE, "commit": "f" * 40} if seed else CODE)
+    assert same.comparisons()["grpo_full"]["vs_base"]["seeds"] == [0, 1]
+
+
+def test_a_sweep_that_would_mix_code_versions_is_refused_before_any_run(tmp_path):
+    calls = []
+
+    class StandIn(Experiment):
+        def run_one(self, name, seed, ray=None):
+            calls.append((name, seed))
+            return self._save(name, seed, record(self, name, seed, {"ID": {"q": 0.5}}, code=self._code))
+
+    old = make(tmp_path)
+    _two_seeds(old, lambda name, seed: CODE)
+    new = make(tmp_path)
+    new.__class__ = StandIn
+    new._code = {**CODE, "tree": "tree-b"}
+    with pytest.raises(MixedResults, match=r"commit c0ffeec0ffee \(tree tree-a\) \(base s0,1; grpo_full s0,1; ttrl@10 "
+                                           r"s0,1\) vs commit c0ffeec0ffee \(tree tree-b\) \(base s2; grpo_full s2; "
+                                           r"ttrl@10 s2\)"):
+        new.run([2], shared_ray=False)
+    assert calls == []
+    new.mixing = Mixing(code=True)
+    new.run([2], shared_ray=False)
+    assert sorted(calls) == [(BASE, 2), ("grpo_full", 2), ("ttrl@10", 2)]
+
+
+def test_legacy_results_without_a_code_version_load_as_unrecorded_and_never_pair_with_recorded_ones(tmp_path):
+    legacy = make(tmp_path)
+    _two_seeds(legacy, lambda name, seed: None)  # as the committed results are: no code field
+    assert "Code: unrecorded.\n" in legacy.report(write=False)
+    assert legacy.comparisons()["grpo_full"]["vs_base"]["seeds"] == [0, 1]
+    legacy._save(BASE, 2, record(legacy, BASE, 2, {"ID": {"q": 0.2}}))  # a new seed, run on recorded code
+    with pytest.raises(MixedResults, match=r"results of 2 code versions: unrecorded \(base s0,1; grpo_full s0,1; "
+                                           r"ttrl@10 s0,1\) vs commit c0ffeec0ffee \(tree tree-a\) \(base s2\)"):
+        legacy.report(write=False)
+    legacy.mixing = Mixing(code=True)
+    assert "Code: unrecorded (base s0,1; grpo_full s0,1; ttrl@10 s0,1); commit c0ffeec0ffee" in legacy.report(write=False)
+
+
+def test_the_code_version_names_the_commit_and_dirty_flag_in_a_checkout_and_hashes_the_tree_outside(tmp_path):
+    import shutil
+
+    from devenus.experiments.provenance import code_label, code_version
+
+    pkg = tmp_path / "repo" / "src" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")
+    git = ["git", "-C", str(tmp_path / "repo"), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (tmp_path / "repo" / ".gitignore").write_text("__pycache__/\n")
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "a"], check=True)
+    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    clean = code_version(pkg)
+    assert clean["commit"] == head and clean["dirty"] is False and len(clean["tree"]) == 16
+    (tmp_path / "repo" / "notes.md").write_text("results, docs: outside the package\n")
+    assert code_version(pkg)["dirty"] is False
+    (pkg / "b.py").write_text("y = 2\n")  # an uncommitted module changes the code
+    dirty = code_version(pkg)
+    assert dirty["dirty"] is True and dirty["tree"] != clean["tree"]
+    assert code_label({"code": dirty}) == f"commit {head[:12]} (dirty; tree {dirty['tree']})"
+    outside = tmp_path / "installed" / "pkg"  # an installed copy: no git, the same files, the same tree
+    shutil.copytree(pkg, outside)
+    inst = code_version(outside)
+    assert inst["commit"] is None and inst["dirty"] is None and inst["tree"] == dirty["tree"]
+    assert code_label({"code": inst}).startswith("devenus ") and code_label({}) == "unrecorded"
 
 
 def test_the_report_picture_draws_each_paired_difference(tmp_path):
@@ -394,14 +535,24 @@ FAKE_TRAINER = textwrap.dedent("""
     with open(os.environ["VERL_FILE_LOGGER_PATH"], "w") as f:
         for step in (1, 2, 3, 4):
             f.write(json.dumps({"step": step, "data": {"timing_s/step": 1.0, "devenus/rollouts/generated": 128}}) + "\\n")
+    (out.parent / "hydra" / ".hydra").mkdir(parents=True)  # hydra.run.dir: Hydra's copy of the composed config
+    (out.parent / "hydra" / ".hydra" / "config.yaml").write_text("data:\\n  n: 4\\nrollout:\\n  n: ${data.n}\\n")
     for step, scores in ((2, {"q1": [1.0, 0.0], "q2": [0.0, 0.0]}), (4, {"q1": [1.0, 1.0], "q2": [1.0, 0.0]})):
         (out / f"{step}.jsonl").write_text("".join(
             json.dumps({"input": f"user\\n{q}\\nassistant", "score": s}) + "\\n" for q, ss in scores.items() for s in ss))
 """)
 
 
-def test_a_run_records_every_validation_point_and_its_per_step_metrics(tmp_path, monkeypatch):
-    """``val_curve``: accuracy per group at each validation dump (trainer.test_freq), not only the last."""
+def test_a_run_records_every_validation_point_its_metrics_and_its_provenance(tmp_path, monkeypatch):
+    """``val_curve``: accuracy per group at each validation dump (trainer.test_freq), not only the last; and
+    what the run was made with: code version, weights, data hashes, config."""
+    import hashlib
+
+    from devenus.runs.testbed import RunConfig
+
+    train, val = tmp_path / "train.parquet", tmp_path / "val.parquet"
+    train.write_bytes(b"train rows")
+    val.write_bytes(b"val rows")
 
     class StandIn(Experiment):
         entry = ("-c", FAKE_TRAINER)
@@ -410,10 +561,10 @@ def test_a_run_records_every_validation_point_and_its_per_step_metrics(tmp_path,
             return None
 
         def run_config(self, arm, seed, out, extra=()):
-            return None
+            return RunConfig(seed=seed, train_file=str(train))
 
         def validation_files(self):
-            return {}
+            return {"test_id": val}
 
         def command(self, tb, out, cfg):
             return [f"trainer.validation_data_dir={out.resolve() / 'validation'}"]
@@ -426,3 +577,23 @@ def test_a_run_records_every_validation_point_and_its_per_step_metrics(tmp_path,
     assert rec["val_curve"] == [{"step": 2, "ID": 0.25}, {"step": 4, "ID": 0.75}]
     assert rec["accuracy"] == {"ID": 0.75}  # the last point, as before
     assert [c["devenus/rollouts/generated"] for c in rec["curves"]] == [128] * 4
+    assert rec["code"] == CODE and rec["base_model"] == MODEL
+    sha = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    assert rec["data"] == {"train": {"path": str(train), "sha256": sha(train)},
+                           "validation": {"test_id": {"path": str(val), "sha256": sha(val)}}}
+    assert rec["config"]["run"]["train_file"] == str(train) and rec["config"]["run"]["seed"] == 0
+    assert rec["config"]["overrides"] == [f"trainer.validation_data_dir={exp.run_dir('grpo_full', 0).resolve() / 'validation'}"]
+    assert rec["config"]["trainer"] == {"data": {"n": 4}, "rollout": {"n": 4}}  # resolved
+
+
+def test_an_experiment_script_ends_a_refused_mix_with_its_one_line(capsys):
+    from devenus.experiments.provenance import exit_on_mixed
+
+    def refused():
+        raise MixedResults("t: results of 2 code versions: a (base s0) vs b (base s1); pass --allow-mixed-code ...")
+
+    assert exit_on_mixed(refused) == 2
+    assert capsys.readouterr().err == "error: t: results of 2 code versions: a (base s0) vs b (base s1); pass --allow-mixed-code ...\n"
+    assert exit_on_mixed(lambda: None) is None
+    with pytest.raises(ValueError):  # anything else is not swallowed
+        exit_on_mixed(lambda: int("x"))

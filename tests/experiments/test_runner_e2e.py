@@ -67,6 +67,15 @@ def test_one_arm_one_seed_two_steps(tmp_path, small_validation):
         # the per-question table reproduces verl's own validation metric, logged by the file tracker
         assert r["accuracy"]["ID"] == pytest.approx(r["val_metrics"]["val-core/testbed/add/acc/mean@2"])
         assert r["accuracy"]["far-OOD/count"] == pytest.approx(r["val_metrics"]["val-core/testbed/count/acc/mean@2"])
+        # what it was made with: one code version per sweep, the validation files' hashes, the trainer's config
+        assert r["code"] == results[0]["code"] and len(r["code"]["tree"]) == 16
+        assert sorted(r["data"]["validation"]) == sorted(small_validation)
+        trainer = r["config"]["trainer"]
+        assert trainer["data"]["seed"] == 0 and trainer["trainer"]["total_training_steps"] == 2
+        assert trainer["actor_rollout_ref"]["rollout"]["val_kwargs"]["n"] == 2  # resolved, as the trainer saw it
+    assert results[0]["data"]["train"] is None  # base only validates
+    assert results[1]["data"]["train"]["path"] == str(redrawn_train_file(None, 0, exp.work))
+    assert results[1]["config"]["run"]["steps"] == 2 and "data.seed=0" in results[1]["config"]["overrides"]
     r = results[1]
     steps = read_metrics(exp.work / "e2e" / "grpo_redraw_s0" / "metrics" / "0.jsonl")  # verl's file tracker, one launch
     assert [m["step"] for m in steps if "timing_s/step" in m] == [1, 2]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+from devenus.experiments.provenance import weights_id
 from devenus.experiments.stats import Interval, mean_interval
 
 ROLLOUTS = "devenus/rollouts/generated"
@@ -99,6 +100,13 @@ def accuracy_at(points: Points, rollouts: float) -> float | None:
     return points[-1][1]  # a single point, at exactly its rollouts
 
 
+def base_run(records: Mapping[tuple[str, int], Mapping], record: Mapping) -> Mapping | None:
+    """The ``base`` run (step 0) of ``record``'s seed when it ran on the same base-model weights, else None:
+    a curve never starts from another model's accuracy."""
+    base = records.get(("base", record["seed"]))
+    return base if base is not None and weights_id(base) == weights_id(record) else None
+
+
 def savings(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, goal: float = 0.6,
             group: str = "ID", key: str = ROLLOUTS) -> dict:
     """``arm`` against ``ref`` seed by seed (both runs of a seed, on the same base-model weights).
@@ -112,11 +120,9 @@ def savings(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, goal
     for (name, seed), r in sorted(records.items()):
         if name != arm or (ref, seed) not in records:
             continue
-        ref_r, base = records[(ref, seed)], records.get(("base", seed))
-        if r.get("base_model") != ref_r.get("base_model"):
+        ref_r, base = records[(ref, seed)], base_run(records, r)
+        if weights_id(r) != weights_id(ref_r):
             continue  # other weights: no pairing (the runner's rule)
-        if base is not None and base.get("base_model") != r.get("base_model"):
-            base = None
         a, b = accuracy_curve(r, base, group, key), accuracy_curve(ref_r, base, group, key)
         if not a or not b:
             continue

@@ -19,9 +19,14 @@ What every run shares, by construction:
 - **Launching** goes through :func:`devenus.runs.launch` (a process group with a watchdog, the
   timeout, a stop on SIGTERM); metrics come from verl's ``file`` tracker, never from console output;
   per-question scores from ``trainer.validation_data_dir``.
+- **Provenance.** Each result records its code version, base-model weights, data files' hashes and
+  config (:mod:`devenus.experiments.provenance`). A table or a paired difference over results of more
+  than one code version or set of weights is refused unless :class:`Mixing` allows it; allowed mixed
+  weights still pair only runs of the same weights.
 - **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
   fingerprint and base-model weights (:meth:`Experiment.base_model_id`) match and reruns the rest from
-  scratch. Differences pair only runs of the same weights.
+  scratch. A finished result is never overwritten: the one a rerun replaces moves to
+  ``superseded/<reason>/`` (``weights``, ``config``, ``code`` or ``rerun``), out of the report's reach.
 - **Two rounds.** An arm with a :class:`Transition` trains on D(1): its seed's training data after
   ``devenus transition`` has applied the proposals in the evidence of another arm's run (same seed),
   as ``devenus lifecycle`` does between rounds. The runner runs the source arm first, writes D(1) and its
@@ -49,17 +54,19 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
+from devenus.experiments.provenance import (Mixing, check_one_version, code_id, code_label, code_version,
+                                            file_hashes, runs_text, version_groups, weights_id)
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
 from devenus.records.io import commit_temp, write_text_atomic
 from devenus.runs.launch import guard_group
 
 BASE = "base"
 AGGREGATES = ("ID", "near-OOD", "far-OOD")
-OTHER_WEIGHTS = "other_weights"  # results of earlier base-model weights, kept beside the live ones
+SUPERSEDED = "superseded"  # finished results a rerun replaced, kept beside the live ones by reason
 SIDE_GROUPS = {"test_id": "ID", "test_id_extra": "ID", "near_ood": "near-OOD", "test_ood": "far-OOD"}
 
 
@@ -267,6 +274,7 @@ class Experiment:
     run_timeout_s: float | None = None
     log: Callable[[str], None] = print
     validation: Mapping[str, Path] | None = None  # split name (a key of SIDE_GROUPS) -> file; default: all four
+    mixing: Mixing = Mixing()  # what a table may mix (nothing, unless told)
 
     def __post_init__(self) -> None:
         self.results, self.work = Path(self.results), Path(self.work)
@@ -309,6 +317,18 @@ class Experiment:
             self._base_model_id = model_hash(self._testbed().model_dir)
         return self._base_model_id
 
+    def code_version(self) -> dict:
+        """The package's code version (:func:`~devenus.experiments.provenance.code_version`), computed once
+        per experiment: every result of one sweep records the code the sweep started with."""
+        if getattr(self, "_code", None) is None:
+            self._code = code_version()
+        return self._code
+
+    def validation_hashes(self) -> dict[str, dict]:
+        if getattr(self, "_validation_hashes", None) is None:
+            self._validation_hashes = file_hashes(self.validation_files())
+        return self._validation_hashes
+
     def result_path(self, name: str, seed: int) -> Path:
         return self.results / f"{name}_s{seed}.json"
 
@@ -326,23 +346,34 @@ class Experiment:
     def _save(self, name: str, seed: int, record: dict) -> dict:
         self.results.mkdir(parents=True, exist_ok=True)
         path = self.result_path(name, seed)
-        self._keep_other_weights(path, record)
+        self._supersede(path, record)
         write_text_atomic(path, json.dumps(record, indent=1))  # a kill never leaves half a result
         return record
 
-    def _keep_other_weights(self, path: Path, record: dict) -> None:
-        """A finished result of other base-model weights is moved to ``other_weights/`` (out of the report's
-        reach, not lost), so a rerun on new weights never deletes the only record of a run on the old ones."""
+    def _supersede(self, path: Path, record: dict) -> None:
+        """A finished result is never overwritten: the one at ``path`` moves to ``superseded/<reason>/``
+        (out of the report's reach, not lost) before ``record`` takes its place. The reason is the first
+        that holds of ``weights`` (other or unrecorded base-model weights), ``config`` (another
+        fingerprint), ``code`` (another code version) and ``rerun`` (the same run, forced again). A failed
+        or unreadable result holds nothing to keep and is replaced."""
         try:
             old = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             return
-        if old.get("returncode") != 0 or not old.get("base_model") or old.get("base_model") == record.get("base_model"):
+        if old.get("returncode") != 0:
             return
-        dest = self.results / OTHER_WEIGHTS / f"{path.stem}.{str(old['base_model'])[:16]}.json"
-        dest.parent.mkdir(exist_ok=True)
+        reason = ("weights" if weights_id(old) != weights_id(record) else
+                  "config" if old.get("fingerprint") != record.get("fingerprint") else
+                  "code" if code_id(old) != code_id(record) else "rerun")
+        stem = f"{path.stem}.{weights_id(old)[:16]}.{code_id(old)}"
+        dest, n = self.results / SUPERSEDED / reason / f"{stem}.json", 1
+        while dest.exists():  # a second rerun of the same run keeps both earlier ones
+            n += 1
+            dest = dest.with_name(f"{stem}.{n}.json")
+        dest.parent.mkdir(parents=True, exist_ok=True)
         commit_temp(path, dest)  # the tree's one rename (records/io), directory synced
-        self.log(f"[runner] {path.name} was a run on weights {old['base_model']}: kept as {dest.relative_to(self.results)}")
+        self.log(f"[runner] {path.name} superseded ({reason}; weights {weights_id(old)}, code {code_label(old)}): "
+                 f"kept as {dest.relative_to(self.results)}")
 
     # ---- one run
     def validation_files(self) -> dict[str, Path]:
@@ -404,7 +435,8 @@ class Experiment:
         ]
         return RunConfig(**dict(self.budget), seed=seed, method=arm.method, train_file=str(data) if data else None,
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
-                         extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra))
+                         extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra)
+                         + (f"hydra.run.dir={(out / 'hydra').resolve()}",))  # the trainer's config lands there
 
     #: what runs: ``python <entry> <overrides>`` (the verl trainer; a test swaps in a stand-in)
     entry: ClassVar[tuple[str, ...]] = ("-m", "devenus.train")
@@ -426,7 +458,8 @@ class Experiment:
         out.mkdir(parents=True)
         tb = self._testbed()
         cfg = self.run_config(arm, seed, out, ray.overrides() if ray else ())
-        r = launch(self.command(tb, out, cfg), out, timeout_s=self.run_timeout_s, env=ray.env({}) if ray else None,
+        command = self.command(tb, out, cfg)
+        r = launch(command, out, timeout_s=self.run_timeout_s, env=ray.env({}) if ray else None,
                    stop=self._stopping, entry=self.entry)
         rc, metrics, first_metrics = r.returncode, r.metrics, r.first_metrics_s
         dumps = [r.validation[s_] for s_ in sorted(r.validation)]
@@ -450,8 +483,19 @@ class Experiment:
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
             "curves": curves, "val_curve": val_curve, "log": str(r.log),
             **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
+            "code": self.code_version(), "data": self.data_hashes(tb, cfg),
+            # the run's fields, the exact overrides it was launched with, and the trainer's own composed
+            # config (Hydra's, in the run dir; None when the run wrote none)
+            "config": {"run": asdict(cfg) if is_dataclass(cfg) else None, "overrides": list(command),
+                       "trainer": trainer_config(out)},
         }
         return self._save(name, seed, record)
+
+    def data_hashes(self, tb, cfg) -> dict:
+        """sha256 of the run's training file (None for a validation-only run) and of each validation file."""
+        train = None if cfg is None or cfg.val_only else (cfg.train_file or tb.split("train"))
+        return {"train": file_hashes({"train": train})["train"] if train else None,
+                "validation": self.validation_hashes()}
 
     def stop(self) -> None:
         """Stop every run in flight (each launch kills its own process group when it sees this)."""
@@ -486,11 +530,16 @@ class Experiment:
     def run(self, seeds: Iterable[int], names: Sequence[str] | None = None, jobs: int = 1, force: bool = False,
             shared_ray: bool = True) -> list[dict]:
         self._stopping.clear()
+        self.code_version()  # once, before any run: the code this sweep runs
         todo = self.plan(list(seeds), names, force)
         self.log(f"[{self.name}] {len(todo)} runs to do, {jobs} at a time, "
                  f"{'one shared Ray head' if shared_ray else 'a Ray start-up per run'}")
         if not todo:
             return []
+        # refused now, not after hours of runs: would the table of what is kept plus what runs mix versions?
+        kept = {k: r for k, r in self.records().items() if k not in set(todo)}
+        will = {k: {"code": self.code_version(), "base_model": self.base_model_id()} for k in todo}
+        check_one_version({**self.finished(kept), **will}, self.mixing, self.name)
         for name, seed in todo:  # data first, in this thread, so parallel runs never write one file
             arm = self.arm(name)
             if arm.transition is not None:
@@ -560,12 +609,22 @@ class Experiment:
                 out[(r["name"], r["seed"])] = r
         return out
 
+    def finished(self, records: Mapping | None = None) -> dict[tuple[str, int], dict]:
+        """The results a table is made of: finished, with validation scores, of this configuration; refused
+        (:class:`~devenus.experiments.provenance.MixedResults`) when they span code versions or weights
+        that ``mixing`` does not allow."""
+        recs = self.records() if records is None else records
+        names = {BASE} | {a.name for a in self.arms}
+        ok = {key: r for key, r in recs.items() if r["returncode"] == 0 and r.get("per_question")
+              and key[0] in names and r.get("fingerprint") == self.fingerprint(self.arm(key[0]))}
+        check_one_version(ok, self.mixing, self.name)
+        return ok
+
     def comparisons(self, records: Mapping | None = None) -> dict[str, dict]:
         """For each arm: seeds, mean accuracy per group, and arm - baseline per group, paired over seeds
         (Student t over seeds; with one seed, paired over questions instead, labelled as such)."""
         recs = self.records() if records is None else records
-        ok = {key: r for key, r in recs.items() if r["returncode"] == 0 and r.get("per_question")
-              and r.get("fingerprint") == self.fingerprint(self.arm(key[0]))}
+        ok = self.finished(recs)
         out: dict[str, dict] = {}
         for arm in [Arm(BASE)] + list(self.arms):
             runs = {seed: r for (n, seed), r in ok.items() if n == arm.name}
@@ -617,8 +676,9 @@ class Experiment:
         return res
 
     def report(self, write: bool = True) -> str:
-        comp = self.comparisons()
         recs = self.records()
+        comp = self.comparisons(recs)
+        finished = self.finished(recs)
         seeds = sorted({s for (_, s) in recs})
         head = ["arm", "seeds"] + [f"{g}" for g in AGGREGATES] + [f"Δ{g} vs base" for g in AGGREGATES] + \
                ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "verdict (ID, over seeds)", "pseudo-label acc (last 5)", "failed"]
@@ -651,7 +711,7 @@ class Experiment:
             f"± is the 95% Student-t half-width.\n"
             f"{len(ok)} runs, {sum(r['wall_s'] for r in ok) / 60:.0f} min of run time"
             + (f"; start-up (launch to the end of step 1, minus step 1) median {sorted(startups)[len(startups) // 2]:.0f} s" if startups else "")
-            + ".\n" + _weights_line(ok) + "\n")
+            + ".\n" + _provenance_lines(finished) + "\n")
         table = header + "\n".join(lines) + "\n"
         if write:
             self.results.mkdir(parents=True, exist_ok=True)
@@ -660,22 +720,41 @@ class Experiment:
             if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the table is the report
                 from devenus.experiments.plot import plot_differences
 
-                plot_differences(self.name, comp, recs, self.results.parent / f"{self.name}.png")
+                plot_differences(self.name, comp, finished, self.results.parent / f"{self.name}.png")
         return table
 
 
-def _weights_line(records: Iterable[dict]) -> str:
-    """A header line naming each seed's base-model weights when the results hold more than one set (a sweep
-    resumed on a machine whose SFT gave other weights); empty otherwise."""
-    by_model: dict[str, set[int]] = {}
-    for r in records:
-        by_model.setdefault(r.get("base_model") or "unrecorded", set()).add(r["seed"])
-    if len(by_model) < 2:
-        return ""
-    parts = "; ".join(f"{m} (seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))})"
-                      for m, s in sorted(by_model.items(), key=lambda kv: min(kv[1])))
-    return (f"Base-model weights: {parts}. Each difference pairs runs of one seed on the same weights; the "
-            f"means and the interval over seeds span every set.\n")
+def _provenance_lines(records: Mapping[tuple[str, int], dict]) -> str:
+    """Header lines naming the code version and the base-model weights of the results; where they hold more
+    than one (allowed by :class:`Mixing`), each with its runs."""
+    out = []
+    for what, ident, label, note in (
+            ("Code", code_id, code_label, "Differences pair runs of different code versions where a seed has them."),
+            ("Base-model weights", weights_id, weights_id, "Each difference pairs runs of one seed on the same "
+             "weights; the means and the interval over seeds span every set.")):
+        groups = version_groups(records, ident)
+        if len(groups) == 1:
+            out.append(f"{what}: {label(records[next(iter(groups.values()))[0]])}.")
+        elif groups:
+            parts = "; ".join(f"{label(records[keys[0]])} ({runs_text(keys)})" for keys in groups.values())
+            out.append(f"{what}: {parts}. {note}")
+    return "".join(line + "\n" for line in out)
+
+
+def trainer_config(run_dir: Path) -> dict | None:
+    """The trainer's composed config, from Hydra's copy in ``<run dir>/hydra/.hydra`` (``hydra.run.dir``),
+    interpolations resolved where they resolve outside the trainer; None when the run wrote none."""
+    path = Path(run_dir) / "hydra" / ".hydra" / "config.yaml"
+    if not path.exists():
+        return None
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    cfg = OmegaConf.load(path)
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException:
+        return OmegaConf.to_container(cfg, resolve=False)
 
 
 def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
