@@ -109,16 +109,12 @@ def recipe_names() -> list[str]:
     return sorted(p.name[:-5] for p in HERE.iterdir() if p.name.endswith(".yaml") and p.name != "common.yaml")
 
 
-def _path(name: str) -> Path:
-    path = Path(str(HERE / f"{name}.yaml"))
+def _load(cls: type, recipe: str, folder: Path | None, **given: Any):
+    """``cls`` from ``<recipe>.yaml`` (in ``folder``, default the package's) on the config mechanism; every
+    error one line naming the recipe and the key."""
+    path = Path(str((folder or HERE) / f"{recipe}.yaml"))
     if not path.is_file():
-        raise RecipeError(f"no GPU recipe {name!r}; recipes: {', '.join(recipe_names())}")
-    return path
-
-
-def _load(cls: type, recipe: str, **given: Any):
-    """``cls`` from ``<name>.yaml`` on the config mechanism; every error one line naming the recipe and key."""
-    path = _path(recipe)
+        raise RecipeError(f"no GPU recipe {recipe!r}; recipes: {', '.join(recipe_names())}")
     data = load_file(path, RecipeError)
     if set(given) & set(data):
         raise RecipeError(f"recipe {recipe} ({path}): {', '.join(sorted(set(given) & set(data)))} is the file's, "
@@ -129,12 +125,13 @@ def _load(cls: type, recipe: str, **given: Any):
         raise RecipeError(f"recipe {recipe} ({path}): {e}") from None
 
 
-def load_common() -> Common:
-    return _load(Common, "common")
+def load_common(folder: Path | None = None) -> Common:
+    return _load(Common, "common", folder)
 
 
-def load_recipe(name: str) -> Recipe:
-    return _load(Recipe, name, name=name)
+def load_recipe(name: str, folder: Path | None = None) -> Recipe:
+    """Recipe ``name`` (``<folder>/<name>.yaml``; default: the recipes this package ships)."""
+    return _load(Recipe, name, folder, name=name)
 
 
 def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str, nodes: int = 1, gpus: int = 8,
