@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from devenus.config.overrides import hydra_value, last_value, set_value
 from devenus.runs.logs import read_metrics, validation_dumps
+
 
 class RunFailed(RuntimeError):
     """A training run that did not finish; the message names its log and the error it ended with."""
@@ -88,15 +90,11 @@ class RunResult:
 def with_file_logger(overrides: Sequence[str]) -> list[str]:
     """``overrides`` with verl's ``file`` tracker in ``trainer.logger`` (added to the last value given, or
     ``[console,file]`` when none is): the run component reads metrics from it, never from the console."""
-    out = list(overrides)
-    at = [i for i, o in enumerate(out) if o.split("=", 1)[0].lstrip("+") == "trainer.logger"]
-    if not at:
-        return [*out, "trainer.logger=[console,file]"]
-    key, _, value = out[at[-1]].partition("=")
-    names = [v.strip().strip("'\"") for v in value.strip().strip("[]").split(",") if v.strip()]
-    if "file" not in names:
-        out[at[-1]] = f"{key}=[{','.join([*names, 'file'])}]"
-    return out
+    names = last_value(overrides, "trainer.logger")
+    if names is None:
+        return [*overrides, "trainer.logger=[console,file]"]
+    names = list(names) if isinstance(names, (list, tuple)) else [names]
+    return list(overrides) if "file" in names else set_value(overrides, "trainer.logger", [*names, "file"])
 
 
 #: where verl's ``run_ppo`` takes the job's environment variables from (merged over its own defaults into the
@@ -106,10 +104,9 @@ RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 
 def runtime_env_override(key: str, value: str) -> str:
     """The Hydra override that sets environment variable ``key`` for every Ray process of the run. The value
-    is quoted: Hydra would read ``0`` as an int (Ray refuses non-string env vars) and ``a,b`` as a list."""
-    # Hydra's quoted strings: backslashes before a quote or at the end are doubled, quotes escaped
-    quoted = re.sub(r"(\\+)(?='|$)", r"\1\1", value).replace("'", "\\'")
-    return f"++{RUNTIME_ENV_VARS}.{key}='{quoted}'"
+    is quoted where Hydra would read it as anything but that string: ``0`` as an int (Ray refuses non-string
+    env vars), ``a,b`` as a list."""
+    return f"++{RUNTIME_ENV_VARS}.{key}={hydra_value(str(value))}"
 
 
 def metrics_files(out_dir: Path) -> list[Path]:
@@ -138,7 +135,7 @@ def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | 
     ``env`` adds to this process's environment; ``on_step`` is called with each new step's metrics as verl
     writes them (a progress bar); ``stop`` (set from another thread) ends the run early. A run killed by
     its timeout or a stop has ``timed_out`` / ``stopped`` set and a negative return code."""
-    out = Path(out_dir).resolve()
+    out = Path(os.path.abspath(out_dir))  # not realpath: a symlinked mount point is what other nodes mount too
     (out / METRICS_DIR).mkdir(parents=True, exist_ok=True)
     ov, metrics_path = file_logger(overrides, out)
     cmd = [sys.executable, *entry, *ov]
@@ -189,8 +186,8 @@ def _deliver(path: Path, delivered: int, on_step: Callable[[dict], None]) -> int
 
 
 def _validation_dir(overrides: Sequence[str]) -> Path | None:
-    at = [o for o in overrides if o.split("=", 1)[0].lstrip("+") == "trainer.validation_data_dir"]
-    return Path(at[-1].split("=", 1)[1]) if at else None
+    at = last_value(overrides, "trainer.validation_data_dir")
+    return Path(at) if at is not None else None
 
 
 _GUARD = """

@@ -11,36 +11,71 @@ testbed's test splits, dumped per sample by ``trainer.validation_data_dir`` and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, ClassVar
 
+from devenus.config import Config, ConfigError, option
 from devenus.runs.launch import RunResult, launch
 from devenus.runs.logs import scores_per_question
 from devenus.testbed import Testbed
 
 
+class RunConfigError(ConfigError):
+    """A testbed run that cannot start; one line naming the key."""
+
+
 @dataclass
-class RunConfig:
-    method: str = "grpo"
-    steps: int = 30
-    prompts_per_step: int = 16
-    rollouts_per_prompt: int = 8
-    lr: float = 2e-4
-    kl_coef: float = 0.0
-    max_response_length: int = 96
-    val_n: int = 4
-    seed: int = 0
-    train_file: str | None = None  # default: the testbed's train split
-    val_files: Sequence[str] = ()  # default: the testbed's two test splits
-    model_dir: str | None = None  # default: the testbed's base model (e.g. devenus.smollm2.model_dir())
-    max_prompt_length: int = 64  # the testbed's bare questions; a chat template with a worked turn needs more
-    micro_batch: int = 0  # rows per forward (0: the whole step where it fits); bounds the [rows, T, vocab] logits
-    save_freq: int = -1
-    ckpt_to_keep: int = 2  # verl keeps every checkpoint unless told; the last two leave a spare to resume from
-    val_before_train: bool = True  # the step-0 evaluation (several runs from one base can share one)
-    val_only: bool = False  # evaluate the base model and stop
-    extra_overrides: Sequence[str] = field(default_factory=tuple)
+class RunConfig(Config):
+    """One testbed run's size and schedule (typed and bounded by :mod:`devenus.config`; a path may be given
+    as a ``Path``)."""
+
+    key_path: ClassVar[str] = "run"
+    error: ClassVar[type[ConfigError]] = RunConfigError
+
+    method: str = option("grpo", "the registered method to train (devenus.method)")
+    steps: int = option(30, "training steps (trainer.total_training_steps); validation runs after the last", ge=1)
+    prompts_per_step: int = option(16, "prompts per step (data.train_batch_size)", ge=1)
+    rollouts_per_prompt: int = option(8, "rollouts per prompt (actor_rollout_ref.rollout.n)", ge=1)
+    lr: float = option(2e-4, "the actor's learning rate", gt=0.0)
+    kl_coef: float = option(0.0, "KL loss coefficient against the reference (0: no KL loss)", ge=0.0)
+    max_response_length: int = option(96, "tokens per response", ge=1)
+    val_n: int = option(4, "validation samples per question (T=1)", ge=1)
+    seed: int = option(0, "data order, rollouts and validation samples", ge=0)
+    train_file: str | None = option(None, "training records (default: the testbed's train split)")
+    val_files: tuple[str, ...] = option((), "validation records (default: the testbed's two test splits)")
+    model_dir: str | None = option(None, "base model folder (default: the testbed's; e.g. devenus.smollm2.model_dir())")
+    max_prompt_length: int = option(64, "prompt tokens: the testbed's bare questions (a chat template needs more)",
+                                    ge=1)
+    micro_batch: int = option(0, "rows per forward (0: the whole step where it fits); bounds the [rows, T, vocab] "
+                                 "logits", ge=0)
+    save_freq: int = option(-1, "checkpoint every this many steps (-1: never)", ge=-1)
+    ckpt_to_keep: int = option(2, "checkpoints kept (verl keeps every one unless told; 2 leave a spare to resume "
+                                  "from)", ge=1)
+    val_before_train: bool = option(True, "the step-0 evaluation (several runs from one base can share one)")
+    val_only: bool = option(False, "evaluate the base model and stop")
+    extra_overrides: tuple[str, ...] = option((), "more verl/DE-Venus overrides, applied last (they win)")
+
+    @classmethod
+    def override(cls, key: str, value: str = "...") -> str:
+        return f"RunConfig({key}={value})"
+
+    def __post_init__(self) -> None:
+        for name in ("train_file", "model_dir"):  # a Path is a path
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+        if isinstance(self.val_files, (list, tuple)):
+            self.val_files = tuple(os.fspath(v) if isinstance(v, os.PathLike) else v for v in self.val_files)
+        super().__post_init__()
+
+    def check(self) -> None:
+        if not self.method:
+            raise self.error(f"{self.key('method')} is empty: name a registered method (set it with "
+                             f"{self.override('method', 'grpo')})")
+        if self.save_freq == 0:
+            raise self.error(f"{self.key('save_freq')} must be -1 (never) or >= 1, got 0 "
+                             f"(set it with {self.override('save_freq')})")
 
 
 def checkpoint_dir(out_dir: str | Path) -> Path:

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import warnings
 
+from devenus.config.overrides import OverrideError, hydra_value, parse_override_line, parse_overrides
+
 #: verl's optional engines, each announced with a UserWarning when its package is absent
 #: (``verl/workers/engine/__init__.py``); DE-Venus runs verl's FSDP engine, so their absence is expected
 OPTIONAL_ENGINES = ("torchtitan", "veomni", "automodel", "mindspeed", "megatron")
@@ -56,8 +58,7 @@ def choose_attention(argv: list[str]) -> tuple[list[str], str]:
     :func:`attention_line`). verl defaults to ``flash_attention_2``, which fails to load where flash-attn does
     not import; a user's (or the CPU backend's) choice on the command line wins. The choice is made here, on
     the launch host, and written into the config, so every worker loads the same one without deciding again."""
-    given = [a for a in argv if a.lstrip("+").startswith(ATTN_KEY + "=")]
-    if given:
+    if any(o.key == ATTN_KEY and not o.delete for o in parse_overrides(argv)):
         return list(argv), "from the command line"
     problem = flash_attn_problem()
     impl = "flash_attention_2" if problem is None else "sdpa"
@@ -221,16 +222,17 @@ def absolute_path_overrides(overrides: list[str]) -> list[str]:
     file system mounted at the same place on every node. ``os.path.abspath``, not ``realpath``: a symlinked
     mount point stays what the user named, which the other nodes have too."""
     out = []
-    for o in overrides:
-        key, sep, value = o.partition("=")
-        if sep and key.lstrip("+~") in PATH_KEYS:
-            k = key.lstrip("+~")
-            items = value.strip()
-            listed = items.startswith("[") and items.endswith("]")
-            parts = [p.strip() for p in items[1:-1].split(",")] if listed else [items]
-            parts = [os.path.abspath(p.strip("'\"")) if cwd_relative(k, p) else p for p in parts]
-            o = f"{key}={'[' + ','.join(parts) + ']' if listed else parts[0]}"
-        out.append(o)
+    for line in overrides:
+        try:
+            o = None if line.startswith("-") else parse_override_line(line)
+        except OverrideError:  # left as given: composing it names the problem (a `~/x` Hydra cannot read)
+            o = None
+        if o is not None and o.key in PATH_KEYS and not o.delete and o.value is not None:
+            items = o.value if isinstance(o.value, list) else [o.value]
+            fixed = [os.path.abspath(str(p)) if isinstance(p, str) and cwd_relative(o.key, p) else p for p in items]
+            if fixed != items:
+                line = f"{o.prefix}{o.key}={hydra_value(fixed if isinstance(o.value, list) else fixed[0])}"
+        out.append(line)
     return out
 
 

@@ -94,10 +94,11 @@ def _cpu_setup(argv: list[str]) -> list[str]:
     """``devenus.backend=auto|cpu|gpu``: print what was chosen and why; for the CPU backend, add its
     environment (never replacing a variable the user set) and its overrides (the user's come later and win)."""
     from devenus.adapters.verl.cpu.launch import BackendError, setup_backend
+    from devenus.config.overrides import OverrideError
 
     try:
         argv, choice = setup_backend(argv)
-    except BackendError as e:
+    except (BackendError, OverrideError) as e:
         print(f"devenus.train: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(choice.message(), flush=True)
@@ -265,7 +266,12 @@ def preflight(overrides: list[str]):
 
     if (problem := plugin_problem()) is not None:
         raise SetupError(problem)
-    overrides, why = choose_attention(list(overrides))
+    from devenus.config.overrides import OverrideError
+
+    try:
+        overrides, why = choose_attention(list(overrides))
+    except OverrideError as e:
+        raise SetupError(str(e)) from None
     try:
         with initialize_config_module(config_module="devenus.config", version_base=None):
             config = compose("devenus_trainer", overrides=list(overrides))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import subprocess
@@ -10,57 +11,145 @@ import sys
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import Any, ClassVar
 
-import yaml
+from devenus.config import Config, ConfigError, arg_type, config_from_dict, describe, load_file, option, suggest
+from devenus.config.overrides import OverrideError, hydra_value, parse_override_line
 
 HERE = files("devenus.recipes.gpu")
-KEYS = ("description", "method", "train", "reference", "overrides")
+
+
+class RecipeError(ConfigError):
+    """A recipe that cannot load or launch; one line naming the recipe and the key."""
 
 
 @dataclass(frozen=True)
-class Recipe:
-    name: str
-    description: str
-    method: str
-    train: str  # file name under the data folder
-    reference: str
-    overrides: tuple[str, ...]
+class Variables(Config):
+    """What a launch fills into a recipe: the ``variables:`` of ``common.yaml`` and of each recipe name these
+    (a folder variable with a file under it: ``data_dir/math500.parquet``)."""
+
+    key_path: ClassVar[str] = ""
+    error: ClassVar[type[ConfigError]] = RecipeError
+
+    model: str = option("Qwen/Qwen3-4B-Base", "HF model folder or hub name")
+    data_dir: str = option("data", "folder written by `prepare`")
+    out_dir: str = option("outputs/gpu", "the run's checkpoints, validation dumps and metrics")
+    nodes: int = option(1, "trainer.nnodes", ge=1)
+    gpus: int = option(8, "trainer.n_gpus_per_node", ge=1)
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"--{key.replace('_', '-')} {value}"
+
+    def resolved(self) -> "Variables":
+        """Every path absolute, resolved here (the launch host): verl's Ray processes have no working directory
+        of their own, and on other nodes a relative path names other files (docs/gpu.md, Multi-node)."""
+        from devenus.adapters.verl.cluster_rules import MODEL_KEY, cwd_relative
+
+        model = os.path.abspath(self.model) if cwd_relative(MODEL_KEY, self.model) else self.model
+        return dataclasses.replace(self, model=model, data_dir=os.path.abspath(self.data_dir),
+                                   out_dir=os.path.abspath(self.out_dir))
+
+
+#: the variables a recipe may name, and those that are folders (a file may follow them)
+VARIABLES = tuple(k.key for k in describe(Variables))
+FOLDERS = ("data_dir", "out_dir")
+
+
+@dataclass(frozen=True)
+class Common(Config):
+    """``common.yaml``: what every recipe shares."""
+
+    error: ClassVar[type[ConfigError]] = RecipeError
+
+    overrides: tuple[str, ...] = option((), "verl Hydra overrides, before the recipe's")
+    variables: dict[str, str] = option({}, "verl key -> VARIABLE or VARIABLE/FILE, filled in at launch")
+
+    def check(self) -> None:
+        for i, line in enumerate(self.overrides):
+            try:
+                o = parse_override_line(line)
+            except OverrideError as e:
+                raise self.error(f"{self.key(f'overrides[{i}]')}: {e}") from None
+            if "${" in str(o.value):
+                raise self.error(f"{self.key(f'overrides[{i}]')}: {line!r} names a variable as text; set "
+                                 f"{o.key} under `variables:` (one of {', '.join(VARIABLES)})")
+        for key, ref in self.variables.items():
+            var, _, file = ref.partition("/")
+            if var not in VARIABLES:
+                close = suggest(var, VARIABLES)
+                raise self.error(f"{self.key(f'variables.{key}')}: no variable {var!r}"
+                                 f"{f' (did you mean {close}?)' if close else ''}; the variables: {', '.join(VARIABLES)}")
+            if file and var not in FOLDERS:
+                raise self.error(f"{self.key(f'variables.{key}')}: {var} is not a folder, so {ref!r} names no file "
+                                 f"(folders: {', '.join(FOLDERS)})")
+
+    def filled(self, v: Variables) -> list[str]:
+        """The ``variables:`` as overrides, each value the variable's own (a path joined, never text replaced)."""
+        out = []
+        for key, ref in self.variables.items():
+            var, _, file = ref.partition("/")
+            value: Any = getattr(v, var)
+            out.append(f"{key}={hydra_value(os.path.join(value, file) if file else value)}")
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe(Common):
+    """One ``<name>.yaml``: a method, its training file and its overrides."""
+
+    name: str = option(help="the recipe's file name, without .yaml")
+    description: str = option(help="what the recipe trains, one line")
+    method: str = option(help="devenus.method")
+    train: str = option(help="the training file, under the data folder")
+    reference: str = option(help="where the hyperparameters come from, and how they differ")
 
 
 def recipe_names() -> list[str]:
     return sorted(p.name[:-5] for p in HERE.iterdir() if p.name.endswith(".yaml") and p.name != "common.yaml")
 
 
-def _load_yaml(name: str) -> dict:
-    path = HERE / f"{name}.yaml"
+def _load(cls: type, recipe: str, folder: Path | None, **given: Any):
+    """``cls`` from ``<recipe>.yaml`` (in ``folder``, default the package's) on the config mechanism; every
+    error one line naming the recipe and the key."""
+    path = Path(str((folder or HERE) / f"{recipe}.yaml"))
     if not path.is_file():
-        raise ValueError(f"no GPU recipe {name!r}; recipes: {', '.join(recipe_names())}")
-    return yaml.safe_load(path.read_text()) or {}
+        raise RecipeError(f"no GPU recipe {recipe!r}; recipes: {', '.join(recipe_names())}")
+    data = load_file(path, RecipeError)
+    if set(given) & set(data):
+        raise RecipeError(f"recipe {recipe} ({path}): {', '.join(sorted(set(given) & set(data)))} is the file's, "
+                          f"not a key")
+    try:
+        return config_from_dict(cls, {**data, **given})
+    except RecipeError as e:
+        raise RecipeError(f"recipe {recipe} ({path}): {e}") from None
 
 
-def load_recipe(name: str) -> Recipe:
-    raw = _load_yaml(name)
-    missing, unknown = set(KEYS) - set(raw), set(raw) - set(KEYS)
-    if missing or unknown:
-        raise ValueError(f"recipe {name}.yaml: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
-    return Recipe(name, raw["description"], raw["method"], raw["train"], raw["reference"], tuple(raw["overrides"]))
+def load_common(folder: Path | None = None) -> Common:
+    return _load(Common, "common", folder)
+
+
+def load_recipe(name: str, folder: Path | None = None) -> Recipe:
+    """Recipe ``name`` (``<folder>/<name>.yaml``; default: the recipes this package ships)."""
+    return _load(Recipe, name, folder, name=name)
 
 
 def recipe_overrides(recipe: Recipe, *, model: str, data_dir: str, out_dir: str, nodes: int = 1, gpus: int = 8,
                      extra: tuple[str, ...] = ()) -> list[str]:
-    """The full ``devenus.train`` command line of a recipe: common overrides, the recipe's, then ``extra``.
-    Every path in it is absolute, resolved here (the launch host): verl's Ray processes have no working
-    directory of their own, and on other nodes a relative path names other files (docs/gpu.md, Multi-node)."""
-    from devenus.adapters.verl.cluster_rules import MODEL_KEY, absolute_path_overrides, cwd_relative
+    """The full ``devenus.train`` command line of a recipe: common overrides and variables, the recipe's, then
+    ``extra``. Every path in it is absolute, resolved here (:meth:`Variables.resolved`); so are the relative
+    paths of ``extra``."""
+    from devenus.adapters.verl.cluster_rules import absolute_path_overrides
 
-    fill = {"model": os.path.abspath(model) if cwd_relative(MODEL_KEY, model) else model,
-            "data_dir": os.path.abspath(data_dir), "out_dir": os.path.abspath(out_dir),
-            "nodes": str(nodes), "gpus": str(gpus)}
-    common = [o for o in _load_yaml("common")["overrides"]]
-    for k, v in fill.items():
-        common = [o.replace("${" + k + "}", v) for o in common]
-    return [*common, f"devenus.method={recipe.method}", f"data.train_files={fill['data_dir']}/{recipe.train}",
-            f"trainer.experiment_name={recipe.name}", *recipe.overrides, *absolute_path_overrides(list(extra))]
+    try:
+        v = Variables(model=model, data_dir=data_dir, out_dir=out_dir, nodes=nodes, gpus=gpus).resolved()
+    except RecipeError as e:
+        raise RecipeError(f"recipe {recipe.name}: {e}") from None
+    common = load_common()
+    return [*common.overrides, *common.filled(v), f"devenus.method={recipe.method}",
+            f"data.train_files={hydra_value(os.path.join(v.data_dir, recipe.train))}",
+            f"trainer.experiment_name={recipe.name}", *recipe.overrides, *recipe.filled(v),
+            *absolute_path_overrides(list(extra))]
 
 
 def eval_command(config, data_dir: str) -> list[str]:
@@ -143,11 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--math", help="MATH train split (JSONL with problem/solution)")
     pr.add_argument("--math500", help="MATH-500 (JSONL with problem/answer): the in-training validation set")
     pr.add_argument("--dapo-paired", help="DAPO originals and rewrites merged by `devenus data pair-views` (Co-rewarding I)")
-    pr.add_argument("--noise-rho", type=float, default=None,
+    pr.add_argument("--noise-rho", type=arg_type(float, ge=0, le=1), default=None,
                     help="also write dapo_math17k_<regime><rho>_s<seed>.parquet with this share of labels noisy")
     pr.add_argument("--noise-regime", choices=("sentinel", "redraw"), default="sentinel",
                     help="the OLR reference's inactive (sentinel) or active (redraw) noise (docs/methods/olr.md)")
-    pr.add_argument("--noise-seed", type=int, default=0, help="which rows are noisy, and the redraws' seed")
+    pr.add_argument("--noise-seed", type=arg_type(int, ge=0), default=0, help="which rows are noisy, and the redraws' seed")
     pr.add_argument("--force", action="store_true", help="replace existing files")
     r = sub.add_parser("run", help="launch a recipe (or check it with --dry-run)")
     r.add_argument("name", help="a recipe name (see `list`)")
@@ -155,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--data-dir", required=True, help="folder written by `prepare`")
     r.add_argument("--out", default="outputs/gpu", help="checkpoints, validation dumps and metrics go under "
                    "OUT/NAME (made absolute here; on a cluster, a shared file system every node mounts alike)")
-    r.add_argument("--nodes", type=int, default=1, help="trainer.nnodes")
-    r.add_argument("--gpus", type=int, default=8, help="trainer.n_gpus_per_node")
+    r.add_argument("--nodes", type=arg_type(int, ge=1), default=1, help="trainer.nnodes")
+    r.add_argument("--gpus", type=arg_type(int, ge=1), default=8, help="trainer.n_gpus_per_node")
+    r.add_argument("--timeout-s", type=arg_type(float, gt=0), default=None,
+                   help="end the run (its whole process group, Ray's processes included) after this many seconds")
     r.add_argument("--dry-run", action="store_true", help="compose the config and run every pre-flight check; no Ray")
     r.add_argument("--eval-data-dir", default=None,
                    help="after training, evaluate the last checkpoint with `devenus eval` (the paper's protocol, "
@@ -179,42 +270,65 @@ def main(argv: list[str] | None = None) -> int:
                                 noise):
                 print(f"wrote {path}")
             return 0
-        from devenus.runs.launch import file_logger
-
-        rec = load_recipe(args.name)
-        out_dir = Path(os.path.abspath(os.path.join(args.out, rec.name)))
-        ov, metrics = file_logger(recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=str(out_dir),
-                                                   nodes=args.nodes, gpus=args.gpus, extra=tuple(args.overrides)),
-                                  out_dir)
-        eval_dir = os.path.abspath(args.eval_data_dir) if args.eval_data_dir else None
-        ev = None
-        if args.dry_run or args.eval_data_dir:  # (the evaluation is checked before hours of training)
-            from devenus.adapters.verl.train import SetupError, preflight
-
-            try:
-                config = preflight(ov)
-            except SetupError as e:
-                print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
-                return 1
-            ev = eval_command(config, eval_dir) if eval_dir else None
-        if args.dry_run:
-            a = config.actor_rollout_ref
-            print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
-                  f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
-                  f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
-                  f"  reference: {rec.reference}\n  metrics: {metrics} (verl's file logger: this launch's own file)")
-            if ev:
-                print("  then: " + shlex.join(ev))
-            print("  pre-flight checks passed; launch without --dry-run")
-            return 0
-        metrics.parent.mkdir(parents=True, exist_ok=True)  # verl opens the file, not its folder
-        cmd = [sys.executable, "-m", "devenus.train", *ov]
-        print("$", shlex.join(cmd), flush=True)
-        rc = subprocess.call(cmd)
-        if rc == 0 and ev:
-            print("$", shlex.join(ev), flush=True)
-            rc = subprocess.call(ev)
-        return rc
+        return _run(args)
     except (ValueError, OSError, subprocess.CalledProcessError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+
+
+def _run(args) -> int:
+    """``run NAME``: compose, check (``--dry-run`` stops there) and launch through the run component."""
+    from devenus.runs.launch import RunFailed, file_logger, launch
+
+    rec = load_recipe(args.name)
+    out_dir = Path(os.path.abspath(os.path.join(args.out, rec.name)))
+    ov = recipe_overrides(rec, model=args.model, data_dir=args.data_dir, out_dir=str(out_dir), nodes=args.nodes,
+                          gpus=args.gpus, extra=tuple(args.overrides))
+    eval_dir = os.path.abspath(args.eval_data_dir) if args.eval_data_dir else None
+    ev = None
+    if args.dry_run or args.eval_data_dir:  # (the evaluation is checked before hours of training)
+        from devenus.adapters.verl.train import SetupError, preflight
+
+        checked, metrics = file_logger(ov, out_dir)  # what launch() hands the trainer
+        try:
+            config = preflight(checked)
+        except SetupError as e:
+            print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
+            return 1
+        ev = eval_command(config, eval_dir) if eval_dir else None
+    if args.dry_run:
+        a = config.actor_rollout_ref
+        print(f"recipe {rec.name}: {rec.description}\n  method {config.devenus.method}, model {a.model.path}, "
+              f"{config.trainer.nnodes} x {config.trainer.n_gpus_per_node} GPUs, rollout {a.rollout.name}, "
+              f"{config.data.train_batch_size} prompts x {a.rollout.n} rollouts, lr {a.actor.optim.lr}\n"
+              f"  reference: {rec.reference}\n  metrics: {metrics} (verl's file logger: this launch's own file)")
+        if ev:
+            print("  then: " + shlex.join(ev))
+        print("  pre-flight checks passed; launch without --dry-run")
+        return 0
+    print(f"recipe {rec.name}: training; output in {out_dir / 'train.log'}", flush=True)
+    result = launch(ov, out_dir, timeout_s=args.timeout_s, on_step=_progress)
+    try:
+        result.check()
+    except RunFailed as e:
+        print(f"error: recipe {rec.name}: {e}", file=sys.stderr)
+        return result.returncode if result.returncode > 0 else 1
+    print(f"recipe {rec.name}: done in {result.wall_s:.0f} s; checkpoints in {out_dir / 'checkpoints'}", flush=True)
+    return _evaluate(ev) if ev else 0
+
+
+#: what a launch prints per step, with verl's validation (``val-core/...``): progress, not a record (the
+#: metrics file is that)
+PROGRESS_KEYS = ("critic/score/mean", "timing_s/step")
+
+
+def _progress(m: dict) -> None:
+    keys = [*PROGRESS_KEYS, *sorted(k for k in m if k.startswith("val-core/"))]
+    shown = " ".join(f"{k}={m[k]:.4g}" for k in keys if isinstance(m.get(k), (int, float)))
+    print(f"  step {m['step']} {shown}".rstrip(), flush=True)
+
+
+def _evaluate(cmd: list[str]) -> int:
+    """The evaluation after training: ``devenus eval`` of the last checkpoint, in this terminal."""
+    print("$", shlex.join(cmd), flush=True)
+    return subprocess.call(cmd)

@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from devenus.config.overrides import last_value
 from devenus.runs.launch import runtime_env_override
 from devenus.verify.equivalence import VERIFY_ENV
 
@@ -169,23 +170,15 @@ class BackendChoice:
 
 def requested_backend(argv: Sequence[str]) -> str:
     """The value of the last ``devenus.backend=`` override in ``argv`` (Hydra's rule), else ``auto``."""
-    value = "auto"
-    for arg in argv:
-        key, sep, val = arg.partition("=")
-        if sep and key.lstrip("+~") == BACKEND_KEY:
-            value = val.strip().strip("'\"").lower()
+    value = str(last_value(argv, BACKEND_KEY, "auto")).lower()
     if value not in BACKENDS:
         raise BackendError(f"{BACKEND_KEY} must be one of {', '.join(BACKENDS)}; got {value!r}")
     return value
 
 
 def _override(argv: Sequence[str], key: str) -> str | None:
-    found = None
-    for arg in argv:
-        k, sep, val = arg.partition("=")
-        if sep and k.lstrip("+~") == key:
-            found = val.strip().strip("'\"")
-    return found
+    found = last_value(argv, key)
+    return None if found is None else str(found)
 
 
 def _cluster_hint(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
