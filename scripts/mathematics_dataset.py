@@ -6,6 +6,7 @@ train-easy split and fails on the ``_composed`` modules, so this script calls it
 (``modules.train(entropy_fn)``, ``.test()``, ``.test_extra()``) directly, seeded per (split, module).
 
     python scripts/mathematics_dataset.py build            # JSONL -> devenus import -> records + dataset.json
+    python scripts/mathematics_dataset.py chat --out DIR   # the same rows with a worked turn (for SmolLM2)
     python scripts/mathematics_dataset.py screen --modules arithmetic__add_or_sub,numbers__place_value
         # SmolLM2's base pass rate per module (devenus' HF backend and grader, the worked-turn prompt)
 
@@ -200,6 +201,25 @@ def worked_turn(rows: list[dict], examples: dict[str, tuple[str, str]]) -> list[
     return rows
 
 
+def chat(out: Path) -> None:
+    """The shipped files phrased by :func:`worked_turn` (the example of a module: its first train row; an
+    extrapolate module uses its train module's), each a dataset version whose parent is the shipped file."""
+    from devenus.data import SPLITS, mathematics_dataset
+    from devenus.records import read_records
+    from devenus.records.versions import write_version
+
+    examples: dict[str, tuple[str, str]] = {}
+    for r in read_records(mathematics_dataset("train")):
+        examples.setdefault(r["extra_info"]["family"], (r["extra_info"]["question"], r["reward_model"]["ground_truth"]))
+    examples.update({ood: examples[m] for m, ood in MODULES.items() if ood})
+    out.mkdir(parents=True, exist_ok=True)
+    for s in SPLITS:
+        rows = worked_turn(read_records(mathematics_dataset(s)), examples)
+        write_version(rows, out / f"{s}.parquet", rule="mathematics-dataset-worked-turn", force=True,
+                      config={"examples": examples}, parent=mathematics_dataset(s))
+    print(f"[mathds] wrote {', '.join(f'{s}.parquet' for s in SPLITS)} (worked turn) in {out}")
+
+
 def screen(modules: list[str], splits: list[str], n: int, k: int, temperature: float, max_new_tokens: int,
            seed: int, out: Path | None) -> None:
     """SmolLM2's pass rate per module: avg@k on ``n`` questions of each split, phrased by
@@ -267,6 +287,8 @@ def main(argv=None) -> None:
     b = sub.add_parser("build", help="generate, import and write the shipped files and dataset.json")
     b.add_argument("--out", type=Path, default=OUT)
     b.add_argument("--seed", type=int, default=SEED)
+    c = sub.add_parser("chat", help="the shipped files with the worked turn before each question (for SmolLM2)")
+    c.add_argument("--out", type=Path, required=True)
     s = sub.add_parser("screen", help="SmolLM2's base pass rate per candidate module")
     s.add_argument("--modules", required=True, help="comma-separated train module names")
     s.add_argument("--splits", default="train", help="comma-separated: train (train-easy), test_id (interpolate)")
@@ -279,6 +301,8 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     if a.cmd == "build":
         build(a.out, a.seed)
+    elif a.cmd == "chat":
+        chat(a.out)
     else:
         screen(a.modules.split(","), a.splits.split(","), a.n, a.k, a.temperature, a.max_new_tokens, a.seed, a.out)
 
