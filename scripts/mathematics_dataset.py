@@ -192,8 +192,8 @@ def build(out: Path, seed: int) -> None:
 def worked_turn(rows: list[dict], examples: dict[str, tuple[str, str]]) -> list[dict]:
     """Rows phrased for a small chat model, in place: before the question, one solved question of the same
     module (``examples[module] = (question, answer)``) answered ``The final answer is \\boxed{answer}.``
-    (SmolLM2-135M boxes an answer after a worked turn; only after one of the same kind does it answer the
-    question asked rather than copy the generic ``2 + 5`` turn's form: docs in README.md beside the data)."""
+    (after the generic ``2 + 5`` turn of :mod:`devenus.smollm2` SmolLM2-135M rarely boxes an answer to these
+    questions: README.md beside the data)."""
     for r in rows:
         q, a = examples[r["extra_info"]["family"]]
         r["prompt"] = [{"role": "user", "content": PROMPT_TEMPLATE.replace("{question}", q)},
