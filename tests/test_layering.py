@@ -222,3 +222,8 @@ def test_shared_math_lives_below_the_methods():
             bad = [m for m in imports(p) if under(m, "devenus.online", "devenus.adapters", "devenus.select",
                                                    "devenus.transitions")]
             assert bad == [], rel(p)
+
+
+def test_the_registry_helper_is_at_the_bottom():
+    # every package registers its units on devenus.registry: it imports no devenus module
+    assert [m for m in imports(SRC / "registry.py") if under(m, "devenus")] == []

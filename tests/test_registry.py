@@ -1,0 +1,95 @@
+"""The one registry helper (devenus.registry): registration, lazy entries, duplicates, did-you-mean."""
+
+import sys
+import types
+
+import pytest
+
+from devenus.registry import Registry, RegistryError, where
+
+
+class Thing:
+    pass
+
+
+class Other:
+    pass
+
+
+def test_register_as_call_and_decorator_and_names_sorted():
+    r = Registry("widget")
+    r.register("b", Thing)
+
+    @r.register("a")
+    class A:
+        pass
+
+    assert r.names() == ["a", "b"]
+    assert r.get("b") is Thing and r.get("a") is A
+    assert "a" in r and "c" not in r
+
+
+def test_same_entry_twice_is_a_no_op_a_different_one_names_both_places():
+    r = Registry("widget")
+    r.register("x", Thing)
+    r.register("x", Thing)
+    with pytest.raises(RegistryError) as e:
+        r.register("x", Other)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "widget 'x' is registered twice" in msg
+    assert where(Thing) in msg and where(Other) in msg
+
+
+def test_a_lazy_entry_is_imported_on_first_get_only(monkeypatch):
+    mod = types.ModuleType("devenus_test_lazy_mod")
+    mod.Thing = Thing
+    r = Registry("widget", lazy={"lazy": "devenus_test_lazy_mod:Thing"})
+    assert r.names() == ["lazy"] and r.path("lazy") == "devenus_test_lazy_mod:Thing"
+    monkeypatch.setitem(sys.modules, "devenus_test_lazy_mod", mod)
+    assert r.get("lazy") is Thing
+    # the class a lazy path names registering itself under that name is the same entry
+    r.register("lazy", Thing)
+    with pytest.raises(RegistryError, match="registered twice"):
+        r.register("lazy", Other)
+
+
+def test_unknown_name_is_one_line_with_did_you_mean_and_the_known_names():
+    r = Registry("router", error=ValueError)
+    r.register("ratio", Thing)
+    r.register("triage", Other)
+    with pytest.raises(ValueError) as e:
+        r.get("ratoi")
+    assert str(e.value) == "unknown router 'ratoi' (did you mean 'ratio'?); the routers: ratio, triage"
+    with pytest.raises(ValueError) as e:
+        r.get("zzz")
+    assert str(e.value) == "unknown router 'zzz'; the routers: ratio, triage"
+
+
+def test_the_default_error_is_a_key_error_whose_text_is_the_line():
+    r = Registry("pool")
+    with pytest.raises(KeyError) as e:
+        r.get("nope")
+    assert str(e.value) == "unknown pool 'nope'; the pools: none"
+
+
+def test_check_refuses_an_entry_on_registration_and_on_lazy_import(monkeypatch):
+    r = Registry("widget", check=lambda name, e: None if e is Thing else "not a Thing",
+                 lazy={"bad": "devenus_test_lazy_mod2:Other"})
+    r.register("good", Thing)
+    with pytest.raises(ValueError, match="widget 'worse' .*: not a Thing"):
+        r.register("worse", Other)
+    mod = types.ModuleType("devenus_test_lazy_mod2")
+    mod.Other = Other
+    monkeypatch.setitem(sys.modules, "devenus_test_lazy_mod2", mod)
+    with pytest.raises(ValueError, match="not a Thing"):
+        r.get("bad")
+
+
+def test_unregister_and_empty_name():
+    r = Registry("widget")
+    r.register("x", Thing)
+    r.unregister("x")
+    assert r.names() == []
+    with pytest.raises(ValueError, match="non-empty name"):
+        r.register("", Thing)
