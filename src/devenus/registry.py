@@ -21,8 +21,9 @@ __all__ = ["Registry", "RegistryError", "where"]
 T = TypeVar("T")
 
 
-class RegistryError(KeyError):
-    """An unknown or doubly registered name; one line (``str()`` is the message, not its repr)."""
+class RegistryError(KeyError, ValueError):
+    """An unknown or doubly registered name; one line (``str()`` is the message, not its repr). A KeyError (a
+    name looked up) and a ValueError (a bad name given), so callers catch it as either."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
