@@ -93,3 +93,20 @@ def test_unregister_and_empty_name():
     assert r.names() == []
     with pytest.raises(ValueError, match="non-empty name"):
         r.register("", Thing)
+
+
+# ---- each registry of the package is on the helper: an unknown name is the same one line -------------
+def test_methods_unknown_name():
+    from devenus.online import WeakTrainerInterface
+
+    with pytest.raises(KeyError) as e:
+        WeakTrainerInterface.get("ttlr")
+    assert str(e.value).startswith("unknown DE-Venus method 'ttlr' (did you mean 'ttrl'?); the DE-Venus methods: ")
+    assert "ttrl" in str(e.value) and WeakTrainerInterface._methods.path("ttrl").endswith(":TTRL")
+
+
+def test_rules_unknown_name():
+    from devenus.transitions.rules import TransitionError, get
+
+    with pytest.raises(TransitionError, match=r"^unknown rule 'corect' \(did you mean 'correct'\?\); the rules: correct, promote$"):
+        get("corect")
