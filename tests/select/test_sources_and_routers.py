@@ -71,6 +71,10 @@ def test_every_builtin_router_loads_and_checks():
         load_config(None, {"route.selector": "interval", "score.signals": ["consistency"]})
     with pytest.raises(ConfigError, match="did you mean 'triage'"):
         load_config(None, {"route.selector": "traige"})
+    with pytest.raises(ValueError, match=r"^unknown router 'traige' \(did you mean 'triage'\?\); the routers: interval, ratio, triage$"):
+        get_router("traige")
+    with pytest.raises(ValueError, match="router 'ratio' is registered twice"):
+        register(type("Other", (Router,), {"name": "ratio"}))
 
 
 def test_a_registered_router_is_used_by_the_route_stage():
@@ -92,11 +96,13 @@ def test_a_registered_router_is_used_by_the_route_stage():
         from devenus.select.route import ANNOTATE
 
         assert (dec == ANNOTATE).all() and info["custom"] and info["selector"] == "annotate-all"
+        # a router without a config of its own reads the common keys only
+        with pytest.raises(ConfigError, match="route.rho_annotate is not a key of the 'annotate-all' router"):
+            load_config(None, {"route.selector": "annotate-all", "route.rho_annotate": 0.5})
     finally:
         from devenus.select.route import router
 
-        router._classes.pop("annotate-all")
-        router._paths.pop("annotate-all")
+        router.ROUTERS.unregister("annotate-all")
 
 
 def test_the_signal_table_is_the_one_list_of_signals():
