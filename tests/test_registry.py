@@ -95,6 +95,14 @@ def test_unregister_and_empty_name():
         r.register("", Thing)
 
 
+def test_two_functions_of_one_name_are_two_entries():
+    # lambdas (closures) share module and qualname: a second one under a taken name is still refused
+    r = Registry("pool")
+    r.register("p", lambda: 1)
+    with pytest.raises(RegistryError, match="pool 'p' is registered twice"):
+        r.register("p", lambda: 2)
+
+
 # ---- each registry of the package is on the helper: an unknown name is the same one line -------------
 def test_methods_unknown_name():
     from devenus.online import WeakTrainerInterface
@@ -110,3 +118,13 @@ def test_rules_unknown_name():
 
     with pytest.raises(TransitionError, match=r"^unknown rule 'corect' \(did you mean 'correct'\?\); the rules: correct, promote$"):
         get("corect")
+
+
+
+def test_sources_unknown_name():
+    from devenus.select.sources import MODELS, POOLS
+
+    with pytest.raises(KeyError, match=r"^unknown pool 'smollm2-pol' \(did you mean 'smollm2-pool'\?\); the pools: "):
+        POOLS.get("smollm2-pol")
+    with pytest.raises(KeyError, match=r"^unknown model 'testbd' \(did you mean 'testbed'\?\); the models: smollm2, testbed$"):
+        MODELS.get("testbd")

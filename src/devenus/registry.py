@@ -69,7 +69,8 @@ class Registry(Generic[T]):
         if name in self._entries and self._entries[name] is entry:
             return entry  # a lazy entry, imported, registering itself by its decorator
         path = where(entry)
-        if name in self._paths and self._paths[name] != path:
+        loaded = self._entries.get(name)
+        if (loaded is not None and loaded is not entry) or (name in self._paths and self._paths[name] != path):
             raise RegistryError(f"{self.kind} {name!r} is registered twice: by {self._paths[name]} and by {path}")
         if not isinstance(entry, str):
             self._accept(name, entry)

@@ -56,10 +56,16 @@ def test_named_sources_register_and_unknown_pools_name_the_known_ones(tmp_path):
     sources.register_pool("my-pool", lambda: p)
     try:
         assert sources.resolve_pool("my-pool") == p
+        with pytest.raises(ValueError, match="pool 'my-pool' is registered twice"):
+            sources.register_pool("my-pool", lambda: tmp_path)
     finally:
-        sources._POOLS.pop("my-pool")
+        sources.POOLS.unregister("my-pool")
     with pytest.raises(FileNotFoundError, match="testbed-pool"):
         sources.resolve_pool(str(tmp_path / "missing.parquet"))
+    with pytest.raises(FileNotFoundError, match=r"unknown pool 'testbed-pol' \(did you mean 'testbed-pool'\?\); the pools: "
+                                                r"smollm2-pool, testbed-pool"):
+        sources.resolve_pool("testbed-pol")
+    assert sources.model_names() == ["smollm2", "testbed"]
 
 
 def test_every_builtin_router_loads_and_checks():
