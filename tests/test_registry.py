@@ -128,3 +128,12 @@ def test_sources_unknown_name():
         POOLS.get("smollm2-pol")
     with pytest.raises(KeyError, match=r"^unknown model 'testbd' \(did you mean 'testbed'\?\); the models: smollm2, testbed$"):
         MODELS.get("testbd")
+
+
+def test_signals_unknown_name_and_order():
+    from devenus.select.signal_table import DEFAULT_SIGNALS, TABLE
+
+    with pytest.raises(KeyError, match=r"^unknown signal 'entropi' \(did you mean 'entropy'\?\); the signals: accuracy, "):
+        TABLE["entropi"]
+    # registration order, not sorted: the default score.signals (part of the score stage's identity)
+    assert DEFAULT_SIGNALS == ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")

@@ -42,11 +42,14 @@ class Registry(Generic[T]):
     """Named entries of one kind. ``kind`` names it in errors ("router", "rule"); ``error``: the exception
     class raised for an unknown name (a subclass of the caller's error type may be given; it must accept
     one message); ``check(name, entry)``: why a loaded entry is refused (None: accepted), run on
-    registration and when a lazy entry is first imported; ``plural``: the kind's plural in messages."""
+    registration and when a lazy entry is first imported; ``plural``: the kind's plural in messages;
+    ``ordered``: :meth:`names` in registration order (where the order means something) instead of sorted."""
 
     def __init__(self, kind: str, *, plural: str | None = None, error: type[Exception] = RegistryError,
-                 check: Callable[[str, T], str | None] | None = None, lazy: dict[str, str] | None = None):
+                 check: Callable[[str, T], str | None] | None = None, lazy: dict[str, str] | None = None,
+                 ordered: bool = False):
         self.kind = kind
+        self.ordered = ordered
         self.plural = plural or f"{kind}s"
         self.error = error
         self._check = check
@@ -90,13 +93,16 @@ class Registry(Generic[T]):
 
     # ------------------------------------------------------------------------------------ reading
     def names(self) -> list[str]:
-        return sorted(self._paths)
+        return list(self._paths) if self.ordered else sorted(self._paths)
 
     def __contains__(self, name: object) -> bool:
         return name in self._paths
 
     def __iter__(self):
         return iter(self.names())
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
 
     def path(self, name: str) -> str:
         """Where ``name``'s entry is defined (``module:attr``), without importing it."""

@@ -4,7 +4,8 @@ per-question uncertainties ("higher = more uncertain") come from what the score 
 ``answers`` signals come from the G extracted answers (and, for ``accuracy``, the row's label);
 ``forward`` signals from the teacher-forced pass (:func:`devenus.select.score.forward_signals`), whose raw
 score is multiplied by ``sign`` and aggregated over the samples by ``score.aggregation``. The config's
-choices, the score stage and the docs' signal table read this; adding a signal: docs/adding_a_signal.md.
+choices, the score stage and the docs' signal table read this registry (:mod:`devenus.registry`); adding a
+signal: docs/adding_a_signal.md.
 No torch here: the config imports it.
 """
 
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from devenus.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,10 @@ def _consistency(a, p, g):
     return a["u_consistency_sample"], a["consistency"]
 
 
-TABLE: dict[str, Signal] = {s.name: s for s in (
+#: signal name -> :class:`Signal`, in the order the score stage computes and records them (part of the score
+#: stage's identity: ``score.signals`` defaults to this order)
+TABLE: Registry[Signal] = Registry("signal", ordered=True)
+for _s in (
     Signal("accuracy", "answers", needs_labels=True, from_answers=_accuracy),
     Signal("consistency", "answers", from_answers=_consistency),
     Signal("entropy", "forward", +1),
@@ -58,7 +64,8 @@ TABLE: dict[str, Signal] = {s.name: s for s in (
     Signal("coe_c", "forward", -1),
     Signal("cot_kinetics", "forward", +1),
     Signal("pivot_trace", "forward", +1, default=False),
-)}
+):
+    TABLE.register(_s.name, _s)
 
 SIGNALS = tuple(TABLE)
 MODEL_SIGNALS = tuple(n for n, s in TABLE.items() if s.source == "forward")
