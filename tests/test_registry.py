@@ -137,3 +137,19 @@ def test_signals_unknown_name_and_order():
         TABLE["entropi"]
     # registration order, not sorted: the default score.signals (part of the score stage's identity)
     assert DEFAULT_SIGNALS == ("accuracy", "consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_kinetics")
+
+
+def test_generators_and_backends_unknown_name():
+    from devenus.config import ConfigError
+    from devenus.evaluate.backends import make_backend
+    from devenus.select.config import load_config
+    from devenus.select.work import hf_generator
+
+    with pytest.raises(ConfigError, match=r"^generate.generator: unknown generator 'vlm' \(did you mean 'vllm'\?\); "
+                                          r"the generators: hf, vllm \(set it with --set generate.generator=<value>\)$"):
+        load_config(None, {"generate.generator": "vlm"})
+    from devenus.select.config import GENERATORS
+
+    assert GENERATORS.get("hf") is hf_generator
+    with pytest.raises(ValueError, match=r"^unknown backend 'vlm' \(did you mean 'vllm'\?\); the backends: hf, vllm, auto$"):
+        make_backend("vlm", "/nowhere")
