@@ -153,3 +153,17 @@ def test_generators_and_backends_unknown_name():
     assert GENERATORS.get("hf") is hf_generator
     with pytest.raises(ValueError, match=r"^unknown backend 'vlm' \(did you mean 'vllm'\?\); the backends: hf, vllm, auto$"):
         make_backend("vlm", "/nowhere")
+
+
+def test_forward_signals_are_registered_units():
+    from devenus.select.forward import ForwardUnit
+    from devenus.select.signal_table import MODEL_SIGNALS, UNITS, Signal, register
+
+    assert UNITS.names() == list(MODEL_SIGNALS)
+    for name in MODEL_SIGNALS:  # each unit says which signals it computes in its one pass
+        unit = UNITS.get(name)
+        assert issubclass(unit, ForwardUnit) and name in unit.names
+    with pytest.raises(KeyError, match=r"^unknown forward signal 'coe_x' \(did you mean 'coe_r'\?\)"):
+        UNITS.get("coe_x")
+    with pytest.raises(ValueError, match="a forward signal names its unit"):
+        register(Signal("mine", "forward"))
