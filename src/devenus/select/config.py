@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from devenus.config import Config, ConfigError, load_config_file, option, suggest
 from devenus.config import section as nested
 from devenus.registry import Registry
-from devenus.select.route.intervals import INTERVALS  # noqa: F401 (re-exported)
 from devenus.select.route.router import ROUTERS, RouteConfig, get_router
 from devenus.select.signal_table import DEFAULT_SIGNALS, MODEL_SIGNALS, SIGNALS  # noqa: F401 (re-exported)
 
@@ -187,7 +186,7 @@ class SelectConfig(_Section):
 
     def section(self, *names: str) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        if "route" in names:  # every built-in router's keys, the others' at their defaults (see route_identity)
+        if "route" in names:  # the flat-config routers' keys at their defaults (route_identity_defaults)
             d["route"] = {**route_identity_defaults(), **d["route"]}
         return {n: {k: v for k, v in d[n].items() if k not in CHECK_KEYS.get(n, ())} for n in names}
 
