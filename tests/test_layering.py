@@ -257,3 +257,8 @@ def test_nothing_outside_the_bottom_io_module_renames_a_file():
     offenders = [f"{rel(p)}:{line}" for p in modules() if rel(p) not in RENAMERS
                  for line in renames(ast.parse(p.read_text()))]
     assert offenders == []
+
+
+def test_the_registry_helper_is_at_the_bottom():
+    # every package registers its units on devenus.registry: it imports no devenus module
+    assert [m for m in imports(SRC / "registry.py") if under(m, "devenus")] == []

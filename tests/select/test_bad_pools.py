@@ -120,7 +120,7 @@ def test_no_demotion_no_line(tmp_path, capsys):
     from devenus.select.cli import _routing_warnings
 
     cfg = scored_run(tmp_path, -np.arange(8, dtype=float) * (np.arange(8) % 2),
-                     **{"route.rho_annotate": 0.0, "route.rho_discard": 0.0, "route.selector": "interval",
+                     **{"route.selector": "interval",
                         "score.signals": ["accuracy", "entropy"]})
     s = run_route(cfg, progress=False).summary()
     assert s["demoted_labels"]["weak"] == s["demoted_labels"]["discard"] == 0

@@ -28,7 +28,8 @@ def test_interval_routing_on_a_labeled_pool(base_testbed, tmp_path):
         assert r["extra_info"]["label_source"] == "gold" and r["reward_model"]["ground_truth"] == gold[r["extra_info"]["index"]]
     assert m.config["routing"]["bounds"] == [0.0, 1.0, False, False]
     # re-route the same scores by ratio: annotated rows that had a gold label keep it
-    cfg2 = load_config(None, {**over, "route.selector": "ratio", "route.rho_annotate": 0.5, "route.rho_discard": 0.25,
+    ratio = {k: v for k, v in over.items() if k != "route.interval"}  # the ratio router has no interval key
+    cfg2 = load_config(None, {**ratio, "route.selector": "ratio", "route.rho_annotate": 0.5, "route.rho_discard": 0.25,
                               "materialize.out": str(tmp_path / "ratio.parquet")})
     run_route(cfg2, force=True, progress=False)
     m2 = run_materialize(cfg2, progress=False)

@@ -152,10 +152,15 @@ def test_triage_on_the_scored_run(full_run, config_file, tmp_path):
 
     out = tmp_path / "triage"
     shutil.copytree(full_run[0], out)
-    sets = ["--set", "route.selector=triage", "--set", "route.min_probes=6", "--set", "route.window=3"]
-    r = select("route", str(config_file), "--out", str(out), *sets, "--force", "--no-progress")
+    # the same run, routed by triage: route: holds the triage router's keys (the ratio router's would be refused)
+    triage_file = tmp_path / "triage.yaml"
+    triage_file.write_text(yaml.safe_dump({**CONFIG, "route": {"selector": "triage", "signal": "entropy",
+                                                                "min_probes": 6, "window": 3}}))
+    r = select("route", str(config_file), "--out", str(out), "--set", "route.selector=triage", "--no-progress")
+    assert r.returncode == 1 and "route.rho_annotate is not a key of the 'triage' router" in r.stderr, r.stderr[-3000:]
+    r = select("route", str(triage_file), "--out", str(out), "--force", "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
-    r = select("materialize", str(config_file), "--out", str(out), *sets, "--force", "--no-progress")
+    r = select("materialize", str(triage_file), "--out", str(out), "--force", "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
     m = read_manifest(out / "selected.parquet")
     routing = m.config["routing"]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from devenus.select.config import interval_bounds, load_config
+from devenus.select.config import load_config
 from devenus.select.pipeline import route_scores
 from devenus.select.route import ANNOTATE, DISCARD, KEEP, WEAK, interval_mask, interval_route, ratio_route, tiebreak
 from devenus.select.route.ratios import ratio_counts
@@ -18,12 +18,12 @@ P = np.array([0.0, 0.125, 0.25, 0.5, 0.75, 0.875, 1.0, np.nan])
 ])
 def test_interval_presets(preset, want):
     cfg = load_config(None, {"route.selector": "interval", "route.interval": preset})
-    assert interval_mask(P, *interval_bounds(cfg.route)).astype(int).tolist() == want
+    assert interval_mask(P, *cfg.route.bounds()).astype(int).tolist() == want
 
 
 def test_custom_interval_is_inclusive():
     cfg = load_config(None, {"route.selector": "interval", "route.interval": "custom", "route.low": 0.125, "route.high": 0.5})
-    assert interval_mask(P, *interval_bounds(cfg.route)).astype(int).tolist() == [0, 1, 1, 1, 0, 0, 0, 0]
+    assert interval_mask(P, *cfg.route.bounds()).astype(int).tolist() == [0, 1, 1, 1, 0, 0, 0, 0]
 
 
 def test_interval_budget_keeps_the_most_uncertain_inside():

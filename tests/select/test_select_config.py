@@ -17,19 +17,26 @@ from devenus.select.config import load_config
     ({"generate.temperature": float("nan")}, "generate.temperature must be a finite number > 0.0, got nan"),
     ({"generate.temperature": float("inf")}, "generate.temperature must be a finite number"),
     ({"generate.top_p": 1.5}, "generate.top_p must be a number > 0.0 and <= 1.0"),
-    ({"route.budget": -3}, "route.budget must be an integer >= 1 or null, got -3"),
+    ({"route.selector": "interval", "score.signals": ["accuracy", "consistency"], "route.budget": -3}, "route.budget must be an integer >= 1 or null, got -3"),
     ({"route.annotation_budget": -1}, "route.annotation_budget must be an integer >= 0 or null"),
     ({"limit": -5}, "limit must be an integer >= 1 or null, got -5"),
     ({"limit": 2.5}, "limit must be an integer >= 1 or null"),
     ({"generate.samples": True}, "generate.samples must be an integer"),
-    ({"route.window": 0}, "route.window must be an integer >= 1"),
-    ({"route.low": float("nan"), "route.interval": "custom", "route.high": 1.0}, "route.low must be a finite number >= 0.0 and <= 1.0 or null"),
-    ({"route.interval": "custom", "route.low": 0.8, "route.high": 0.2}, "route.low=0.8 must be <= route.high=0.2"),
+    ({"route.selector": "triage", "route.window": 0}, "route.window must be an integer >= 1"),
+    ({"route.selector": "interval", "score.signals": ["accuracy", "consistency"], "route.low": float("nan"), "route.interval": "custom", "route.high": 1.0}, "route.low must be a finite number >= 0.0 and <= 1.0 or null"),
+    ({"route.selector": "interval", "score.signals": ["accuracy", "consistency"], "route.interval": "custom", "route.low": 0.8, "route.high": 0.2}, "route.low=0.8 must be <= route.high=0.2"),
     ({"materialize.annotation": "simulaton"}, "materialize.annotation must be simulation, file:<path> or "
                                               "callable:<module>:<function>, got 'simulaton'"),
     ({"materialize.annotation": "callable:mod"}, "materialize.annotation must be simulation"),
     ({"materialize.annotation": "file:"}, "materialize.annotation must be simulation"),
-    ({"route.selecter": "ratio"}, "unknown key route.selecter (did you mean route.selector?)"),
+    ({"route.selecter": "ratio"}, "route.selecter is not a key of the 'ratio' router; its keys: selector, signal, "
+                                  "calibrate_sign, seed, min_spread, on_constant_signal, rho_annotate, rho_discard, "
+                                  "annotation_budget (did you mean route.selector?)"),
+    # a key another router reads does nothing under this one: refused, naming the chosen router's keys
+    ({"route.budget": 5}, "route.budget is not a key of the 'ratio' router; its keys: selector, signal"),
+    ({"route.selector": "triage", "route.rho_annotate": 0.5}, "route.rho_annotate is not a key of the 'triage' router"),
+    ({"route.selector": "ratoi"}, "route.selector: unknown router 'ratoi' (did you mean 'ratio'?); the routers: "
+                                  "interval, ratio, triage"),
     ({"score.signals": "entropy"}, "score.signals must be a list"),
     ({"score.max_batch_tokens": 0}, "score.max_batch_tokens must be an integer >= 1 or null, got 0"),
     ({"generate.ray_address": 3}, "generate.ray_address must be a string"),
@@ -78,14 +85,25 @@ def test_a_bad_config_file_is_one_line_before_any_stage_runs(tmp_path, text, mes
 def test_stage_identities_match_what_earlier_runs_recorded():
     """The identities a run made before this config mechanism wrote in its stage.json (an int where a
     float is declared included): the stage check compares them as JSON values, so they must still match."""
-    cfg = load_config(None, {"generate.temperature": 1, "route.interval": "custom", "route.low": 0, "route.high": 1})
+    cfg = load_config(None, {"generate.temperature": 1, "route.selector": "interval", "route.interval": "custom",
+                             "route.low": 0, "route.high": 1, "score.signals": ["accuracy", "consistency"]})
     assert cfg.generate_identity() == {"generate": {"model": "testbed", "samples": 8, "temperature": 1,
                                                     "max_new_tokens": 96, "batch_size": 64, "seed": 0}}
     assert cfg.section("route") == {"route": {
-        "selector": "ratio", "signal": "consistency", "interval": "custom", "low": 0, "high": 1, "budget": None,
+        "selector": "interval", "signal": "consistency", "interval": "custom", "low": 0, "high": 1, "budget": None,
         "rho_annotate": 0.293, "rho_discard": 0.421, "annotation_budget": None, "probe_fraction": 0.03,
         "min_probes": 50, "window": None, "isotonic": False, "discard_pass_rate": 0.875,
         "annotate_majority_below": 0.5, "calibrate_sign": False, "seed": 0}}
+    # the route identity keeps the keys of the three flat-config routers (the others at their defaults): the fingerprints
+    # of unchanged configs are those the flat 17-key route config gave, so earlier run folders resume
+    from devenus.select.config import fingerprint
+
+    for overrides, before in [({}, "3fa102897bc0d745"),
+                              ({"route.selector": "triage", "score.signals": ["consistency", "entropy"]}, "b8ab0ecca512986c"),
+                              ({"route.selector": "interval", "route.budget": 5, "score.signals": ["accuracy", "consistency"]},
+                               "c2e0b2ecd14ef167"),
+                              ({"route.rho_annotate": 0.1, "route.annotation_budget": 3}, "b0f532c564f2b35f")]:
+        assert fingerprint(load_config(None, overrides).section("route")) == before, overrides
     # the memory bound and the Ray address regroup the same work: neither is part of a stage's identity
     other = load_config(None, {"score.max_batch_tokens": 7, "generate.ray_address": "auto"})
     assert other.score_identity() == load_config(None, {"score.max_batch_tokens": None}).score_identity()

@@ -56,10 +56,16 @@ def test_named_sources_register_and_unknown_pools_name_the_known_ones(tmp_path):
     sources.register_pool("my-pool", lambda: p)
     try:
         assert sources.resolve_pool("my-pool") == p
+        with pytest.raises(ValueError, match="pool 'my-pool' is registered twice"):
+            sources.register_pool("my-pool", lambda: tmp_path)
     finally:
-        sources._POOLS.pop("my-pool")
+        sources.POOLS.unregister("my-pool")
     with pytest.raises(FileNotFoundError, match="testbed-pool"):
         sources.resolve_pool(str(tmp_path / "missing.parquet"))
+    with pytest.raises(FileNotFoundError, match=r"unknown pool 'testbed-pol' \(did you mean 'testbed-pool'\?\); the pools: "
+                                                r"smollm2-pool, testbed-pool"):
+        sources.resolve_pool("testbed-pol")
+    assert sources.model_names() == ["smollm2", "testbed"]
 
 
 def test_every_builtin_router_loads_and_checks():
@@ -71,6 +77,10 @@ def test_every_builtin_router_loads_and_checks():
         load_config(None, {"route.selector": "interval", "score.signals": ["consistency"]})
     with pytest.raises(ConfigError, match="did you mean 'triage'"):
         load_config(None, {"route.selector": "traige"})
+    with pytest.raises(ValueError, match=r"^unknown router 'traige' \(did you mean 'triage'\?\); the routers: interval, ratio, triage$"):
+        get_router("traige")
+    with pytest.raises(ValueError, match="router 'ratio' is registered twice"):
+        register(type("Other", (Router,), {"name": "ratio"}))
 
 
 def test_a_registered_router_is_used_by_the_route_stage():
@@ -92,11 +102,13 @@ def test_a_registered_router_is_used_by_the_route_stage():
         from devenus.select.route import ANNOTATE
 
         assert (dec == ANNOTATE).all() and info["custom"] and info["selector"] == "annotate-all"
+        # a router without a config of its own reads the common keys only
+        with pytest.raises(ConfigError, match="route.rho_annotate is not a key of the 'annotate-all' router"):
+            load_config(None, {"route.selector": "annotate-all", "route.rho_annotate": 0.5})
     finally:
         from devenus.select.route import router
 
-        router._classes.pop("annotate-all")
-        router._paths.pop("annotate-all")
+        router.ROUTERS.unregister("annotate-all")
 
 
 def test_the_signal_table_is_the_one_list_of_signals():

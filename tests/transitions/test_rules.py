@@ -69,7 +69,7 @@ def test_a_rule_registered_here_is_applied_by_build_transition(inputs, tmp_path)
         assert rows["k3"]["reward_model"]["ground_truth"] == "flag-k3" and rows["k3"]["extra_info"]["label_source"] == "annotated"
         assert [(f.key, f.why) for f in m.refusals] == [("k5", "rate 0.25 < 0.5")]
         assert m.rule == "transition-flag" and m.config["thresholds"] == {"min_pass_rate": 0.5}
-        with pytest.raises(ValueError, match="already registered"):
+        with pytest.raises(ValueError, match="rule .flag. is registered twice"):
             rules.register(type("Other", (FlagRule,), {}))
     finally:
         rules.unregister("flag")
@@ -88,7 +88,7 @@ def test_builtin_rules_are_named_without_importing_their_methods():
     assert rules.get("promote").config_class is PromotionThresholds and issubclass(TraPO2Config, PromotionThresholds)
     assert rules.get("correct").config_class is CorrectionThresholds and issubclass(NLOLR2Config, CorrectionThresholds)
     assert rules.method_rules() == {"nl_olr2": "correct", "trapo2": "promote"}
-    with pytest.raises(TransitionError, match="unknown rule 'promot' \\(did you mean 'promote'\\?\\); registered rules: correct, promote"):
+    with pytest.raises(TransitionError, match="unknown rule 'promot' \\(did you mean 'promote'\\?\\); the rules: correct, promote"):
         rules.get("promot")
 
 

@@ -52,7 +52,7 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, choices: Itera
 
 def section(config_cls: type, help: str = "") -> Any:
     """A nested config (its own keys, defaults and checks): set from a mapping, errors name ``parent.key``."""
-    return dataclasses.field(default_factory=config_cls, metadata={"help": help})
+    return dataclasses.field(default_factory=lambda: config_cls.variant({})(), metadata={"help": help})
 
 
 def _join(*parts: str) -> str:
@@ -91,6 +91,17 @@ class Config:
 
     def check(self) -> None:
         """Rules across keys; raise ``self.error`` naming the keys (:meth:`key`, :meth:`override`)."""
+
+    @classmethod
+    def variant(cls, values: Mapping[str, Any]) -> type:
+        """The class a section's ``values`` are built as: a section whose keys depend on one of its values
+        (``route:`` on its ``selector``) returns the subclass that value names; by default the class itself."""
+        return cls
+
+    @classmethod
+    def owner(cls, values: Mapping[str, Any]) -> str:
+        """Whose keys these are, for the unknown-key message ("the 'ratio' router"; empty: the section's)."""
+        return ""
 
 
 @functools.lru_cache(maxsize=None)
@@ -176,7 +187,7 @@ def _coerce(root: type, rel: str, tp, value, meta: Mapping[str, Any]):
         if isinstance(value, tp):
             return value
         if isinstance(value, Mapping):
-            return _build(tp, value, root, rel)
+            return _build(tp.variant(value), value, root, rel)
         raise _Bad("a mapping of keys")
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (list, tuple):
@@ -237,6 +248,12 @@ def _build(cls: type, values: Any, root: type, rel: str):
         raise root.error(f"{where or 'a config'} must be a mapping of keys, got {type(values).__name__} {values!r}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = [k for k in values if k not in fields]
+    owner = cls.owner(values) if unknown else ""
+    if owner:  # a section whose keys depend on a value: the first key that value's owner does not read
+        k = unknown[0]
+        close = suggest(k, fields)
+        raise root.error(f"{_join(where, str(k))} is not a key of {owner}; its keys: {', '.join(fields)}"
+                         + (f" (did you mean {_join(where, close)}?)" if close else ""))
     if unknown:
         items = []
         for k in unknown:

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-__all__ = ["Completion", "Sampling", "Backend", "HFBackend", "VLLMBackend", "make_backend"]
+from devenus.registry import Registry
+
+__all__ = ["BACKENDS", "Completion", "Sampling", "Backend", "HFBackend", "VLLMBackend", "make_backend"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Backend(Protocol):
 
 class HFBackend:
     name = "hf"
+    #: the make_backend keywords it takes
+    options = ("batch_size", "device", "dtype")
 
     def __init__(self, model_dir: str, batch_size: int = 256, device: str = "cpu", dtype: str = "float32"):
         import torch
@@ -159,6 +163,7 @@ class _QuestionWatch:
 
 class VLLMBackend:
     name = "vllm"
+    options = ("tensor_parallel_size", "max_model_len", "seed")
 
     def __init__(self, model_dir: str, tensor_parallel_size: int = 1, max_model_len: int | None = None,
                  gpu_memory_utilization: float = 0.9, seed: int = 0):
@@ -187,8 +192,15 @@ class VLLMBackend:
         return [[Completion(o.text, o.finish_reason == "length") for o in r.outputs] for r in results]
 
 
+#: backend name -> class (a plugin registers its own: a class with ``options``, the keywords it takes)
+BACKENDS: Registry[type] = Registry("backend", error=ValueError)
+BACKENDS.register("hf", HFBackend)
+BACKENDS.register("vllm", VLLMBackend)
+
+
 def make_backend(name: str, model_dir: str, **kw) -> Backend:
-    """``hf``, ``vllm``, or ``auto`` (vllm where it is importable and a GPU is visible, else hf)."""
+    """``hf``, ``vllm``, another registered backend, or ``auto`` (vllm where it is importable and a GPU is
+    visible, else hf)."""
     if name == "auto":
         import importlib.util
 
@@ -198,9 +210,7 @@ def make_backend(name: str, model_dir: str, **kw) -> Backend:
 
             if torch.cuda.is_available():
                 name = "vllm"
-    if name == "hf":
-        return HFBackend(model_dir, **{k: v for k, v in kw.items() if k in ("batch_size", "device", "dtype")})
-    if name == "vllm":
-        return VLLMBackend(model_dir, **{k: v for k, v in kw.items()
-                                         if k in ("tensor_parallel_size", "max_model_len", "seed")})
-    raise ValueError(f"unknown backend {name!r}: expected hf, vllm or auto")
+    if name not in BACKENDS:
+        raise ValueError(BACKENDS.unknown(name, [*BACKENDS.names(), "auto"]))
+    cls = BACKENDS.get(name)
+    return cls(model_dir, **{k: v for k, v in kw.items() if k in cls.options})

@@ -1,6 +1,6 @@
 """WeakTrainerInterface: method name -> method class and the trainer specialisation that runs it.
 
-The registry is verl-free: trainers are named by import path and resolved only inside the adapter.
+The registry (on :mod:`devenus.registry`) is verl-free: trainers are named by import path and resolved only inside the adapter.
 Adding a method = one module with its class and typed config, one ``@WeakTrainerInterface.register``,
 one config file (``config/method/<name>.yaml``), tests and a doc page (docs/trainer.md, "Adding a method").
 """
@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from devenus.online.config import config_from_dict
 from devenus.online.method import OnlineMethod
+from devenus.registry import Registry
 
 DEFAULT_TRAINER = "devenus.adapters.verl.trainer:DeVenusTrainer"
 _BUILTIN_MODULES = ("devenus.online.supervise", "devenus.online.refine")
@@ -29,7 +30,9 @@ class MethodSpec:
 
 
 class WeakTrainerInterface:
-    _specs: dict[str, MethodSpec] = {}
+    #: method name -> method class, on the one registry helper; the trainer of each in ``_trainers``
+    _methods: Registry[type[OnlineMethod]] = Registry("DE-Venus method")
+    _trainers: dict[str, str] = {}
     _loaded = False
 
     @classmethod
@@ -39,11 +42,8 @@ class WeakTrainerInterface:
         def deco(mc: type[OnlineMethod]) -> type[OnlineMethod]:
             if not mc.name:
                 raise ValueError(f"{mc.__qualname__} has no name")
-            if mc.name in cls._specs and cls._specs[mc.name].method_cls is not mc:
-                raise ValueError(
-                    f"method {mc.name!r} is already registered by {cls._specs[mc.name].method_cls.__qualname__}"
-                )
-            cls._specs[mc.name] = MethodSpec(mc.name, mc, trainer)
+            cls._methods.register(mc.name, mc)
+            cls._trainers[mc.name] = trainer
             return mc
 
         return deco(method_cls) if method_cls is not None else deco
@@ -58,11 +58,9 @@ class WeakTrainerInterface:
     @classmethod
     def get(cls, name: str) -> MethodSpec:
         cls._load_builtins()
-        if name not in cls._specs:
-            raise KeyError(f"unknown DE-Venus method {name!r}; registered methods: {', '.join(cls.names())}")
-        return cls._specs[name]
+        return MethodSpec(name, cls._methods.get(name), cls._trainers[name])
 
     @classmethod
     def names(cls) -> list[str]:
         cls._load_builtins()
-        return sorted(cls._specs)
+        return cls._methods.names()

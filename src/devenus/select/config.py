@@ -15,15 +15,18 @@ from typing import Any, ClassVar
 
 from devenus.config import Config, ConfigError, load_config_file, option, suggest
 from devenus.config import section as nested
-from devenus.select.route.router import get_router, router_names
+from devenus.registry import Registry
+from devenus.select.route.router import ROUTERS, RouteConfig, get_router
 from devenus.select.signal_table import DEFAULT_SIGNALS, MODEL_SIGNALS, SIGNALS  # noqa: F401 (re-exported)
 
 AGGREGATIONS = ("mean", "median", "majority")
-INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
 #: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random
 #: order, drawn by ``route.seed``), the baseline every signal is measured against
 RANDOM = "random"
-GENERATORS = ("hf", "vllm")
+#: generator name -> ``build(cfg, model) -> Generator`` (``select/work.py``; imported when a run starts, so the
+#: config imports no torch). A plugin registers its own; ``generate.generator`` is checked against it at load.
+GENERATORS: Registry = Registry("generator", lazy={"hf": "devenus.select.work:hf_generator",
+                                                   "vllm": "devenus.select.work:vllm_generator"})
 
 
 class _Section(Config):
@@ -39,8 +42,8 @@ class GenerateConfig(_Section):
     key_path: ClassVar[str] = "generate"
 
     model: str = option("testbed", "a HF model folder, or testbed for the testbed's base model")
-    generator: str = option("hf", "hf (CPU, the default) or vllm (GPUs; the optional extra devenus[vllm])",
-                            choices=GENERATORS)
+    generator: str = option("hf", "hf (CPU, the default) or vllm (GPUs; the optional extra devenus[vllm]), or "
+                                  "one registered in devenus.select.config.GENERATORS")
     samples: int = option(8, "G: responses sampled per question", ge=1)
     temperature: float = option(1.0, "sampling temperature", gt=0.0)
     top_p: float = option(1.0, "nucleus sampling mass", gt=0.0, le=1.0)
@@ -56,6 +59,11 @@ class GenerateConfig(_Section):
     actor_gpus: float = option(0.0, "GPUs of each Ray Data actor (--actors N)", ge=0.0)
     ray_address: str = option("local", "--actors N: local (a fresh Ray on this machine) or the address of a "
                                        "running Ray cluster to join (auto, <host>:6379)")
+
+    def check(self) -> None:
+        if self.generator not in GENERATORS:
+            raise ConfigError(f"{self.key('generator')}: {GENERATORS.unknown(self.generator)} "
+                              f"(set it with {self.override('generator')})")
 
 
 #: generate keys that do not change the samples: left out of the stage's identity (resuming on another
@@ -93,45 +101,6 @@ class ScoreConfig(_Section):
     vocab_chunk: int = option(8192, "vocabulary entries per chunk of the entropy", ge=1)
     pivot_window: int = option(256, "PivotTrace: attention mass more than this many tokens back", ge=1)
     pivot_chunk: int = option(256, "PivotTrace: queries per chunk", ge=1)
-
-
-@dataclass
-class RouteConfig(_Section):
-    key_path: ClassVar[str] = "route"
-
-    # a registered router's name (not fixed choices: a plugin may register one; checked in SelectConfig.check)
-    selector: str = option("ratio", "the router: interval, ratio, triage, or one registered in devenus.select.route.router")
-    signal: str = option("consistency", "the uncertainty that ranks questions (one of score.signals), or random: "
-                                        "a seeded random order")
-    # interval: keep questions whose pass rate lies in the interval (preset or bounds), then the
-    # `budget` most uncertain of them (None: all)
-    interval: str = option("dapo", "interval: a preset pass-rate interval, or custom (route.low, route.high)",
-                           choices=(*INTERVALS, "custom"))
-    low: float | None = option(None, "interval custom: lowest pass rate kept", ge=0.0, le=1.0)
-    high: float | None = option(None, "interval custom: highest pass rate kept", ge=0.0, le=1.0)
-    budget: int | None = option(None, "interval: keep the budget most uncertain inside (null: all)", ge=1)
-    # ratio: annotate the top rho_a by uncertainty, discard the bottom rho_d, weak for the rest
-    rho_annotate: float = option(0.293, "ratio: share annotated (the most uncertain)", ge=0.0, le=1.0)
-    rho_discard: float = option(0.421, "ratio: share discarded (the least uncertain)", ge=0.0, le=1.0)
-    annotation_budget: int | None = option(None, "cap on annotated questions, probes included (overflow -> weak)",
-                                           ge=0)
-    # triage: probes drawn across the ranking, annotated, windowed -> thresholds (methods.md)
-    probe_fraction: float = option(0.03, "triage: share of questions probed", ge=0.0, le=1.0)
-    min_probes: int = option(50, "triage: at least this many probes", ge=1)
-    window: int | None = option(None, "triage: probes per window (null: max(5, probes // 10))", ge=1)
-    isotonic: bool = option(False, "triage: isotonic fit of the window curves")
-    discard_pass_rate: float = option(0.875, "triage t_discard: largest window u with pass rate >= this",
-                                      ge=0.0, le=1.0)
-    annotate_majority_below: float = option(0.5, "triage t_annotate: smallest window u with majority "
-                                                 "correctness < this", ge=0.0, le=1.0)
-    calibrate_sign: bool = option(False, "flip u when labeled rows (or triage probes) say it ranks the wrong way "
-                                         "(AUROC < 0.5)")
-    seed: int = option(0, "breaks ties between equal scores (and draws the random order)", ge=0)
-    # a signal that does not vary over the pool ranks nothing: the order would be the tie-breaker's
-    min_spread: float = option(1e-6, "the routing signal must vary over the pool by more than this (max - min) "
-                                     "and take >= 2 distinct values, or it carries no information", ge=0.0)
-    on_constant_signal: str = option("refuse", "a signal below min_spread: refuse before routing, or warn in one "
-                                               "line and route on the tie-breaker", choices=("refuse", "warn"))
 
 
 #: the annotation sources (select/annotate.py): what ``materialize.annotation`` may say
@@ -175,15 +144,16 @@ class SelectConfig(_Section):
     limit: int | None = option(None, "only the first N questions of the pool (tests, quick looks)", ge=1)
     generate: GenerateConfig = nested(GenerateConfig)
     score: ScoreConfig = nested(ScoreConfig)
-    route: RouteConfig = nested(RouteConfig)
+    route: RouteConfig = nested(RouteConfig, "the router: route.selector and the keys that router reads")
     materialize: MaterializeConfig = nested(MaterializeConfig)
 
     def check(self) -> None:
         s, r = self.score, self.route
-        if r.selector not in router_names():
-            close = suggest(r.selector, list(router_names()))
-            raise ConfigError(f"route.selector {r.selector!r} is not a router; the routers: {', '.join(router_names())}"
-                              + (f" (did you mean {close!r}?)" if close else ""))
+        if r.selector not in ROUTERS:  # the section built as given (not from a mapping)
+            raise ConfigError(f"route.selector: {ROUTERS.unknown(r.selector)}")
+        if not isinstance(r, get_router(r.selector).config_class):
+            raise ConfigError(f"route: a {type(r).__name__}, not the {r.selector!r} router's "
+                              f"{get_router(r.selector).config_class.__name__}")
         why_not = get_router(r.selector).check(self)
         if why_not is not None:
             raise ConfigError(why_not)
@@ -195,13 +165,6 @@ class SelectConfig(_Section):
             close = suggest(r.signal, [*s.signals, RANDOM])
             raise ConfigError(f"route.signal {r.signal!r} is not among score.signals {list(s.signals)} "
                               f"(or {RANDOM!r}, a seeded random order)" + (f"; did you mean {close!r}?" if close else ""))
-        if r.interval == "custom":
-            if r.low is None or r.high is None:
-                raise ConfigError("route.interval=custom needs route.low and route.high")
-            if r.low > r.high:
-                raise ConfigError(f"route.low={r.low} must be <= route.high={r.high}")
-        if r.rho_annotate + r.rho_discard > 1.0 + 1e-12:
-            raise ConfigError(f"route.rho_annotate + route.rho_discard must be <= 1, got {r.rho_annotate + r.rho_discard}")
 
     def check_sources(self) -> "SelectConfig":
         """The annotation source can be read: its file exists, its callable imports. Checked before a stage
@@ -223,6 +186,8 @@ class SelectConfig(_Section):
 
     def section(self, *names: str) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        if "route" in names:  # the flat-config routers' keys at their defaults (route_identity_defaults)
+            d["route"] = {**route_identity_defaults(), **d["route"]}
         return {n: {k: v for k, v in d[n].items() if k not in CHECK_KEYS.get(n, ())} for n in names}
 
     def score_identity(self) -> dict[str, Any]:
@@ -253,8 +218,17 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     return load_config_file(SelectConfig, path, overrides)
 
 
-def interval_bounds(cfg: RouteConfig) -> tuple[float, float, bool, bool]:
-    """(low, high, low inclusive, high inclusive) of the pass-rate interval."""
-    if cfg.interval == "custom":
-        return float(cfg.low), float(cfg.high), True, True  # type: ignore[arg-type]
-    return INTERVALS[cfg.interval]
+#: the routers whose keys one flat route config held before each router had its own (see route_identity_defaults)
+FLAT_IDENTITY_ROUTERS = ("interval", "ratio", "triage")
+
+
+def route_identity_defaults() -> dict[str, Any]:
+    """The route stage's identity keeps the shape it had when one flat config held these routers' keys: their
+    keys at their defaults, overlaid by the chosen router's config. So the identity of an unchanged config is
+    what earlier runs recorded, and their folders resume. A router added since adds only its own keys, and
+    only to its own identity."""
+    out: dict[str, Any] = {}
+    for name in FLAT_IDENTITY_ROUTERS:
+        out.update(dataclasses.asdict(get_router(name).config_class()))
+    return out
+

@@ -8,7 +8,8 @@ Answer signals (from the G responses, via :mod:`devenus.verify`):
   (truncated, none extracted) is a singleton. Question-level; the per-sample value kept is
   ``1 - own cluster / G``.
 
-Model-internal signals, all from ONE teacher-forced forward per (prompt, response) batch, with hooks:
+Model-internal signals, all from ONE teacher-forced forward per (prompt, response) batch, with hooks,
+each computed by a registered unit (:mod:`devenus.select.forward`, one module per unit):
 
 - ``entropy``: ``u = mean over response tokens of H(p_t)`` (full logits width);
 - ``self_certainty``: ``u = - mean SC_t``;
@@ -37,9 +38,9 @@ import numpy as np
 import torch
 
 from devenus.select.config import MODEL_SIGNALS
-from devenus.signals.attention import far_attention_mass, pivot_count
-from devenus.signals.head import token_stats_from_hidden
-from devenus.signals.hidden import KineticsPool, LayerPool, coe_scores
+from devenus.select.forward import ForwardBatch, ForwardOptions
+from devenus.select.forward.pivot import pivot_layer_ids  # noqa: F401 (re-exported)
+from devenus.select.signal_table import UNITS
 
 
 # ------------------------------------------------------------------------------ the forward
@@ -60,7 +61,8 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
     """Raw model-internal scores per (prompt, response): ``entropy`` (mean H), ``self_certainty``
     (mean SC), ``coe_r``, ``coe_c``, ``cot_kinetics`` (mean energy), ``pivot_trace`` (pivot count;
     needs ``step_starts``, the first token of each step of each response); float64 arrays of length
-    ``len(response_ids)``, in the order given.
+    ``len(response_ids)``, in the order given. Each is computed by its registered unit
+    (:data:`devenus.select.signal_table.UNITS`), all of them in one forward per batch.
 
     The forwards take the sequences longest first, at most ``batch_size`` of them and, with
     ``max_batch_tokens``, at most that many padded tokens (sequences x the longest) per forward
@@ -71,14 +73,11 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
     if not want or n == 0:
         return out
     base, head = _decoder_parts(model)
-    tokens = any(w in ("entropy", "self_certainty") for w in want)
-    coe = any(w in ("coe_r", "coe_c") for w in want)
-    kin = "cot_kinetics" in want
-    piv = "pivot_trace" in want
-    if piv:
-        if step_starts is None:
-            raise ValueError("pivot_trace needs step_starts (the first token of each step of each response)")
-        layers = list(pivot_layers) if pivot_layers is not None else pivot_layer_ids(len(base.layers))
+    options = ForwardOptions(token_chunk, vocab_chunk, temperature, step_starts, pivot_window, pivot_chunk, pivot_layers)
+    by_unit: dict[type, list[str]] = {}
+    for w in want:  # one unit per class: the signals that share its work share one pass of it
+        by_unit.setdefault(UNITS.get(w), []).append(w)
+    units = [cls(names, base, head, options) for cls, names in by_unit.items()]
     model.eval()
     # the batch is built on the CPU and moved to the model's device; results come back as float64 numpy
     device = next(model.parameters()).device
@@ -88,67 +87,23 @@ def forward_signals(model, prompt_ids: Sequence[Sequence[int]], response_ids: Se
         plen = [len(prompt_ids[i]) for i in idx]
         rlen = [len(response_ids[i]) for i in idx]
         t = max(map(len, seqs))
-        pad = 0
-        ids = torch.full((len(seqs), t), pad, dtype=torch.long)
+        ids = torch.full((len(seqs), t), 0, dtype=torch.long)
         attn = torch.zeros((len(seqs), t), dtype=torch.long)
         resp = torch.zeros((len(seqs), t), dtype=torch.bool)  # response token positions
         for b, s in enumerate(seqs):  # right padding: real tokens keep positions 0..n-1
             ids[b, : len(s)] = torch.tensor(s)
             attn[b, : len(s)] = 1
             resp[b, plen[b]: plen[b] + rlen[b]] = True
-        ids, attn, resp = ids.to(device), attn.to(device), resp.to(device)
-        attn_mask = attn
-        pool = LayerPool(resp) if coe else None
-        kinetics = KineticsPool(resp) if kin else None
-        hooks = []
-        if pool is not None or kinetics is not None:
-            mods = [base.embed_tokens, *list(base.layers)[:-1], base.norm]  # HF's hidden_states order
-
-            def take(li, output):
-                h = output[0] if isinstance(output, tuple) else output
-                if pool is not None:
-                    pool.add(li, h)
-                if kinetics is not None:
-                    kinetics.add(li, h)
-            for li, mod in enumerate(mods):
-                hooks.append(mod.register_forward_hook(lambda _m, _inp, output, li=li: take(li, output)))
-        masses: list[torch.Tensor] = []
-        if piv:
-            for li in layers:
-                hooks.append(base.layers[li].self_attn.register_forward_pre_hook(
-                    lambda mod, args, kwargs: masses.append(_far_mass(mod, args, kwargs, attn_mask, pivot_window, pivot_chunk)),
-                    with_kwargs=True))
+        batch = ForwardBatch(idx, ids.to(device), attn.to(device), resp.to(device), plen, rlen)
+        hooks = [h for u in units for h in u.hooks(batch)]
         try:
             with torch.no_grad():
-                last = base(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
+                last = base(input_ids=batch.ids, attention_mask=batch.attn, use_cache=False).last_hidden_state
         finally:
             for h in hooks:
                 h.remove()
-        if tokens:
-            # the distribution at position i predicts token i+1: response tokens are predicted from i-1
-            pred_pos = torch.zeros_like(resp)
-            pred_pos[:, :-1] = resp[:, 1:]
-            rows, cols = pred_pos.nonzero(as_tuple=True)
-            stats = token_stats_from_hidden(last[rows, cols], head.weight, getattr(head, "bias", None),
-                                            temperature=temperature, token_chunk=token_chunk, vocab_chunk=vocab_chunk)
-            rows = rows.cpu()
-            count = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, torch.ones(len(rows), dtype=torch.float64))
-            for name in ("entropy", "self_certainty"):
-                if name in want:
-                    s = torch.zeros(len(seqs), dtype=torch.float64).index_add_(0, rows, _host(stats[name]))
-                    out[name][idx] = (s / count.clamp(min=1)).numpy()
-        if pool is not None:
-            c = coe_scores(pool.means())
-            for name in ("coe_r", "coe_c"):
-                if name in want:
-                    out[name][idx] = _host(c[name]).numpy()
-        if kinetics is not None:
-            out["cot_kinetics"][idx] = _host(kinetics.energy()).numpy()
-        if piv:
-            mass = _host(torch.stack(masses).float().mean(0))  # layers averaged (heads already are)
-            for b, i in enumerate(idx):
-                m = mass[b, plen[b]: plen[b] + rlen[b]].numpy()
-                out["pivot_trace"][i] = float(pivot_count(m, step_starts[i]))
+        for u in units:
+            u.collect(batch, last, out)
     return out
 
 
@@ -166,33 +121,6 @@ def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | Non
         else:
             g.append(i)
     return groups
-
-
-def _host(x: torch.Tensor) -> torch.Tensor:
-    """``x`` on the CPU in float64 (numpy has no bfloat16, and results leave the device once)."""
-    return x.detach().to("cpu", torch.float64)
-
-
-def pivot_layer_ids(n_layers: int, count: int = 4, lo: float = 0.5, hi: float = 0.87) -> list[int]:
-    """~``count`` layers spread over 50-87% of the depth (distinct ids, 0-based)."""
-    return sorted({min(n_layers - 1, int(round(f * (n_layers - 1)))) for f in np.linspace(lo, hi, count)})
-
-
-def _far_mass(attn, args, kwargs, key_mask, window: int, chunk: int) -> torch.Tensor:
-    """Recompute Q, K of a Qwen-style attention module from its inputs (q/k projections, q/k norms,
-    rotary embedding) and reduce them to the far-back attention mass per position."""
-    import sys
-
-    hidden = kwargs.get("hidden_states", args[0] if args else None)
-    cos, sin = kwargs["position_embeddings"]
-    shape = (*hidden.shape[:-1], -1, attn.head_dim)
-    q = attn.q_proj(hidden).view(shape)
-    k = attn.k_proj(hidden).view(shape)
-    if hasattr(attn, "q_norm"):
-        q, k = attn.q_norm(q), attn.k_norm(k)
-    rotary = sys.modules[type(attn).__module__].apply_rotary_pos_emb
-    q, k = rotary(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
-    return far_attention_mass(q, k, key_mask, window=window, chunk=chunk, scaling=getattr(attn, "scaling", None))
 
 
 def step_starts_of(response_ids: Sequence[int], newline_ids: frozenset[int] | set[int]) -> list[int]:

@@ -2,9 +2,11 @@
 per-question uncertainties ("higher = more uncertain") come from what the score stage computed.
 
 ``answers`` signals come from the G extracted answers (and, for ``accuracy``, the row's label);
-``forward`` signals from the teacher-forced pass (:func:`devenus.select.score.forward_signals`), whose raw
-score is multiplied by ``sign`` and aggregated over the samples by ``score.aggregation``. The config's
-choices, the score stage and the docs' signal table read this; adding a signal: docs/adding_a_signal.md.
+``forward`` signals from the teacher-forced pass (:func:`devenus.select.score.forward_signals`, each by
+its registered unit in :mod:`devenus.select.forward`), whose raw score is multiplied by ``sign`` and
+aggregated over the samples by ``score.aggregation``. The config's
+choices, the score stage and the docs' signal table read this registry (:mod:`devenus.registry`); adding a
+signal: docs/adding_a_signal.md.
 No torch here: the config imports it.
 """
 
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from devenus.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class Signal:
     from_answers: Callable[[dict[str, Any], float | None, int], tuple[np.ndarray, float]] | None = None
     #: on by default (pivot_trace is opt-in: its 256-token look-back means nothing on short responses)
     default: bool = True
+    #: forward signals: the :class:`~devenus.select.forward.ForwardUnit` computing it, as "module:Class"
+    unit: str = ""
 
     def scores(self, answers: dict[str, Any], pass_rate: float | None, raw: np.ndarray | None, g: int,
                aggregate: Callable[[np.ndarray], float]) -> tuple[np.ndarray, float]:
@@ -49,16 +55,35 @@ def _consistency(a, p, g):
     return a["u_consistency_sample"], a["consistency"]
 
 
-TABLE: dict[str, Signal] = {s.name: s for s in (
+#: signal name -> :class:`Signal`, in the order the score stage computes and records them (part of the score
+#: stage's identity: ``score.signals`` defaults to this order)
+TABLE: Registry[Signal] = Registry("signal", ordered=True)
+#: forward signal name -> its unit (imported, with torch, when the score stage runs it)
+UNITS: Registry = Registry("forward signal", ordered=True)
+_FORWARD = "devenus.select.forward"
+
+
+def register(signal: Signal) -> Signal:
+    """Add a signal (a forward one's ``unit`` too); a taken name is an error naming both."""
+    if (signal.source == "forward") != bool(signal.unit):
+        raise ValueError(f"signal {signal.name!r}: a forward signal names its unit, an answers signal none")
+    TABLE.register(signal.name, signal)
+    if signal.unit:
+        UNITS.register(signal.name, signal.unit)
+    return signal
+
+
+for _s in (
     Signal("accuracy", "answers", needs_labels=True, from_answers=_accuracy),
     Signal("consistency", "answers", from_answers=_consistency),
-    Signal("entropy", "forward", +1),
-    Signal("self_certainty", "forward", -1),
-    Signal("coe_r", "forward", -1),
-    Signal("coe_c", "forward", -1),
-    Signal("cot_kinetics", "forward", +1),
-    Signal("pivot_trace", "forward", +1, default=False),
-)}
+    Signal("entropy", "forward", +1, unit=f"{_FORWARD}.token_stats:TokenStats"),
+    Signal("self_certainty", "forward", -1, unit=f"{_FORWARD}.token_stats:TokenStats"),
+    Signal("coe_r", "forward", -1, unit=f"{_FORWARD}.coe:CoE"),
+    Signal("coe_c", "forward", -1, unit=f"{_FORWARD}.coe:CoE"),
+    Signal("cot_kinetics", "forward", +1, unit=f"{_FORWARD}.kinetics:Kinetics"),
+    Signal("pivot_trace", "forward", +1, default=False, unit=f"{_FORWARD}.pivot:PivotTrace"),
+):
+    register(_s)
 
 SIGNALS = tuple(TABLE)
 MODEL_SIGNALS = tuple(n for n, s in TABLE.items() if s.source == "forward")

@@ -2,8 +2,10 @@
 
 ``pool``: a records Parquet, or a registered pool name (``testbed-pool``: the testbed's candidate pool,
 built and cached on first use). ``generate.model``: an HF model folder (or hub id), or a registered
-model name (``testbed``: the testbed's base model; ``smollm2``: SmolLM2-135M-Instruct, :mod:`devenus.smollm2`). The pipeline asks only this module; a new named
-source is one :func:`register_pool` / :func:`register_model` call, never a string in the pipeline.
+model name (``testbed``: the testbed's base model; ``smollm2``: SmolLM2-135M-Instruct, :mod:`devenus.smollm2`). The
+pipeline asks only this module; the names are two registries on :mod:`devenus.registry` (:data:`POOLS`,
+:data:`MODELS`), and a new named source is one :func:`register_pool` / :func:`register_model` call, never a
+string in the pipeline.
 
 A model's identity (:func:`model_identity`) is the content hash of its weight files, so a stage made
 with other weights (a folder rewritten in place) is never reused.
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from devenus.registry import Registry
+
 
 @dataclass(frozen=True)
 class ModelSource:
@@ -26,76 +30,67 @@ class ModelSource:
     help: str
 
 
-def _testbed_pool() -> Path:
-    from devenus.select.pool import build_pool
-
-    return build_pool()
-
-
 def _testbed_model() -> Path:
     from devenus.testbed import build_testbed
 
     return Path(build_testbed(log=lambda *_: None).model_dir)
 
 
-def _smollm2_model() -> Path:
-    from devenus.smollm2 import model_dir
-
-    return model_dir()
-
-
-def _smollm2_pool() -> Path:
-    from devenus.smollm2 import chat_pool
-
-    return chat_pool()
-
-
-_POOLS: dict[str, tuple[Callable[[], Path], str]] = {
-    "testbed-pool": (_testbed_pool, "the testbed's candidate pool (unlabeled addition, 1-6 digits)"),
-    "smollm2-pool": (_smollm2_pool, "32 testbed addition questions (1-2 digits) phrased for a chat model"),
-}
-_MODELS: dict[str, ModelSource] = {
-    "testbed": ModelSource("testbed", _testbed_model, "the testbed's base model (~1M-parameter Qwen3)"),
-    "smollm2": ModelSource("smollm2", _smollm2_model,
-                           "SmolLM2-135M-Instruct (30-layer Llama, vocabulary 49,152; the smollm2 extra, docs/smollm2.md)"),
+#: pool name -> the function building its records Parquet (a "module:function" is imported on first use)
+POOLS: Registry[Callable[[], Path]] = Registry("pool", lazy={
+    "testbed-pool": "devenus.select.pool:build_pool",
+    "smollm2-pool": "devenus.smollm2:chat_pool",
+})
+#: model name -> the function giving its HF folder
+MODELS: Registry[Callable[[], Path]] = Registry("model", lazy={"smollm2": "devenus.smollm2:model_dir"})
+MODELS.register("testbed", _testbed_model)
+#: one line of help per named source (``devenus model list``)
+_HELP: dict[tuple[str, str], str] = {
+    ("pool", "testbed-pool"): "the testbed's candidate pool (unlabeled addition, 1-6 digits)",
+    ("pool", "smollm2-pool"): "32 testbed addition questions (1-2 digits) phrased for a chat model",
+    ("model", "testbed"): "the testbed's base model (~1M-parameter Qwen3)",
+    ("model", "smollm2"): "SmolLM2-135M-Instruct (30-layer Llama, vocabulary 49,152; the smollm2 extra, docs/smollm2.md)",
 }
 
 
-def register_pool(name: str, build: Callable[[], Path], help: str = "") -> None:
-    """Make ``pool=<name>`` resolve to the Parquet ``build()`` returns."""
-    _POOLS[name] = (build, help)
+def register_pool(name: str, build: Callable[[], Path] | str, help: str = "") -> None:
+    """Make ``pool=<name>`` resolve to the Parquet ``build()`` returns (``build``: a function or ``"module:function"``)."""
+    POOLS.register(name, build)
+    _HELP[("pool", name)] = help
 
 
-def register_model(name: str, folder: Callable[[], Path], help: str = "") -> None:
+def register_model(name: str, folder: Callable[[], Path] | str, help: str = "") -> None:
     """Make ``generate.model=<name>`` resolve to the HF folder ``folder()`` returns."""
-    _MODELS[name] = ModelSource(name, folder, help)
+    MODELS.register(name, folder)
+    _HELP[("model", name)] = help
 
 
 def pool_names() -> list[str]:
-    return sorted(_POOLS)
+    return POOLS.names()
 
 
 def model_names() -> list[str]:
-    return sorted(_MODELS)
+    return MODELS.names()
 
 
 def model_sources() -> list[ModelSource]:
-    return [_MODELS[n] for n in model_names()]
+    """Every named model (imports their modules)."""
+    return [ModelSource(n, f, _HELP.get(("model", n), "")) for n, f in MODELS.items()]
 
 
 def resolve_pool(name: str) -> Path:
     """The pool's records Parquet (a named pool is built on first use)."""
-    if name in _POOLS:
-        return Path(_POOLS[name][0]())
+    if name in POOLS:
+        return Path(POOLS.get(name)())
     p = Path(name)
     if not p.is_file():
-        raise FileNotFoundError(2, f"No such file or directory (a records Parquet, or one of {pool_names()})", str(p))
+        raise FileNotFoundError(2, f"No such file or directory (a records Parquet), and {POOLS.unknown(name)}", str(p))
     return p
 
 
 def resolve_model(name: str) -> str:
     """A model folder (or hub id) transformers and vLLM can load: named models resolved, others as given."""
-    return str(_MODELS[name].folder()) if name in _MODELS else name
+    return str(MODELS.get(name)()) if name in MODELS else name
 
 
 def load_model(name: str, device: str | None = None):

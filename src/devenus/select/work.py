@@ -55,21 +55,32 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
 
 # ------------------------------------------------------------------------------ generate
 def make_generator(cfg: SelectConfig, model=None):
-    """The configured generator. ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF
-    generator only; vLLM loads the model folder itself, so no HF copy of the model is loaded for it)."""
-    g = cfg.generate
-    if g.generator == "vllm":
-        from devenus.select.generate.vllm import VLLMGenerator
+    """The configured generator (``generate.generator``, looked up in :data:`~devenus.select.config.GENERATORS`).
+    ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF generator only; vLLM loads the
+    model folder itself, so no HF copy of the model is loaded for it)."""
+    from devenus.select.config import GENERATORS
 
-        return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                             max_new_tokens=g.max_new_tokens, seed=g.seed,
-                             gpu_memory_utilization=g.gpu_memory_utilization,
-                             tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
+    return GENERATORS.get(cfg.generate.generator)(cfg, model)
+
+
+def hf_generator(cfg: SelectConfig, model=None):
+    """``generate.generator: hf``: Hugging Face on the model the config names (or ``model``)."""
     from devenus.select.generate import HFGenerator
 
+    g = cfg.generate
     m, tok = model_pair(model, cfg)
     return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, top_p=g.top_p,
                        max_new_tokens=g.max_new_tokens, batch_size=g.batch_size, seed=g.seed)
+
+
+def vllm_generator(cfg: SelectConfig, model=None):
+    """``generate.generator: vllm``: one vLLM engine on the model folder (``model`` is not used)."""
+    from devenus.select.generate.vllm import VLLMGenerator
+
+    g = cfg.generate
+    return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
+                         max_new_tokens=g.max_new_tokens, seed=g.seed, gpu_memory_utilization=g.gpu_memory_utilization,
+                         tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
 
 
 def generate_shard(cfg: SelectConfig, gen, part: list[dict], path: Path) -> int:

@@ -10,26 +10,25 @@ loops over a rule's proposals without knowing which rule it runs.
 
 Registration: built-in rules are named here by import path (:data:`BUILTIN`), so listing the names (the
 CLI's parser) imports no method module (and so no torch); :func:`register` adds a rule class at run time
-(a plugin, a test). Adding a rule = one module with the class + one line in :data:`BUILTIN` (docs/adding_a_rule.md).
+(a plugin, a test); both on the one registry helper (:mod:`devenus.registry`, :data:`RULES`). Adding a rule = one
+module with the class + one line in :data:`BUILTIN` (docs/adding_a_rule.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from devenus.registry import Registry
 
 #: rule name -> "module:Class"; imported on first :func:`get`
 BUILTIN: dict[str, str] = {
     "promote": "devenus.online.refine.trapo2:PromoteRule",
     "correct": "devenus.online.refine.nl_olr2:CorrectRule",
 }
-_classes: dict[str, type["TransitionRule"]] = {}
-_paths: dict[str, str] = dict(BUILTIN)
 
 
 class TransitionError(ValueError):
@@ -156,45 +155,38 @@ def proposal_problem(fields: dict[str, Field], proposal: dict[str, Any]) -> tupl
 # ---------------------------------------------------------------------------------------------------
 # the registry
 # ---------------------------------------------------------------------------------------------------
+def _valid(name: str, rule_cls) -> str | None:
+    if rule_cls.name != name:
+        return f"names itself {rule_cls.name!r}"
+    if not rule_cls.method or not dataclasses.is_dataclass(rule_cls.config_class):
+        return "a rule needs a name, a method and a dataclass config_class"
+    return None
+
+
+RULES: Registry[type[TransitionRule]] = Registry("rule", error=TransitionError, check=_valid, lazy=BUILTIN)
+
+
 def register(rule_cls: type[TransitionRule]) -> type[TransitionRule]:
-    """Add a rule class (usable as a decorator); a second class under a taken name is an error."""
-    name = rule_cls.name
-    if not name or not rule_cls.method or not dataclasses.is_dataclass(rule_cls.config_class):
+    """Add a rule class under its ``name`` (usable as a decorator); a second class under a taken name is an error."""
+    if not rule_cls.name:
         raise ValueError(f"{rule_cls.__qualname__}: a rule needs a name, a method and a dataclass config_class")
-    known = _classes.get(name)
-    if (known is not None and known is not rule_cls) or (known is None and name in _paths
-                                                         and _paths[name] != f"{rule_cls.__module__}:{rule_cls.__qualname__}"):
-        raise ValueError(f"rule {name!r} is already registered ({_paths.get(name) or known.__qualname__})")
-    _classes[name] = rule_cls
-    _paths.setdefault(name, f"{rule_cls.__module__}:{rule_cls.__qualname__}")
-    return rule_cls
+    return RULES.register(rule_cls.name, rule_cls)
 
 
 def unregister(name: str) -> None:
     """Remove a rule added by :func:`register` (tests); a built-in rule stays."""
     if name not in BUILTIN:
-        _classes.pop(name, None)
-        _paths.pop(name, None)
+        RULES.unregister(name)
 
 
 def names() -> list[str]:
     """Every registered rule name (imports nothing)."""
-    return sorted(_paths)
+    return RULES.names()
 
 
 def get(name: str) -> type[TransitionRule]:
     """The rule class registered as ``name``; an unknown name is a :class:`TransitionError` with the known ones."""
-    if name not in _paths:
-        close = difflib.get_close_matches(str(name), names(), n=1)
-        raise TransitionError(f"unknown rule {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                              + f"; registered rules: {', '.join(names())}")
-    if name not in _classes:
-        module, _, attr = _paths[name].partition(":")
-        cls = getattr(importlib.import_module(module), attr)
-        if cls.name != name:
-            raise ValueError(f"{_paths[name]} names itself {cls.name!r}, registered as {name!r}")
-        _classes[name] = cls
-    return _classes[name]
+    return RULES.get(name)
 
 
 def for_method(method: str) -> list[str]:

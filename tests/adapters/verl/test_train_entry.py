@@ -13,7 +13,7 @@ from e2e import PLUGINS, kill_tree, run_train, setup_error, train, train_cmd, tr
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["devenus.method=no_such_method"], "unknown DE-Venus method 'no_such_method'; registered methods: "),
+        (["devenus.method=no_such_method"], "unknown DE-Venus method 'no_such_method'; the DE-Venus methods: "),
         (["devenus.method=ttrl", "+devenus.method_config.min_agree=0.5"], "unknown config key(s) for method 'ttrl': +devenus.method_config.min_agree=<value> "
          "(did you mean +devenus.method_config.min_agreement=<value>?)"),
         (["devenus.method=ttrl"], "every training row is labeled"),

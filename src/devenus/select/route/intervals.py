@@ -5,9 +5,39 @@ labels (decision ``keep``); the rest are discarded."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from devenus.select.route.router import Router, RouteInputs
+from devenus.config import option
+from devenus.select.route.router import RouteConfig, Router, RouteInputs
+
+#: name -> (low, high, low inclusive, high inclusive)
+INTERVALS = {"dapo": (0.0, 1.0, False, False), "balanced": (0.25, 0.75, True, True), "polaris": (0.0, 1.0, True, False)}
+
+
+@dataclass
+class IntervalConfig(RouteConfig):
+    """``route.selector: interval``: the pass-rate interval, then the ``budget`` most uncertain inside it."""
+
+    interval: str = option("dapo", "a preset pass-rate interval, or custom (route.low, route.high)",
+                           choices=(*INTERVALS, "custom"))
+    low: float | None = option(None, "custom: lowest pass rate kept", ge=0.0, le=1.0)
+    high: float | None = option(None, "custom: highest pass rate kept", ge=0.0, le=1.0)
+    budget: int | None = option(None, "keep the budget most uncertain inside (null: all)", ge=1)
+
+    def check(self) -> None:
+        if self.interval == "custom":
+            if self.low is None or self.high is None:
+                raise self.error("route.interval=custom needs route.low and route.high")
+            if self.low > self.high:
+                raise self.error(f"route.low={self.low} must be <= route.high={self.high}")
+
+    def bounds(self) -> tuple[float, float, bool, bool]:
+        """(low, high, low inclusive, high inclusive) of the pass-rate interval."""
+        if self.interval == "custom":
+            return float(self.low), float(self.high), True, True  # type: ignore[arg-type]
+        return INTERVALS[self.interval]
 
 
 def interval_mask(p: np.ndarray, low: float, high: float, low_inclusive: bool = True,
@@ -39,20 +69,20 @@ class IntervalRouter(Router):
     """Labeled pools: keep the questions whose pass rate lies in the interval, the ``budget`` most uncertain."""
 
     name = "interval"
+    config_class = IntervalConfig
     needs_signals = ("accuracy",)  # the pass rate: a labeled pool
 
     def ranks_by_signal(self, config) -> bool:
         return config.budget is not None  # without a budget every question inside the interval is kept
 
     def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
-        from devenus.select.config import interval_bounds
         from devenus.select.route.order import check_scores
 
         r = inputs.config
         u = self.labeled_rows_sign(inputs, info)
         p = np.asarray(inputs.columns["pass_rate"], dtype=np.float64)
         check_scores(p, inputs.keys, "accuracy")
-        bounds = interval_bounds(r)
+        bounds = r.bounds()
         if r.budget is not None:
             check_scores(u, inputs.keys, r.signal)
         info.update(interval=r.interval, bounds=list(bounds), budget=r.budget)

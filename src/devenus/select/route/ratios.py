@@ -4,9 +4,26 @@ An annotation budget caps the annotated count; the overflow (the least uncertain
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from devenus.select.route.router import Router, RouteInputs
+from devenus.config import option
+from devenus.select.route.router import RouteConfig, Router, RouteInputs
+
+
+@dataclass
+class RatioConfig(RouteConfig):
+    """``route.selector: ratio``: annotate the top rho_a by uncertainty, discard the bottom rho_d, weak between."""
+
+    rho_annotate: float = option(0.293, "share annotated (the most uncertain)", ge=0.0, le=1.0)
+    rho_discard: float = option(0.421, "share discarded (the least uncertain)", ge=0.0, le=1.0)
+    annotation_budget: int | None = option(None, "cap on annotated questions (overflow -> weak)", ge=0)
+
+    def check(self) -> None:
+        if self.rho_annotate + self.rho_discard > 1.0 + 1e-12:
+            raise self.error(f"route.rho_annotate + route.rho_discard must be <= 1, got "
+                             f"{self.rho_annotate + self.rho_discard}")
 
 
 def ratio_counts(n: int, rho_annotate: float, rho_discard: float, annotation_budget: int | None = None) -> tuple[int, int]:
@@ -38,6 +55,7 @@ class RatioRouter(Router):
     """Annotate the most uncertain share, discard the least uncertain share, weak supervision between."""
 
     name = "ratio"
+    config_class = RatioConfig
 
     def route(self, inputs: RouteInputs, info: dict) -> tuple[np.ndarray, np.ndarray]:
         from devenus.select.route.order import check_scores

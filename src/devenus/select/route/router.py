@@ -1,11 +1,14 @@
 """Selectors as registered units: a :class:`Router` turns per-question scores into decisions.
 
-A router names itself, the score signals it needs, whether it annotates while routing (triage's
-probes: the annotation source is then part of the route stage's identity), and implements
-``route(inputs, info) -> (decisions, u)``. The pipeline's route stage looks the configured selector up
-here and never branches on its name. Built-in routers live beside their rule (``intervals.py``,
-``ratios.py``, ``triage.py``) and are named here by import path, so listing them (the config's choices)
-imports none; :func:`register` adds one at run time. Adding a router: docs/adding_a_router.md.
+A router names itself, declares its own config (:attr:`Router.config_class`, a :class:`RouteConfig`
+subclass: the keys it reads, their defaults and bounds), the score signals it needs, whether it annotates
+while routing (triage's probes: the annotation source is then part of the route stage's identity), and
+implements ``route(inputs, info) -> (decisions, u)``. The ``route:`` section of a selection config is
+built as the configured selector's own config, so a key that router does not read is refused at load.
+The pipeline's route stage looks the configured selector up here and never branches on its name.
+Built-in routers live beside their rule (``intervals.py``, ``ratios.py``, ``triage.py``) and are named
+here by import path (:data:`BUILTIN`, on the one registry helper :mod:`devenus.registry`);
+:func:`register` adds one at run time. Adding a router: docs/adding_a_router.md.
 
 The sign of an uncertainty is calibrated one way for every router (:func:`calibrate_sign`): on the
 rows whose correctness is known (labeled rows, or triage's annotated probes), flip u when its AUROC for
@@ -14,11 +17,13 @@ rows whose correctness is known (labeled rows, or triage's annotated probes), fl
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
+
+from devenus.config import Config, ConfigError, option
+from devenus.registry import Registry
 
 #: selector name -> "module:Class"; imported on first :func:`get_router`
 BUILTIN: dict[str, str] = {
@@ -26,8 +31,48 @@ BUILTIN: dict[str, str] = {
     "ratio": "devenus.select.route.ratios:RatioRouter",
     "triage": "devenus.select.route.triage:TriageRouter",
 }
-_paths: dict[str, str] = dict(BUILTIN)
-_classes: dict[str, type["Router"]] = {}
+#: the router a ``route:`` section without ``selector`` runs
+DEFAULT_SELECTOR = "ratio"
+
+
+@dataclass
+class RouteConfig(Config):
+    """The keys every router reads; a router's own config derives from it and adds its keys."""
+
+    key_path: ClassVar[str] = "route"
+
+    # a registered router's name (not fixed choices: a plugin may register one; the section's variant)
+    selector: str = option(DEFAULT_SELECTOR, "the router: interval, ratio, triage, or one registered in "
+                                             "devenus.select.route.router")
+    signal: str = option("consistency", "the uncertainty that ranks questions (one of score.signals), or random: "
+                                        "a seeded random order")
+    calibrate_sign: bool = option(False, "flip u when labeled rows (or triage probes) say it ranks the wrong way "
+                                         "(AUROC < 0.5)")
+    seed: int = option(0, "breaks ties between equal scores (and draws the random order)", ge=0)
+    # the ranking checks: a signal that does not vary over the pool ranks nothing, the order would be the
+    # tie-breaker's (applied when Router.ranks_by_signal says the decisions depend on the order)
+    min_spread: float = option(1e-6, "the routing signal must vary over the pool by more than this (max - min) "
+                                     "and take >= 2 distinct values, or it carries no information", ge=0.0)
+    on_constant_signal: str = option("refuse", "a signal below min_spread: refuse before routing, or warn in one "
+                                               "line and route on the tie-breaker", choices=("refuse", "warn"))
+
+    @classmethod
+    def override(cls, key: str, value: str = "<value>") -> str:
+        return f"--set {cls.key(key)}={value}"
+
+    @classmethod
+    def variant(cls, values: Mapping[str, Any]) -> type["RouteConfig"]:
+        """The config class of the selector ``values`` names (the default selector's when it names none)."""
+        name = values.get("selector", DEFAULT_SELECTOR)
+        if not isinstance(name, str):
+            return cls  # building it names the key and the type expected
+        if name not in ROUTERS:
+            raise ConfigError(f"route.selector: {ROUTERS.unknown(name)} (set it with {cls.override('selector')})")
+        return ROUTERS.get(name).config_class
+
+    @classmethod
+    def owner(cls, values: Mapping[str, Any]) -> str:
+        return f"the {values.get('selector', DEFAULT_SELECTOR)!r} router"
 
 
 @dataclass
@@ -40,20 +85,23 @@ class RouteInputs:
     keys: list[str]
     u: np.ndarray
     ties: np.ndarray
-    config: Any  # devenus.select.config.RouteConfig
+    config: Any  # the router's own RouteConfig
     probe_oracle: Callable | None = None
 
 
 class Router:
     name: ClassVar[str] = ""
+    #: the keys it reads: a RouteConfig subclass (the base when it reads no key of its own)
+    config_class: ClassVar[type[RouteConfig]] = RouteConfig
     #: score signals the router reads besides route.signal
     needs_signals: ClassVar[tuple[str, ...]] = ()
     #: annotates questions while routing (its probes); the annotation source joins the stage identity
     annotates_while_routing: ClassVar[bool] = False
 
     def check(self, config) -> str | None:
-        """Why a :class:`~devenus.select.config.SelectConfig` cannot run this router (None: it can); at load.
-        The base checks ``needs_signals``; a router with further rules extends it."""
+        """Why a :class:`~devenus.select.config.SelectConfig` cannot run this router (None: it can); at load,
+        after the router's own config checked its keys (``RouteConfig.check``). The base checks
+        ``needs_signals``; a router with further rules across sections extends it."""
         missing = [x for x in self.needs_signals if x not in config.score.signals]
         return f"route.selector={self.name} needs the {missing[0]} signal in score.signals" if missing else None
 
@@ -115,23 +163,28 @@ def uninformative(u: np.ndarray, name: str, min_spread: float) -> str | None:
             f"{min_spread:g}): routing on it would be the tie-breaker's order")
 
 
+def _valid(name: str, cls: type[Router]) -> str | None:
+    if cls.name != name:
+        return f"names itself {cls.name!r}"
+    c = cls.config_class
+    if not (isinstance(c, type) and issubclass(c, RouteConfig)):
+        return "its config_class must be a RouteConfig subclass"
+    return None
+
+
+ROUTERS: Registry[type[Router]] = Registry("router", error=ValueError, check=_valid, lazy=BUILTIN)
+
+
 def register(cls: type[Router]) -> type[Router]:
-    """Add (or replace) a router class under its ``name``; usable as a decorator."""
+    """Add a router class under its ``name``; usable as a decorator. A taken name is an error."""
     if not cls.name:
         raise ValueError(f"{cls.__name__}: a router needs a name")
-    _classes[cls.name] = cls
-    _paths[cls.name] = f"{cls.__module__}:{cls.__qualname__}"
-    return cls
+    return ROUTERS.register(cls.name, cls)
 
 
 def router_names() -> tuple[str, ...]:
-    return tuple(_paths)
+    return tuple(ROUTERS.names())
 
 
 def get_router(name: str) -> Router:
-    if name not in _classes:
-        if name not in _paths:
-            raise ValueError(f"unknown selector {name!r}; the selectors: {', '.join(_paths)}")
-        module, cls = _paths[name].split(":")
-        _classes[name] = getattr(importlib.import_module(module), cls)
-    return _classes[name]()
+    return ROUTERS.get(name)()

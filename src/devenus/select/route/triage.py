@@ -17,9 +17,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from devenus.select.route.router import Router, RouteInputs, calibrate_sign
+from devenus.config import option
+from devenus.select.route.router import RouteConfig, Router, RouteInputs, calibrate_sign
+
+
+@dataclass
+class TriageConfig(RouteConfig):
+    """``route.selector: triage``: probes drawn across the ranking, annotated, windowed -> thresholds."""
+
+    probe_fraction: float = option(0.03, "share of questions probed", ge=0.0, le=1.0)
+    min_probes: int = option(50, "at least this many probes", ge=1)
+    window: int | None = option(None, "probes per window (null: max(5, probes // 10))", ge=1)
+    isotonic: bool = option(False, "isotonic fit of the window curves")
+    discard_pass_rate: float = option(0.875, "t_discard: largest window u with pass rate >= this", ge=0.0, le=1.0)
+    annotate_majority_below: float = option(0.5, "t_annotate: smallest window u with majority correctness < this",
+                                            ge=0.0, le=1.0)
+    annotation_budget: int | None = option(None, "cap on annotated questions, probes included (overflow -> weak)",
+                                           ge=0)
 
 
 def draw_probes(u: np.ndarray, ties: np.ndarray, fraction: float = 0.03, minimum: int = 50, seed: int = 0) -> np.ndarray:
@@ -104,6 +122,7 @@ class TriageRouter(Router):
     """Unlabeled pools: thresholds calibrated on annotated probes drawn across the ranking."""
 
     name = "triage"
+    config_class = TriageConfig
     annotates_while_routing = True
 
     def check(self, config) -> str | None:
