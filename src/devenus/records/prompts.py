@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from devenus.config import Config, ConfigError, load_config_file, option
+from devenus.registry import Registry
 
 #: the user message of an imported question: ask for a boxed final answer, as the verifier reads it
 DEFAULT_PROMPT_TEMPLATE = "{question}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
@@ -101,17 +102,16 @@ class PromptFormat(Config):
 #: verifier reads the last \boxed{}
 _SMOLLM2_INSTRUCTION = PLACEHOLDER + " Put the final answer in \\boxed{}."
 
-#: the registered formats, by name (``devenus import --prompt-format NAME``)
-FORMATS: dict[str, PromptFormat] = {
-    # the import's default: the question, then a request to reason and box the final answer
-    "plain": PromptFormat(),
-    # devenus.smollm2's phrasing: asked alone, SmolLM2-135M answers in prose and rarely boxes (0 of 32
-    # samples on 8 questions verified correct); after one worked turn it boxes nearly all. No system text:
-    # the model's chat template adds its own default one.
-    "smollm2-worked": PromptFormat(
-        instruction=_SMOLLM2_INSTRUCTION,
-        examples=(Example(user="Compute 2 + 5.", assistant="2 + 5 = 7. The final answer is \\boxed{7}."),)),
-}
+#: the registered formats, by name (``devenus import --prompt-format NAME``), on the one registry helper
+FORMATS: Registry[PromptFormat] = Registry("prompt format", ordered=True)
+# the import's default: the question, then a request to reason and box the final answer
+FORMATS.register("plain", PromptFormat())
+# devenus.smollm2's phrasing: asked alone, SmolLM2-135M answers in prose and rarely boxes (0 of 32 samples on
+# 8 questions verified correct); after one worked turn it boxes nearly all. No system text: the model's chat
+# template adds its own default one.
+FORMATS.register("smollm2-worked", PromptFormat(
+    instruction=_SMOLLM2_INSTRUCTION,
+    examples=(Example(user="Compute 2 + 5.", assistant="2 + 5 = 7. The final answer is \\boxed{7}."),)))
 DEFAULT_FORMAT = "plain"
 #: a --prompt-format value with one of these endings is a file, anything else a registered name
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
