@@ -24,6 +24,8 @@ def _decide(a: str, b: str, strict: bool = True) -> bool | None:
         ("(1, 2)", "(1, 2)", True),
         ("(1, 2)", "(2, 1)", False),
         ("(1, 2)", "[1, 2)", False),
+        ("(13, 693)", "(13, 693.0)", True),
+        ("(13, 693)", "(13, 639)", False),
         ("(-\\infty, 0) \\cup (1, 2]", "(1, 2] \\cup (-\\infty, 0)", True),
         ("(-\\infty, 0) \\cup (1, 2]", "(-\\infty, 0) \\cup (1, 3]", False),
         ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", True),

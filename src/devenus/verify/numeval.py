@@ -9,10 +9,14 @@ True). Everything else (variables with equal values, huge magnitudes) is left to
 
 This is a hand-written recursive-descent reader for a small LaTeX subset (numbers, ``+ - * /``,
 ``\\cdot``, ``\\times``, ``^``, ``\\frac``, ``\\sqrt``, ``\\pi``, parentheses/braces and single-letter
-variables). Nothing is ever passed to ``eval``/``sympify``. It works on floats only, so no input
-can make it compute a giant integer; inputs longer than 256 characters or nested deeper than 64
-are not evaluated. Anything outside the subset, or anything ambiguous (``1/2x``, ``e``, ``i``),
-returns ``None``.
+variables). Nothing is ever passed to ``eval``/``sympify``. :func:`safe_eval` reads in floats, so no
+input can make it compute a giant integer; inputs longer than 256 characters or nested deeper than
+64 are not evaluated. Anything outside the subset, or anything ambiguous (``1/2x``, ``e``, ``i``,
+``2\\frac{1}{6}``: a mixed number in answers), returns ``None``.
+
+The same reader also reads a side of an equation as an exact polynomial with rational coefficients
+(:func:`polynomial`, for the structural comparison of :mod:`.structure`), bounded in degree, terms
+and coefficient size; roots, ``\\pi`` and divisions by a variable are outside it.
 """
 
 from __future__ import annotations
@@ -317,21 +321,25 @@ class _Reader:
         raise _Unsupported
 
 
+def _read(s: str, alg: Any) -> Any:
+    """The whole of ``s`` read in the algebra ``alg``, or ``None`` (outside the subset or bounds)."""
+    if not s or len(s) > _MAX_LEN:
+        return None
+    try:
+        r = _Reader(s, alg)
+        v = r.expr()
+        return None if r.peek() is not None else v
+    except (_Unsupported, RecursionError, OverflowError, ValueError, ZeroDivisionError):
+        return None
+
+
 @lru_cache(maxsize=65536)
 def safe_eval(s: str) -> tuple[float, bool] | None:
     """``(value at the fixed variable point, has variables)`` of a normalised answer, or ``None``
     if it is outside the supported subset."""
-    if not s or len(s) > _MAX_LEN:
-        return None
-    try:
-        alg = _FloatAlgebra()
-        r = _Reader(s, alg)
-        v = r.expr()
-        if r.peek() is not None:
-            return None
-    except (_Unsupported, RecursionError, OverflowError, ValueError, ZeroDivisionError):
-        return None
-    if not math.isfinite(v):
+    alg = _FloatAlgebra()
+    v = _read(s, alg)
+    if v is None or not math.isfinite(v):
         return None
     return v, alg.has_vars
 
@@ -340,17 +348,9 @@ def safe_eval(s: str) -> tuple[float, bool] | None:
 def polynomial(s: str) -> tuple[Poly, bool] | None:
     """``(exact polynomial, a decimal point was read)`` of a normalised expression with rational
     coefficients, or ``None`` if it is not one (or is outside the reader's subset or size bounds)."""
-    if not s or len(s) > _MAX_LEN:
-        return None
-    try:
-        alg = _PolyAlgebra()
-        r = _Reader(s, alg)
-        p = r.expr()
-        if r.peek() is not None:
-            return None
-    except (_Unsupported, RecursionError, ValueError, ZeroDivisionError):
-        return None
-    return p, alg.decimal
+    alg = _PolyAlgebra()
+    p = _read(s, alg)
+    return None if p is None else (p, alg.decimal)
 
 
 # Constant values above this are left to math-verify: it compares large integers exactly

@@ -104,6 +104,7 @@ _Bound = tuple[int, ParsedNumber | None]  # (-1 | 0 | 1 for -inf / finite / +inf
 
 
 def _bound(s: str) -> _Bound | None:
+    s = s.strip()  # "(13, 693)" keeps its list space in canonical form
     if s in _INF:
         return _INF[s], None
     p = parse_plain(s)
