@@ -73,4 +73,5 @@ def test_polynomials_are_exact_and_bounded():
     assert p == polynomial("x^2-1")[0] and not dec
     assert polynomial("2.5x")[1] is True
     assert polynomial("(x+1)^{40}") is None  # degree bound: no blow-up
+    assert polynomial("9" * 100 + "x") is None  # coefficient bound
     assert polynomial("x^{y}") is None and polynomial("\\pi x") is None and polynomial("\\frac{1}{x}") is None

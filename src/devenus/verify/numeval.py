@@ -117,7 +117,7 @@ class _PolyAlgebra:
     def number(self, t: str) -> Poly:
         self.decimal = self.decimal or "." in t
         c = Fraction(t)
-        return {(): c} if c else {}
+        return self._check({(): c} if c else {})
 
     def var(self, name: str) -> Poly:
         return {((name.lower(), 1),): Fraction(1)}
