@@ -117,6 +117,30 @@ LENIENCY = [
     # prose with no answer marker is not read (math-verify reads any number in it)
     ("no marker", "r", "The largest $n$ is 34.", "34", 0, 1),
     ("no marker", "r", "I think 34 works, or maybe 35.", "35", 0, None),
+    # mixed numbers: "2\frac{1}{6}" is 13/6, never the product 1/3
+    ("mixed number", "a", "2\\frac{1}{6}", "\\frac{1}{3}", 0, 0),
+    ("mixed number", "a", "-2\\frac{1}{6}", "\\frac{13}{6}", 0, 0),
+    ("mixed number", "a", "2\\frac{1}{6}", "\\frac{13}{7}", 0, 0),
+    # unit spellings: the unit is dropped, a constant set upright (\mathrm{i}) never
+    ("unit", "a", "83\\mathrm{cm}", "84", 0, 0),
+    ("unit", "a", "26.7\\mathrm{cm}", "26.8\\text{ cm}", 0, 0),
+    ("unit", "a", "3\\mathrm{i}", "3", 0, 1),
+    # sets of plain numbers, compared exactly (structure.py)
+    ("set", "a", "\\{1, 2\\}", "1, 2, 3", 0, 0),
+    ("set", "a", "\\{\\frac{1}{2}, 3\\}", "\\{0.5, 4\\}", 0, 0),
+    ("set", "a", "13, 693", "\\{13, 639\\}", 0, 0),
+    # interval unions, compared exactly
+    ("interval", "a", "(-\\infty, 1) \\cup (2, \\infty)", "(-\\infty, 1] \\cup (2, \\infty)", 0, 0),
+    ("interval", "a", "(2, \\infty) \\cup (-\\infty, 1)", "(-\\infty, 1) \\cup (3, \\infty)", 0, 0),
+    ("interval", "a", "[4.5, 10)", "[\\frac{9}{2}, 10]", 0, 0),
+    # matrices: the shape and every entry
+    ("matrix", "a", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1&2\\end{pmatrix}", 0, 0),
+    ("matrix", "a", "\\begin{bmatrix}0.5&1\\end{bmatrix}", "\\begin{pmatrix}\\frac{1}{3}&1\\end{pmatrix}", 0, 0),
+    # polynomial equations: equal only when proportional
+    ("equation", "a", "y = (x+7)(x+4)", "y = x^2 - 11x + 28", 0, 0),
+    ("equation", "a", "(x-6)^2+(y+5)^2=4", "(x-6)^2+(y+5)^2=16", 0, 0),
+    ("equation", "a", "x - y + 8 = 0", "y = x - 8", 0, 0),
+    ("equation", "a", "-5x - 4 = y", "y = -4x - 5", 0, 0),
 ]
 
 CORRECT = [
@@ -151,6 +175,30 @@ CORRECT = [
     ("decimal", "a", "1.41421356", "\\sqrt{2}", 1, 1),
     ("boolean", "r", "\\boxed{true}", "True", 1, 0),
     ("boolean", "a", "FALSE", "false", 1, 0),
+    # mixed numbers (the answer convention math-verify reads)
+    ("mixed number", "a", "2\\frac{8}{15}", "\\frac{38}{15}", 1, 1),
+    ("mixed number", "a", "-2\\frac{1}{6}", "-\\frac{13}{6}", 1, 1),
+    ("mixed number", "r", "Final Answer: The final answer is $2\\frac{7}{32}$. I hope it is correct.", "\\frac{71}{32}", 1, 1),
+    # unit spellings: the unit is dropped, a constant set upright (\mathrm{i}) never
+    ("unit", "a", "26.7\\mathrm{cm}", "26.7\\text{ cm}", 1, 1),
+    ("unit", "a", "83\\mathrm{cm}", "83", 1, 1),
+    # sets of plain numbers, compared exactly (structure.py)
+    ("set", "a", "12, 8, 2", "\\{2, 8, 12\\}", 1, 1),
+    ("set", "a", "\\{7, -5, 5, 0\\}", "\\{-5, 0, 5, 7\\}", 1, 1),
+    ("set", "a", "\\{0.5, 1\\}", "\\{\\frac{1}{2}, 1\\}", 1, 1),
+    # interval unions, compared exactly
+    ("interval", "a", "(2, \\infty) \\cup (-\\infty, -\\frac{7}{2})", "(-\\infty, -\\frac{7}{2}) \\cup (2, \\infty)", 1, 1),
+    ("interval", "a", "[4.5, 10)", "[\\frac{9}{2}, 10)", 1, 1),
+    ("interval", "a", "(-1, +\\infty)", "(-1, \\infty)", 1, 1),
+    # matrices: the shape and every entry
+    ("matrix", "a", "\\begin{bmatrix}-6&3\\\\0&2\\end{bmatrix}", "\\begin{pmatrix} -6 & 3 \\\\ 0 & 2 \\end{pmatrix}", 1, 1),
+    ("matrix", "a", "\\begin{pmatrix}0.5\\\\-9\\end{pmatrix}", "\\begin{pmatrix}\\frac{1}{2}\\\\-9\\end{pmatrix}", 1, 1),
+    # polynomial equations: equal only when proportional
+    ("equation", "a", "y = (x - 7)(x - 4)", "y = x^2 - 11x + 28", 1, 1),
+    ("equation", "a", "x - y + 8 = 0", "y = x + 8", 1, 1),
+    ("equation", "a", "-5x - 4 = y", "y = -5x - 4", 1, 1),
+    ("equation", "a", "(x - 1)^2 + (y - 6)^2 = 4^2", "(x - 1)^2 + (y - 6)^2 = 16", 1, 1),
+    ("equation", "a", "2y = 2x + 16", "y = x + 8", 1, 1),
 ]
 
 
@@ -200,6 +248,18 @@ def _math_verify(kind: str, pred: str, gold: str) -> int:
     g = math_verify.parse("$" + gold + "$", parsing_timeout=None)
     p = math_verify.parse("$" + pred + "$" if kind == "a" else pred, parsing_timeout=None)
     return int(math_verify.verify(g, p, timeout_seconds=None))
+
+
+_STRUCTURAL = ("mixed number", "set", "interval", "matrix", "equation")
+
+
+@pytest.mark.parametrize("row", [r for r in LENIENCY + CORRECT if r[0] in _STRUCTURAL and r[1] == "a"], ids=_id)
+def test_structures_of_plain_numbers_are_decided_without_math_verify(v, row):
+    """The fast paths decide these forms themselves (the LaTeX mix of bench/verify_throughput.py)."""
+    _cls, kind, pred, gold, ours, _mv = row
+    before = v.stats.mathverify_calls
+    assert _ours(v, kind, pred, gold) == ours
+    assert v.stats.mathverify_calls == before
 
 
 @pytest.mark.parametrize("row", [r for r in LENIENCY + CORRECT if r[5] is not None], ids=_id)

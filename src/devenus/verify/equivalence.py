@@ -2,7 +2,8 @@
 
 ``Verifier.equivalent(a, b)`` tries, in order: the option letter when the reference ``b`` is a
 multiple-choice letter (:mod:`.choice`), identical normalised strings, a bounded pair cache, the exact
-numeric fast path, the safe point evaluation, and finally math-verify (``parse`` + ``verify``) in a
+numeric fast path, the safe point evaluation, the exact structural comparison (:mod:`.structure`:
+sets, intervals, matrices, polynomial equations of plain numbers), and finally math-verify (``parse`` + ``verify``) in a
 worker process.
 
 Why worker processes: math-verify bounds its own work with ``signal.alarm``, which only works on the
@@ -51,10 +52,11 @@ from pathlib import Path
 from typing import Any
 
 from .choice import choice_letter, target_letter
-from .normalize import ParsedNumber, assigned_variable, drop_percent, is_list, normalize, parse_number, values_agree
+from .normalize import assigned_variable, drop_percent, is_list, normalize, numbers_equal, parse_number
 from .numeval import decide
+from .structure import decide_structure
 
-__all__ = ["UNMATCHABLE", "Verifier", "VerifierConfig", "VerifierStats", "get_default_verifier"]
+__all__ = ["UNMATCHABLE", "Verifier", "VerifierConfig", "VerifierStats", "get_default_verifier", "numbers_equal"]
 
 #: A target no answer is ever equivalent to: the OLR reference's inactive-noise label (ShenzhiYang2000/OLR
 #: writes it as the noisy rows' ground truth). Refused before any normalisation, so a response that happens
@@ -166,7 +168,8 @@ class VerifierStats:
     ``checks``: calls of ``equivalent``; ``choice_hits``: decided by option letter (the reference
     is a multiple-choice letter A-J, see :mod:`.choice`); ``exact_hits``: decided by identical normalised strings;
     ``numeric_hits``: decided by the numeric fast path (equal, or unequal exact numbers);
-    ``eval_hits``: decided by the safe point evaluation (:mod:`.numeval`);
+    ``eval_hits``: decided by the safe point evaluation (:mod:`.numeval`); ``structure_hits``: decided
+    by the exact comparison of sets, intervals, matrices or polynomial equations (:mod:`.structure`);
     ``cache_hits``: answered from the pair cache; ``mathverify_calls``: symbolic checks needed
     (``shared_hits`` of them joined an identical check already in flight on another thread);
     ``undecided``: calls answered "not equivalent" without a decision, i.e. the sum of
@@ -182,6 +185,7 @@ class VerifierStats:
     exact_hits: int = 0
     numeric_hits: int = 0
     eval_hits: int = 0
+    structure_hits: int = 0
     cache_hits: int = 0
     mathverify_calls: int = 0
     shared_hits: int = 0
@@ -204,14 +208,6 @@ _BOOLEANS = frozenset({"true", "false"})
 def _var_key(var: str) -> str:
     # a_{1} is a_1; single-letter case is folded as math-verify folds it
     return var.replace("{", "").replace("}", "").lower()
-
-
-def numbers_equal(a: ParsedNumber, b: ParsedNumber, float_rounding: int) -> bool:
-    """Two plain numbers: two exact forms (integers, ``a/b``) are equal only with equal values; with a
-    decimal involved, :func:`.normalize.values_agree` decides."""
-    if a.exact and b.exact:
-        return a.value == b.value
-    return values_agree(a.value, b.value, float_rounding)
 
 
 class _WorkerTimeout(Exception):
@@ -965,6 +961,10 @@ class Verifier:
             if decided is not None:
                 self._count("eval_hits")
                 return decided
+        decided = decide_structure(na, nb, cfg.float_rounding, cfg.strict)
+        if decided is not None:
+            self._count("structure_hits")
+            return decided
         self._count("mathverify_calls")
         result, reason = self._shared_check(key, deadline)
         if result is None:

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from devenus.verify.extract import match_brace
 
-__all__ = ["normalize", "assigned_variable", "as_number", "ParsedNumber", "parse_number", "is_list", "drop_percent", "values_agree"]
+__all__ = ["normalize", "assigned_variable", "as_number", "ParsedNumber", "parse_number", "is_list", "drop_percent", "values_agree", "parse_plain", "numbers_equal"]
 
 # Strings longer than this are normalised without caching (so the cache cannot hold megabytes)
 # and are never numbers.
@@ -59,6 +59,9 @@ _SUBS = (
 )
 # Trailing unit text after a value: "5 \text{ cm}", "3\mbox{ m}^2".
 _TRAILING_UNIT = re.compile(r"(?<=\S)\s*\\(?:text|mbox)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
+# The same written upright in math mode ("83\mathrm{cm}"): letters only, two at least, so that a
+# constant set upright (\mathrm{e}, \mathrm{i}) or a differential (\mathrm{d}) is never dropped.
+_TRAILING_MATHRM_UNIT = re.compile(r"(?<=[\d}.])\s*\\mathrm\s*\{\s*[A-Za-z]{2,}\s*\}\s*(?:\^\s*\{?\d\}?)?\s*$")
 _TEXT_INNER = re.compile(r"\\(?:text|textbf|textrm|mbox|mathrm)\s*\{([^{}]*)\}")
 # Keep the space that separates a control word from a following letter ("\pi r" != "\pir").
 _CMD_SPACE = re.compile(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])")
@@ -137,6 +140,7 @@ def _canon_impl(ans: str) -> tuple[str | None, str]:
             break
         s = peeled
     s = _TRAILING_UNIT.sub("", s)
+    s = _TRAILING_MATHRM_UNIT.sub("", s)
     s = _TEXT_INNER.sub(r"\1", s)
     s = _CMD_SPACE.sub(lambda m: m.group(1) + "\x00", s)
     s = _LIST_COMMA_BEFORE_3_DIGITS.sub(",\x00", s)
@@ -193,9 +197,15 @@ _INT = re.compile(r"^-?\d+$")
 _DEC = re.compile(r"^-?(?:\d+\.\d*|\.\d+)$")
 _SLASH = re.compile(r"^(-?)(\d+)/(\d+)$")
 _FRAC = re.compile(r"^(-?)\\frac\{(-?)(\d+)\}\{(-?)(\d+)\}$")
+# A mixed number "2\frac{1}{6}" (= 13/6, the answer convention math-verify reads too); only a proper
+# fraction: "2\frac{3}{2}" is left to the symbolic check.
+_MIXED = re.compile(r"^(-?)(\d+)\\frac\{(\d+)\}\{(\d+)\}$")
 
 
-def _parse_plain(s: str) -> ParsedNumber | None:
+def parse_plain(s: str) -> ParsedNumber | None:
+    """A plain number written in canonical form (see :func:`normalize`): an integer, a decimal,
+    ``a/b``, ``\\frac{a}{b}`` or a mixed number ``2\\frac{1}{6}``, each optionally negative;
+    else ``None``. Regex only, never evaluated."""
     if _INT.match(s):
         return ParsedNumber(Fraction(int(s)), True)
     if _DEC.match(s):
@@ -215,6 +225,13 @@ def _parse_plain(s: str) -> ParsedNumber | None:
         val = Fraction(int(m.group(3)), den)
         negs = (m.group(1), m.group(2), m.group(4)).count("-")
         return ParsedNumber(-val if negs % 2 else val, True)
+    m = _MIXED.match(s)
+    if m:
+        num, den = int(m.group(3)), int(m.group(4))
+        if not 0 < num < den:
+            return None
+        val = int(m.group(2)) + Fraction(num, den)
+        return ParsedNumber(-val if m.group(1) else val, True)
     return None
 
 
@@ -228,9 +245,9 @@ def _parse_number_cached(ans: str, percent: bool) -> ParsedNumber | None:
     if s.endswith("%"):
         if not percent:
             return None
-        inner = _parse_plain(s[:-1])
+        inner = parse_plain(s[:-1])
         return None if inner is None else ParsedNumber(inner.value / 100, inner.exact)
-    return _parse_plain(s)
+    return parse_plain(s)
 
 
 def parse_number(ans: str, percent: bool = False) -> ParsedNumber | None:
@@ -301,3 +318,11 @@ def values_agree(x: Fraction, y: Fraction, float_rounding: int) -> bool:
     if _terminates(x) and _terminates(y):
         return False
     return abs(x - y) * 10**float_rounding <= max(abs(x), abs(y))
+
+
+def numbers_equal(a: ParsedNumber, b: ParsedNumber, float_rounding: int) -> bool:
+    """Two plain numbers: two exact forms (integers, ``a/b``) are equal only with equal values; with a
+    decimal involved, :func:`values_agree` decides."""
+    if a.exact and b.exact:
+        return a.value == b.value
+    return values_agree(a.value, b.value, float_rounding)

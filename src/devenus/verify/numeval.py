@@ -9,19 +9,25 @@ True). Everything else (variables with equal values, huge magnitudes) is left to
 
 This is a hand-written recursive-descent reader for a small LaTeX subset (numbers, ``+ - * /``,
 ``\\cdot``, ``\\times``, ``^``, ``\\frac``, ``\\sqrt``, ``\\pi``, parentheses/braces and single-letter
-variables). Nothing is ever passed to ``eval``/``sympify``. It works on floats only, so no input
-can make it compute a giant integer; inputs longer than 256 characters or nested deeper than 64
-are not evaluated. Anything outside the subset, or anything ambiguous (``1/2x``, ``e``, ``i``),
-returns ``None``.
+variables). Nothing is ever passed to ``eval``/``sympify``. :func:`safe_eval` reads in floats, so no
+input can make it compute a giant integer; inputs longer than 256 characters or nested deeper than
+64 are not evaluated. Anything outside the subset, or anything ambiguous (``1/2x``, ``e``, ``i``,
+``2\\frac{1}{6}``: a mixed number in answers), returns ``None``.
+
+The same reader also reads a side of an equation as an exact polynomial with rational coefficients
+(:func:`polynomial`, for the structural comparison of :mod:`.structure`), bounded in degree, terms
+and coefficient size; roots, ``\\pi`` and divisions by a variable are outside it.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["safe_eval", "decide"]
+__all__ = ["safe_eval", "decide", "polynomial"]
 
 _MAX_LEN = 256
 _MAX_DEPTH = 64
@@ -43,8 +49,147 @@ def _var_value(name: str) -> float:
     return 1.3247179572447 + 0.7548776662467 * k + math.sqrt(2 + k) / 10.0
 
 
+class _FloatAlgebra:
+    """Values of the reader as floats at the fixed variable point."""
+
+    def __init__(self) -> None:
+        self.has_vars = False
+
+    def number(self, t: str) -> float:
+        return float(t)
+
+    def var(self, name: str) -> float:
+        self.has_vars = True
+        return _var_value(name)
+
+    def pi(self) -> float:
+        return math.pi
+
+    def add(self, a: float, b: float) -> float:
+        return a + b
+
+    def sub(self, a: float, b: float) -> float:
+        return a - b
+
+    def neg(self, a: float) -> float:
+        return -a
+
+    def mul(self, a: float, b: float) -> float:
+        return a * b
+
+    def div(self, a: float, b: float) -> float:
+        if b == 0:
+            raise _Unsupported
+        return a / b
+
+    def power(self, base: float, exp: float) -> float:
+        if base < 0 and exp != int(exp):
+            raise _Unsupported
+        if abs(exp) > 1e4:
+            raise _Unsupported
+        try:
+            return math.pow(base, exp)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            raise _Unsupported from None
+
+    def root(self, radicand: float, index: float) -> float:
+        if index <= 0 or index != int(index) or radicand < 0:
+            raise _Unsupported
+        return math.pow(radicand, 1.0 / index)
+
+
+# A polynomial: {monomial: coefficient}, a monomial being a sorted tuple of (variable, exponent).
+Poly = dict[tuple[tuple[str, int], ...], Fraction]
+_POLY_MAX_TERMS = 64
+_POLY_MAX_DEGREE = 12
+_POLY_MAX_BITS = 256
+
+
+class _PolyAlgebra:
+    """Values of the reader as exact polynomials with rational coefficients (variables folded to
+    lower case, as math-verify folds them). Anything that is not such a polynomial (a root, pi, a
+    division by a variable, a large or fractional power) is unsupported. ``decimal`` records that a
+    decimal point was read: such a value is as written, not necessarily the value meant."""
+
+    def __init__(self) -> None:
+        self.decimal = False
+
+    def number(self, t: str) -> Poly:
+        self.decimal = self.decimal or "." in t
+        c = Fraction(t)
+        return self._check({(): c} if c else {})
+
+    def var(self, name: str) -> Poly:
+        return {((name.lower(), 1),): Fraction(1)}
+
+    def pi(self) -> Poly:
+        raise _Unsupported
+
+    def root(self, radicand: Poly, index: Poly) -> Poly:
+        raise _Unsupported
+
+    @staticmethod
+    def _check(p: Poly) -> Poly:
+        if len(p) > _POLY_MAX_TERMS:
+            raise _Unsupported
+        for c in p.values():
+            if c.numerator.bit_length() > _POLY_MAX_BITS or c.denominator.bit_length() > _POLY_MAX_BITS:
+                raise _Unsupported
+        return p
+
+    def add(self, a: Poly, b: Poly) -> Poly:
+        out = dict(a)
+        for m, c in b.items():
+            s = out.get(m, 0) + c
+            if s:
+                out[m] = s
+            else:
+                out.pop(m, None)
+        return self._check(out)
+
+    def neg(self, a: Poly) -> Poly:
+        return {m: -c for m, c in a.items()}
+
+    def sub(self, a: Poly, b: Poly) -> Poly:
+        return self.add(a, self.neg(b))
+
+    def mul(self, a: Poly, b: Poly) -> Poly:
+        out: Poly = {}
+        for ma, ca in a.items():
+            for mb, cb in b.items():
+                exps = dict(ma)
+                for v, e in mb:
+                    exps[v] = exps.get(v, 0) + e
+                if sum(exps.values()) > _POLY_MAX_DEGREE:
+                    raise _Unsupported
+                m = tuple(sorted(exps.items()))
+                s = out.get(m, 0) + ca * cb
+                if s:
+                    out[m] = s
+                else:
+                    out.pop(m, None)
+        return self._check(out)
+
+    def div(self, a: Poly, b: Poly) -> Poly:
+        if len(b) != 1 or () not in b:
+            raise _Unsupported  # only division by a non-zero constant stays a polynomial
+        return {m: c / b[()] for m, c in a.items()}
+
+    def power(self, base: Poly, exp: Poly) -> Poly:
+        if not exp:
+            e = 0
+        elif len(exp) == 1 and () in exp and exp[()].denominator == 1 and 0 <= exp[()] <= _POLY_MAX_DEGREE:
+            e = int(exp[()])
+        else:
+            raise _Unsupported
+        out: Poly = {(): Fraction(1)}
+        for _ in range(e):
+            out = self.mul(out, base)
+        return out
+
+
 class _Reader:
-    def __init__(self, s: str) -> None:
+    def __init__(self, s: str, alg: Any) -> None:
         toks: list[str] = []
         pos = 0
         while pos < len(s):
@@ -58,7 +203,7 @@ class _Reader:
         self.toks = toks
         self.i = 0
         self.depth = 0
-        self.has_vars = False
+        self.alg = alg
 
     def peek(self) -> str | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -80,40 +225,42 @@ class _Reader:
             return False
         return t[0].isdigit() or t[0] == "." or t.isalpha() or t in ("(", "{") or t in _ATOM_START_CMDS
 
-    def expr(self) -> float:
+    def expr(self) -> Any:
         self._enter()
         v = self.term()
         while self.peek() in ("+", "-"):
             op = self.take()
             w = self.term()
-            v = v + w if op == "+" else v - w
+            v = self.alg.add(v, w) if op == "+" else self.alg.sub(v, w)
         self.depth -= 1
         return v
 
-    def term(self) -> float:
+    def term(self) -> Any:
         v = self.unary()
         while True:
             t = self.peek()
             if t == "*" or t in _MULT_CMDS:
                 self.take()
-                v *= self.unary()
+                v = self.alg.mul(v, self.unary())
             elif t == "/":
                 self.take()
                 d = self.unary()
-                if d == 0 or self._starts_atom(self.peek()):
-                    raise _Unsupported  # division by zero, or "1/2x": ambiguous
-                v /= d
+                if self._starts_atom(self.peek()):
+                    raise _Unsupported  # "1/2x": ambiguous
+                v = self.alg.div(v, d)
             elif self._starts_atom(t):
-                v *= self.power()  # implicit multiplication: 2\sqrt{3}, 3x, x(x+1)
+                if t == "\\frac" and self.toks[self.i - 1][0].isdigit():
+                    raise _Unsupported  # "2\\frac{1}{6}" is the mixed number 13/6 in answers, not a product
+                v = self.alg.mul(v, self.power())  # implicit multiplication: 2\\sqrt{3}, 3x, x(x+1)
             else:
                 return v
 
-    def unary(self) -> float:
+    def unary(self) -> Any:
         t = self.peek()
         if t == "-":
             self.take()
             self._enter()
-            v = -self.unary()
+            v = self.alg.neg(self.unary())
             self.depth -= 1
             return v
         if t == "+":
@@ -121,7 +268,7 @@ class _Reader:
             return self.unary()
         return self.power()
 
-    def power(self) -> float:
+    def power(self) -> Any:
         base = self.atom()
         if self.peek() != "^":
             return base
@@ -135,25 +282,18 @@ class _Reader:
             raise _Unsupported  # x^23 (LaTeX means x^2 * 3), x^-1, ...
         if self.peek() == "^":
             raise _Unsupported  # a^b^c is not valid LaTeX
-        if base < 0 and exp != int(exp):
-            raise _Unsupported
-        if abs(exp) > 1e4:
-            raise _Unsupported
-        try:
-            return math.pow(base, exp)
-        except (OverflowError, ValueError, ZeroDivisionError):
-            raise _Unsupported from None
+        return self.alg.power(base, exp)
 
-    def braced(self) -> float:
+    def braced(self) -> Any:
         self.take("{")
         v = self.expr()
         self.take("}")
         return v
 
-    def atom(self) -> float:
+    def atom(self) -> Any:
         t = self.take()
         if t[0].isdigit() or t[0] == ".":
-            return float(t)
+            return self.alg.number(t)
         if t == "(":
             v = self.expr()
             self.take(")")
@@ -165,45 +305,52 @@ class _Reader:
         if t == "\\frac":
             num = self.braced()
             den = self.braced()
-            if den == 0:
-                raise _Unsupported
-            return num / den
+            return self.alg.div(num, den)
         if t == "\\sqrt":
-            index = 2.0
+            index = None
             if self.peek() == "[":
                 self.take()
                 index = self.expr()
                 self.take("]")
-                if index <= 0 or index != int(index):
-                    raise _Unsupported
             radicand = self.braced()
-            if radicand < 0:
-                raise _Unsupported
-            return math.pow(radicand, 1.0 / index)
+            return self.alg.root(radicand, 2.0 if index is None else index)
         if t == "\\pi":
-            return math.pi
+            return self.alg.pi()
         if len(t) == 1 and t.isalpha() and t not in _CONSTANT_LETTERS:
-            self.has_vars = True
-            return _var_value(t)
+            return self.alg.var(t)
         raise _Unsupported
+
+
+def _read(s: str, alg: Any) -> Any:
+    """The whole of ``s`` read in the algebra ``alg``, or ``None`` (outside the subset or bounds)."""
+    if not s or len(s) > _MAX_LEN:
+        return None
+    try:
+        r = _Reader(s, alg)
+        v = r.expr()
+        return None if r.peek() is not None else v
+    except (_Unsupported, RecursionError, OverflowError, ValueError, ZeroDivisionError):
+        return None
 
 
 @lru_cache(maxsize=65536)
 def safe_eval(s: str) -> tuple[float, bool] | None:
     """``(value at the fixed variable point, has variables)`` of a normalised answer, or ``None``
     if it is outside the supported subset."""
-    if not s or len(s) > _MAX_LEN:
+    alg = _FloatAlgebra()
+    v = _read(s, alg)
+    if v is None or not math.isfinite(v):
         return None
-    try:
-        r = _Reader(s)
-        v = r.expr()
-        if r.peek() is not None:
-            return None
-    except (_Unsupported, RecursionError, OverflowError, ValueError, ZeroDivisionError):
-        return None
-    if not math.isfinite(v):
-        return None
-    return v, r.has_vars
+    return v, alg.has_vars
+
+
+@lru_cache(maxsize=65536)
+def polynomial(s: str) -> tuple[Poly, bool] | None:
+    """``(exact polynomial, a decimal point was read)`` of a normalised expression with rational
+    coefficients, or ``None`` if it is not one (or is outside the reader's subset or size bounds)."""
+    alg = _PolyAlgebra()
+    p = _read(s, alg)
+    return None if p is None else (p, alg.decimal)
 
 
 # Constant values above this are left to math-verify: it compares large integers exactly
