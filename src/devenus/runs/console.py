@@ -14,12 +14,13 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from devenus.online.sampling import ROLLOUTS_GENERATED as ROLLOUTS
+
 #: verl's headline validation metric: ``val-core/<data_source>/<acc or reward>/mean@<samples>``
 _VAL = re.compile(r"^val-core/(?P<source>.+)/(?:acc|reward)/mean@(?P<k>\d+)$")
 REWARD = "critic/score/mean"
 RESPONSE_LENGTH = "response_length/mean"
 STEP_TIME = "timing_s/step"
-ROLLOUTS = "devenus/rollouts/generated"  # = devenus.online.sampling.ROLLOUTS_GENERATED (a test checks)
 
 
 def _number(m: Mapping, key: str) -> float | None:
