@@ -70,7 +70,8 @@ def train_overrides(*, model: str, model_path: str, train: str, val: Sequence[st
         from devenus.runs.testbed import overrides
 
         cfg = cpu_sizing(model, model_path, method, train, val, steps, seed)
-        return ["devenus.backend=cpu", *overrides(None, out_dir, dataclasses.replace(cfg, extra_overrides=(*ours, *extra)))]
+        cfg = dataclasses.replace(cfg, extra_overrides=(*ours, *extra))
+        return ["devenus.backend=cpu", *overrides(None, out_dir, cfg)]
     if size != "gpu":
         raise ValueError(f"--size {size!r}: one of {', '.join(SIZES)}")
     from devenus.recipes.gpu.launch import load_recipe, recipe_names, recipe_overrides
@@ -154,8 +155,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             config = preflight(preflight_overrides(ov, args.size))
         except SetupError as e:
             raise ValueError(f"devenus.train's pre-flight: {e}") from None
-        print(f"pre-flight checks passed: {config.devenus.method} on {config.data.train_files}, "
-              f"{config.trainer.total_training_steps or 'one epoch of'} steps, checkpoints in {config.trainer.default_local_dir}")
+        steps = config.trainer.total_training_steps or "one epoch of"
+        print(f"pre-flight checks passed: {config.devenus.method} on {config.data.train_files}, {steps} steps, "
+              f"checkpoints in {config.trainer.default_local_dir}")
         return 0
     if args.force and out.exists():
         shutil.rmtree(out)
