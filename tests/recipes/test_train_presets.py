@@ -9,7 +9,8 @@ pytest.importorskip("verl")
 from devenus.adapters.verl.train import SetupError, preflight  # noqa: E402
 from devenus.cli import build_parser, main  # noqa: E402
 from devenus.records import hide_labels, read_records, write_records  # noqa: E402
-from devenus.recipes.train import checkpoint_of, last_value, preflight_overrides, train_overrides  # noqa: E402
+from devenus.config.overrides import last_value  # noqa: E402
+from devenus.recipes.train import checkpoint_of, preflight_overrides, train_overrides  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -23,17 +23,9 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+from devenus.config.overrides import hydra_value, last_value
+
 SIZES = ("cpu", "gpu")
-
-
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-def last_value(overrides: Sequence[str], key: str) -> str | None:
-    """The value the last override of ``key`` gives (Hydra applies them in order: the last wins)."""
-    at = [o.split("=", 1)[1] for o in overrides if "=" in o and _key(o) == key]
-    return at[-1] if at else None
 
 
 def _existing(path: str, flag: str) -> str:
@@ -82,7 +74,7 @@ def train_overrides(*, model: str, model_path: str, train: str, val: Sequence[st
     rec = load_recipe(name)
     if rec.method != method:
         raise ValueError(f"GPU recipe {name!r} trains method {rec.method!r}, not --method {method!r}")
-    mine = [f"data.train_files={train}", f"data.val_files=[{','.join(val)}]", f"data.seed={seed}",
+    mine = [f"data.train_files={hydra_value(train)}", f"data.val_files={hydra_value(val)}", f"data.seed={seed}",
             f"actor_rollout_ref.rollout.seed={seed}", f"actor_rollout_ref.actor.data_loader_seed={seed}"]
     if steps is not None:
         mine.append(f"trainer.total_training_steps={steps}")
@@ -163,8 +155,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         shutil.rmtree(out)
     if checkpoint_of(ov) is not None:
         print(f"resuming from {checkpoint_of(ov)} (--force starts afresh)")
-    steps = last_value(ov, "trainer.total_training_steps")
-    total = int(steps) if steps and steps.isdigit() else None
+    total = last_value(ov, "trainer.total_training_steps")
     print(f"training {args.method} on {args.train} ({args.size} sizing, model {args.model}); "
           f"verl's output: {out / 'train.log'}", flush=True)
     res = launch(ov, out, timeout_s=args.timeout, on_step=lambda m: print(step_line(m, total), flush=True))
