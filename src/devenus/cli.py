@@ -2,9 +2,10 @@
 
 Training runs through verl's own entry point with Hydra overrides (see README); ``devenus train`` launches
 it with sized presets, and the rest of this CLI covers what happens outside the training loop. Each
-package mounts its own commands: a module listed in :data:`COMMAND_MODULES` exposes ``add_parser(subparsers)``. Errors a user can fix (bad input, an
-existing output, a missing file, a full disk) print ``error: ...`` and exit 1, usage errors exit 2,
-and neither shows a traceback (``DEVENUS_DEBUG=1`` shows it).
+package mounts its own commands: a module listed in :data:`COMMAND_MODULES` exposes
+``add_parser(subparsers)``. Errors a user can fix (bad input, an existing output, a missing file, a full
+disk) print ``error: ...`` and exit 1, usage errors exit 2, and neither shows a traceback
+(``DEVENUS_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
