@@ -1,10 +1,11 @@
 """``devenus``: the command line of the offline side (testbed, demo, import, data transforms).
 
-Training runs through verl's own entry point with Hydra overrides (see README); this CLI covers what
-happens outside the training loop. Each package mounts its own commands: a module listed in
-:data:`COMMAND_MODULES` exposes ``add_parser(subparsers)``. Errors a user can fix (bad input, an
-existing output, a missing file, a full disk) print ``error: ...`` and exit 1, usage errors exit 2,
-and neither shows a traceback (``DEVENUS_DEBUG=1`` shows it).
+Training runs through verl's own entry point with Hydra overrides (see README); ``devenus train`` launches
+it with sized presets, and the rest of this CLI covers what happens outside the training loop. Each
+package mounts its own commands: a module listed in :data:`COMMAND_MODULES` exposes
+``add_parser(subparsers)``. Errors a user can fix (bad input, an existing output, a missing file, a full
+disk) print ``error: ...`` and exit 1, usage errors exit 2, and neither shows a traceback
+(``DEVENUS_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ NOISE_REGIMES = ("inactive", "active", "sentinel", "redraw")
 
 DESCRIPTION = (
     "DE-Venus: data-efficient RL with verifiable rewards on verl. Offline commands: the CPU testbed, "
-    "the demo, data import and label-state transforms. Training: python -m devenus.train <verl overrides>."
+    "the demo, data import and label-state transforms. Training: devenus train (sized presets), or "
+    "python -m devenus.train <verl overrides>."
 )
 
 #: modules that mount their own sub-commands (each exposes ``add_parser(subparsers)``), in help order
 COMMAND_MODULES: tuple[str, ...] = (
     "devenus.records.cli",  # import, data hide-labels, data pair-views
     "devenus.online.cli",  # methods
+    "devenus.recipes.train",  # train
     "devenus.evaluate.cli",  # eval
     "devenus.select.cli",  # select generate|score|route|materialize|run
     "devenus.transitions.cli",  # transition

@@ -5,8 +5,11 @@
   ``trainer.validation_data_dir``. Nothing is read from console output.
 - :mod:`devenus.runs.logs` reads those files (also for runs that finished long ago).
 - :mod:`devenus.runs.testbed` sizes a run for the CPU testbed (a list of overrides).
+- :mod:`devenus.runs.console` turns those records into one readable line per step and an end-of-run summary
+  (what ``devenus train`` prints).
 
-The demo, ``devenus lifecycle``, the experiment runner and the end-to-end tests all launch through here.
+``devenus train``, the demo, ``devenus lifecycle``, the experiment runner and the end-to-end tests all launch
+through here.
 """
 
 from devenus.runs.launch import RunResult, launch, with_file_logger

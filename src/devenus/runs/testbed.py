@@ -88,7 +88,10 @@ def evidence_dir(out_dir: str | Path) -> Path:
     return checkpoint_dir(out_dir) / "evidence"
 
 
-def overrides(tb: Testbed, out_dir: Path, cfg: RunConfig) -> list[str]:
+def overrides(tb: Testbed | None, out_dir: Path, cfg: RunConfig) -> list[str]:
+    """The run's overrides; ``tb`` fills in the data and model ``cfg`` leaves out (None: ``cfg`` names all three)."""
+    if tb is None and not (cfg.train_file and cfg.val_files and cfg.model_dir):
+        raise ValueError("a run without a testbed names its train_file, val_files and model_dir")
     train = cfg.train_file or str(tb.split("train"))
     # micro-batches must divide the step's rows: the whole step in one forward where it fits
     micro = math.gcd(cfg.micro_batch or 64, cfg.prompts_per_step * cfg.rollouts_per_prompt)
