@@ -106,3 +106,10 @@ def test_seeds_needed_matches_the_published_one_sample_t_sizes():
     # TOST needs more than detecting an effect of the margin's size, and more with a wider SD
     assert seeds_needed(0.02, 0.02, "equivalence") > seeds_needed(0.02, 0.02)
     assert seeds_needed(0.04, 0.02, "equivalence") > seeds_needed(0.02, 0.02, "equivalence")
+
+
+def test_power_far_in_the_tail_is_one_not_nan():
+    from devenus.experiments.stats import power_difference, power_equivalence
+
+    assert power_difference(6, 0.0347, 0.3) == 1.0 and power_equivalence(6, 0.001, 0.3) == 1.0
+    assert 0.40 < power_difference(6, 0.0347, 0.03) < 0.41

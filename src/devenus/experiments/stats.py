@@ -193,7 +193,9 @@ def power_difference(n: int, sd: float, delta: float, alpha: float = 0.05) -> fl
         return 0.0
     df, ncp = n - 1, delta * math.sqrt(n) / sd
     crit = t_ppf(1 - alpha / 2, df)
-    return float(nct.sf(crit, df, ncp) + nct.cdf(-crit, df, ncp))
+    pw = float(nct.sf(crit, df, ncp) + nct.cdf(-crit, df, ncp))
+    # scipy's noncentral t gives NaN far in its tail, where the power is 1 (or the two tails' 0)
+    return pw if not math.isnan(pw) else float(abs(ncp) > crit)
 
 
 def power_equivalence(n: int, sd: float, margin: float, alpha: float = 0.05) -> float:
@@ -204,7 +206,10 @@ def power_equivalence(n: int, sd: float, margin: float, alpha: float = 0.05) -> 
         return 0.0
     df, ncp = n - 1, margin * math.sqrt(n) / sd
     crit = t_ppf(1 - alpha, df)
-    return max(0.0, float(1 - 2 * nct.cdf(crit, df, ncp)))
+    low = float(nct.cdf(crit, df, ncp))
+    if math.isnan(low):  # far in scipy's tail: see power_difference
+        low = float(ncp < crit)
+    return max(0.0, 1 - 2 * low)
 
 
 def seeds_needed(sd: float, effect: float, test: str = "difference", alpha: float = 0.05, power: float = 0.8,
