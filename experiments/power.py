@@ -35,6 +35,7 @@ class Plan:
     runs_per_seed: int  # training runs of the planned design per seed (base validation counted apart)
     steps: int  # planned training steps per run
     seeds: int  # planned seeds
+    sides: tuple[int, ...] = ()  # each claim's claimed sign (+1, -1; 0: equivalence), as in the plan
     step_scale: float = 1.0  # cost of a planned step against a committed one (larger batch, longer answers)
     notes: str = ""
     borrow: str | None = None  # where source is None: the plan whose SD stands in until a pilot exists
@@ -45,18 +46,18 @@ PLANS = {
     p.name: p for p in (
         Plan("ten_percent_labels", "refine_ten_percent",
              (("geomin@10", "grpo_full"), ("trapo@10", "grpo_full"), ("geomin@10", "grpo@10"), ("trapo@10", "grpo@10")),
-             margin=0.03, runs_per_seed=4, steps=40, seeds=5),
+             sides=(1, 0, 1, 1), margin=0.03, runs_per_seed=4, steps=40, seeds=5),
         Plan("label_noise", "label_noise",
              tuple((f"olr@{k}{r}", f"grpo@{k}{r}") for k in ("inactive", "active") for r in ("0.1", "0.3", "0.5")),
-             margin=0.03, runs_per_seed=9, steps=48, seeds=5),
+             sides=(1,) * 6, margin=0.03, runs_per_seed=9, steps=48, seeds=5),
         Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
-             margin=0.03, runs_per_seed=3, steps=32, seeds=6),
+             sides=(1, -1), margin=0.03, runs_per_seed=3, steps=32, seeds=6),
         Plan("label_free", "weak_supervision_paired", (("ttrl@0", "grpo_full"),),
-             margin=0.03, runs_per_seed=1, steps=32, seeds=3,
+             sides=(-1,), margin=0.03, runs_per_seed=1, steps=32, seeds=3,
              notes="grpo_full shared with ten_percent_labels (same pool, budget, seeds)"),
         Plan("rollout_savings", "rollout_savings",
              (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
-             margin=0.03, runs_per_seed=4, steps=32, seeds=3),
+             sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3),
         Plan("real_model", None, (), margin=0.03, runs_per_seed=3, steps=16, seeds=2, step_scale=6.0,
              borrow="label_free", notes="no committed SmolLM2 runs: cost and SD are stand-ins until its pilot"),
     )
@@ -136,10 +137,64 @@ def analyse(plan: Plan) -> dict:
     return out
 
 
+# the per-step mechanism ratio each committed run logged before devenus/mechanism/* existed (mean of its steps)
+MECHANISM_TODAY = {"olr": ("devenus/target/correction_precision", "correction precision"),
+                   "ttrl": ("devenus/target/accuracy", "pseudo-target precision"),
+                   "trapo": ("devenus/target/accuracy", "pseudo-label precision"),
+                   "geomin": ("devenus/target/accuracy", "pseudo-label precision")}
+
+
+def mechanism_today(recs: dict, arm: str) -> str:
+    key = next((v for k, v in MECHANISM_TODAY.items() if arm.startswith(k)), None)
+    if key is None:
+        return "none declared (GRPO-family arm)"
+    vals = [statistics.fmean(x) for (n, _), r in recs.items() if n == arm
+            for x in [[c[key[0]] for c in r.get("curves", []) if isinstance(c.get(key[0]), (int, float))
+                       and c[key[0]] == c[key[0]]]] if x]
+    if not vals:
+        return f"{key[1]}: not logged"
+    return f"{key[1]} {min(vals):.2f}-{max(vals):.2f} (old `{key[0]}`, mean of steps, {len(vals)} runs)"
+
+
+def claims_table() -> str:
+    """The one claims table from today's committed results: each plan's claims decided with
+    :func:`~devenus.experiments.stats.decide` and Holm across the plan's claims."""
+    from devenus.experiments.stats import decide, verdicts
+
+    lines = ["| plan | claim (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
+             "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|"]
+    for plan in PLANS.values():
+        if plan.source is None:
+            lines.append(f"| {plan.name} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
+            continue
+        _, recs = _load(plan.source)
+        decisions, cells = [], []
+        for (arm, ref), side in zip(plan.claims, plan.sides):
+            runs = {sd: r for (n, sd), r in recs.items() if n == arm}
+            refs = {sd: r for (n, sd), r in recs.items() if n == ref}
+            seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
+            d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
+            dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
+            decisions.append(dec)
+            wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
+            iv = Experiment._paired(runs, refs).get("ID", {})
+            cells.append((plan.name, f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}", mechanism_today(recs, arm),
+                          f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})",
+                          f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
+        v = verdicts(decisions)
+        for dec, (name, claim, mech, diff, cost) in zip(decisions, cells):
+            lines.append(f"| {name} | {claim} | {mech} | {diff} | {v[dec.name]} (today's design) | {cost} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plan", choices=sorted(PLANS), action="append")
+    ap.add_argument("--claims", action="store_true", help="the claims table from today's committed results")
     args = ap.parse_args(argv)
+    if args.claims:
+        print(claims_table())
+        return 0
     total = 0.0
     for name in args.plan or list(PLANS):
         a = analyse(PLANS[name])

@@ -48,3 +48,11 @@ def test_every_plan_has_a_file_and_the_plans_fit_the_ceiling():
         assert (ROOT / "experiments" / "plans" / f"{name}.md").is_file(), name
         total += power.analyse(plan)["wall_min"]
     assert total <= power.CEILING_MIN
+
+
+def test_claims_table_decides_the_committed_results_with_the_plans_sides():
+    rows = {line.split(" | ")[1]: line for line in power.claims_table().splitlines()[2:]}
+    assert "reproduced" in rows["ttrl@0 vs grpo_full, -"]  # -0.130 ± 0.101: the label-free claim holds
+    assert "wrong side" in rows["ttrl_routed vs grpo_full, +"]  # -0.041 ± 0.021 against a "≥" claim
+    assert "inconclusive" in rows["trapo@10 vs grpo_full, ="]  # ± 0.235: neither a difference nor a null
+    assert all(len(p.sides) == len(p.claims) for p in power.PLANS.values())
