@@ -1,14 +1,20 @@
-"""Each selection signal's AUROC for predicting a wrong majority on the testbed pool (simulation truth),
-with a bootstrap 95% interval over questions; and each stage's wall time.
+"""Each selection signal's AUROC for predicting a wrong majority and a zero-variance group, with a bootstrap
+95% interval over questions; and each stage's wall time.
 
     python bench/select_signal_auroc.py [--questions 128] [--samples 8] [--out outputs/select_auroc]
+    python bench/select_signal_auroc.py --model smollm2 --pool POOL.parquet --samples 4 --max-new-tokens 48 \\
+        --out outputs/selauroc/select --png docs/selection/auroc_smollm2.png
 
-The table also goes to ``bench/results/select_signal_auroc.json`` (commit, machine, date; ``--no-save``: not).
+The table goes to ``bench/results/select_signal_auroc.json`` (``select_signal_auroc_<model>.json`` for
+another model; commit, machine, date; ``--no-save``: not), the picture to ``--png`` where given.
 
-Runs ``devenus select`` generate + score on the first N pool questions (resumable: a rerun reuses the
-shards), then reads the per-question table: "wrong majority" = the majority answer is not the hidden
-answer (no majority counts as wrong). The reference point is chance (0.5); a signal under 0.5 ranks the
-wrong way round (what ``route.calibrate_sign`` fixes).
+Runs ``devenus select`` generate + score (resumable: a rerun, or a ``devenus select`` run made with the same
+settings in ``--out``, reuses the shards; see bench/select_signal_auroc_smollm2.yaml), then reads the
+per-question table. Truth: the pool's labels for a records Parquet (``--pool``), the testbed pool's hidden
+answers otherwise. Targets: "wrong majority" = the majority answer is not the truth (no majority counts as
+wrong); "zero-variance group" = every sample of the question got the same reward (pass rate 0 or 1: no
+GRPO/TTRL advantage). Each target's class balance is reported beside its AUROCs. The reference point is
+chance (0.5); a signal under 0.5 ranks the wrong way round (what ``route.calibrate_sign`` fixes).
 """
 
 from __future__ import annotations
@@ -19,58 +25,117 @@ import time
 import numpy as np
 
 
+def targets(majority_correct, pass_rate) -> dict[str, np.ndarray]:
+    """Per question with a truth (``majority_correct`` not None, e.g. a labeled row): the two positives, from
+    ``majority_correct`` and ``pass_rate``; and ``truth``, the mask of those questions."""
+    mc = np.array([np.nan if x is None else float(x) for x in majority_correct])
+    p = np.array([np.nan if x is None else x for x in pass_rate], dtype=float)
+    t = np.isfinite(mc)
+    return {"truth": t, "wrong_majority": mc[t] == 0.0, "zero_variance": (p[t] == 0.0) | (p[t] == 1.0)}
+
+
+def draw(rows: list[dict], balance: dict[str, float], title: str, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {"wrong_majority": "wrong majority", "zero_variance": "zero-variance group"}
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    x = np.arange(len(rows))
+    for j, t in enumerate(labels):
+        a = np.array([r[t]["auroc"] for r in rows])
+        ci = np.array([r[t]["ci95"] for r in rows])
+        ax.errorbar(x + (j - 0.5) * 0.25, a, yerr=[a - ci[:, 0], ci[:, 1] - a], fmt="o", capsize=3,
+                    label=f"{labels[t]} ({balance[t]:.0%} of questions)")
+    ax.axhline(0.5, color="k", linewidth=0.8)
+    ax.set_xticks(x, [r["signal"] for r in rows], rotation=20)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("AUROC (95% bootstrap CI)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--questions", type=int, default=128)
+    ap.add_argument("--model", default="testbed", help="generate.model: testbed, smollm2 or a model folder")
+    ap.add_argument("--pool", default=None, help="a labeled records Parquet (default: the testbed pool)")
+    ap.add_argument("--questions", type=int, default=None, help="the first N (default: 128 of the testbed "
+                                                                "pool, all of --pool)")
     ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the select config's")
     ap.add_argument("--out", default="outputs/select_auroc")
     ap.add_argument("--boot", type=int, default=2000)
+    ap.add_argument("--png", default=None, help="draw the AUROCs here")
     ap.add_argument("--no-save", action="store_true", help="print the table only")
     a = ap.parse_args()
 
+    import pyarrow.parquet as pq
     import torch
 
     from devenus.select.config import MODEL_SIGNALS, load_config
     from devenus.select.pipeline import read_questions, run_generate, run_score
     from devenus.select.work import stage
-    from devenus.signals import auroc
+    from devenus.signals import auroc_interval
 
     torch.set_num_threads(1)
     signals = ["consistency", *MODEL_SIGNALS]
-    cfg = load_config(None, {"out": a.out, "limit": a.questions, "shard_size": 32, "generate.samples": a.samples,
-                             "score.signals": signals, "route.signal": "consistency"})
+    limit = a.questions if a.questions is not None or a.pool else 128
+    sets = {"out": a.out, "limit": limit, "shard_size": 32, "generate.model": a.model,
+            "generate.samples": a.samples, "score.signals": signals, "route.signal": "consistency"}
+    if a.pool:
+        sets["pool"] = a.pool
+    if a.max_new_tokens is not None:
+        sets["generate.max_new_tokens"] = a.max_new_tokens
+    cfg = load_config(None, sets)
     t0 = time.perf_counter()
     run_generate(cfg, progress=False)
     t1 = time.perf_counter()
     run_score(cfg, progress=False)
     t2 = time.perf_counter()
     q = read_questions(stage(cfg, "score")).to_pydict()
-    wrong = np.array([not bool(x) for x in q["sim_majority_correct"]])
-    p = np.array(q["sim_pass_rate"], dtype=float)
-    print(f"{a.questions} pool questions x {a.samples} samples: generate {t1 - t0:.0f} s, score {t2 - t1:.0f} s "
+    pre = "" if a.pool else "sim_"
+    y = targets(q[f"{pre}majority_correct"], q[f"{pre}pass_rate"])
+    truth = y.pop("truth")
+    p = np.array(q[f"{pre}pass_rate"], dtype=float)[truth]
+    n = len(p)
+    cut = np.concatenate([pq.read_table(f).column("truncated").to_numpy(zero_copy_only=False)
+                          for f in sorted(stage(cfg, "generate").folder.glob("shard-*.parquet"))])
+    no_answer = np.concatenate([np.array([x is None for x in pq.read_table(f).column("pred").to_pylist()])
+                                for f in sorted(stage(cfg, "score").folder.glob("shard-*.parquet"))])
+    balance = {t: float(v.mean()) for t, v in y.items()}
+    print(f"{n} questions with a truth x {a.samples} samples ({a.model}): generate {t1 - t0:.0f} s, score {t2 - t1:.0f} s "
           "(0 s = reused shards)")
-    print(f"wrong majority: {wrong.mean():.3f} of questions; mean pass rate {p.mean():.3f}")
-    rng = np.random.default_rng(0)
-    print(f"{'signal':<16} {'AUROC':>6}  95% bootstrap CI")
+    print(f"mean pass rate {p.mean():.3f}; wrong majority {balance['wrong_majority']:.3f} of questions, "
+          f"zero-variance group {balance['zero_variance']:.3f}; samples cut at the token limit {cut.mean():.3f}, "
+          f"with no answer {no_answer.mean():.3f}")
+    print(f"{'signal':<16} {'AUROC wrong majority':>28}  {'AUROC zero variance':>28}")
     rows = []
     for s in signals:
-        u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], dtype=float)
-        auc = auroc(u, wrong)
-        boots = []
-        for _ in range(a.boot):
-            i = rng.integers(0, len(u), len(u))
-            b = auroc(u[i], wrong[i])
-            if np.isfinite(b):
-                boots.append(b)
-        lo, hi = np.percentile(boots, [2.5, 97.5])
-        print(f"{s:<16} {auc:6.3f}  [{lo:.3f}, {hi:.3f}]")
-        rows.append({"signal": s, "auroc": float(auc), "ci95": [float(lo), float(hi)]})
+        u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], dtype=float)[truth]
+        row = {"signal": s}
+        for t, pos in y.items():
+            auc, lo, hi = auroc_interval(u, pos, boot=a.boot)
+            row[t] = {"auroc": auc, "ci95": [lo, hi]}
+        rows.append(row)
+        print(f"{s:<16} " + "  ".join(f"{row[t]['auroc']:6.3f} [{row[t]['ci95'][0]:.3f}, {row[t]['ci95'][1]:.3f}]"
+                                      .rjust(28) for t in y))
+    if a.png:
+        draw(rows, balance, f"{a.model}: {n} questions x {a.samples} samples, mean pass rate {p.mean():.3f}", a.png)
+        print(a.png)
     if not a.no_save:
         from _results import write_result
 
-        print(write_result("select_signal_auroc", {
-            "args": vars(a), "wrong_majority_share": float(wrong.mean()), "mean_pass_rate": float(p.mean()),
-            "generate_s": round(t1 - t0, 1), "score_s": round(t2 - t1, 1), "signals": rows}))
+        name = "select_signal_auroc" if a.model == "testbed" else f"select_signal_auroc_{a.model}"
+        print(write_result(name, {
+            "args": vars(a), "questions": n, "pool": cfg.pool, "generate": cfg.generate_identity()["generate"],
+            "mean_pass_rate": float(p.mean()), "wrong_majority_share": balance["wrong_majority"],
+            "zero_variance_share": balance["zero_variance"], "cut_share": float(cut.mean()),
+            "no_answer_share": float(no_answer.mean()), "generate_s": round(t1 - t0, 1),
+            "score_s": round(t2 - t1, 1), "signals": rows}))
 
 
 if __name__ == "__main__":

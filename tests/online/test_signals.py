@@ -125,6 +125,23 @@ def test_auroc_agrees_with_scikit_learn():
         assert C.auroc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
 
 
+def test_auroc_interval_is_a_seeded_percentile_bootstrap_over_rows():
+    # perfectly separated rows: every resample with both classes is separated too
+    assert C.auroc_interval([0.1, 0.2, 0.8, 0.9], [False, False, True, True], boot=200) == (1.0, 1.0, 1.0)
+    assert all(np.isnan(C.auroc_interval([0.1, 0.2], [True, True])))  # one class: undefined
+    rng = np.random.default_rng(1)
+    y = rng.random(300) < 0.3
+    s = y + rng.normal(size=300)  # informative but noisy
+    auc, lo, hi = C.auroc_interval(s, y, boot=500, seed=3)
+    assert auc == C.auroc(s, y) and lo < auc < hi and 0.5 < lo and hi - lo < 0.2
+    assert C.auroc_interval(s, y, boot=500, seed=3) == (auc, lo, hi)  # seeded: reproducible
+    assert C.auroc_interval(s, y, boot=500, seed=4) != (auc, lo, hi)
+    # by hand: the same resampling loop
+    r = np.random.default_rng(3)
+    b = [C.auroc(s[i], y[i]) for i in (r.integers(0, 300, 300) for _ in range(500))]
+    assert (lo, hi) == tuple(np.percentile(b, [2.5, 97.5]))
+
+
 def test_collapse_monitor_warns_when_length_halves_while_confidence_rises():
     m = C.CollapseMonitor(baseline_steps=2, length_ratio=0.5)
     assert m.update(100, 1.0)["collapse_warning"] == 0  # baseline

@@ -21,7 +21,7 @@ here, never from one another.
 
 from devenus.signals.collapse import CollapseMonitor
 from devenus.signals.ema import cosine_alpha, ema_update_, tensor_checksum
-from devenus.signals.group import NORMALIZATIONS, auroc, fill_missing, group_normalize, pearson
+from devenus.signals.group import NORMALIZATIONS, auroc, auroc_interval, fill_missing, group_normalize, pearson
 from devenus.signals.sequence import (
     masked_mean,
     masked_sum,
@@ -48,7 +48,7 @@ from devenus.signals.trajectory import cosine, ls_slope, znorm
 from devenus.signals.votes import VoteStats, equivalent, majority_agreement, unique_mode
 
 __all__ = [
-    "CollapseMonitor", "DEFAULT_BUDGET_BYTES", "DEFAULT_CHUNK_SIZE", "chunk_rows", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "cosine_alpha",
+    "CollapseMonitor", "DEFAULT_BUDGET_BYTES", "DEFAULT_CHUNK_SIZE", "chunk_rows", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "auroc_interval", "cosine_alpha",
     "distinct_candidates", "ema_update_", "entropy_from_logits", "fill_missing", "group_normalize",
     "majority_agreement", "masked_mean", "masked_sum", "mean_log_prob", "mean_self_certainty",
     "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob", "tensor_checksum",

@@ -76,6 +76,21 @@ def auroc(scores, positive) -> float:
     return float((ranks[p].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
+def auroc_interval(scores, positive, boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """(AUROC, 2.5th, 97.5th percentile) of :func:`auroc` over ``boot`` resamples of the rows with
+    replacement (a percentile bootstrap over questions, seeded); resamples with one class only are skipped.
+    All NaN when the rows hold one class only."""
+    s, p = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
+    auc = auroc(s, p)
+    if not np.isfinite(auc):
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boots = [b for b in (auroc(s[i], p[i]) for i in (rng.integers(0, len(s), len(s)) for _ in range(boot)))
+             if np.isfinite(b)]
+    lo, hi = np.percentile(boots, [2.5, 97.5]) if boots else (float("nan"), float("nan"))
+    return auc, float(lo), float(hi)
+
+
 def pearson(a, b) -> float:
     """Pearson correlation over rows where both are finite; NaN when either is constant or < 2 rows."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
