@@ -16,9 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from devenus.commands import fraction, run_command
+from devenus.commands import RunFailed, fraction, run_command
 from devenus.config import arg_type
-from devenus.runs.launch import RunFailed
 
 #: = devenus.testbed.noise.REGIMES (kept here so parsing imports nothing heavy; a test checks they agree)
 NOISE_REGIMES = ("inactive", "active", "sentinel", "redraw")

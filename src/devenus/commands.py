@@ -11,7 +11,12 @@ import os
 import sys
 
 from devenus.config import arg_type
-from devenus.runs.launch import RunFailed
+
+
+class RunFailed(RuntimeError):
+    """A training run that did not finish (raised by :mod:`devenus.runs.launch`); the message names its log
+    and the error it ended with."""
+
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RunFailed)
