@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from devenus.adapters.verl.cpu.launch import BACKENDS
-from devenus.adapters.verl.probe import ProbeConfig
+from devenus.online.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
 from devenus.online.collapse_guard import CollapseGuardConfig
 from devenus.online.sampling import DynamicSamplingConfig

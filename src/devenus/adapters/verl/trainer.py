@@ -37,13 +37,13 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from devenus.adapters.verl import checkpoint as ckpt
-from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
-from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard (devenus.collapse_guard)
+from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online import diagnostics
+from devenus.online import probe as probes
 from devenus.online import sampling, skipping
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
