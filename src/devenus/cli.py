@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from devenus.commands import fraction, run_command
-from devenus.runs.launch import RunFailed
+from devenus.commands import RunFailed, fraction, run_command
+from devenus.config import arg_type
 
 #: = devenus.testbed.noise.REGIMES (kept here so parsing imports nothing heavy; a test checks they agree)
 NOISE_REGIMES = ("inactive", "active", "sentinel", "redraw")
@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def testbed_args(sp):
-        sp.add_argument("--seed", type=int, default=0, help="seed of the testbed (and of the command's sampling; default: 0)")
+        sp.add_argument("--seed", type=arg_type(int, ge=0), default=0, help="seed of the testbed (and of the command's sampling; default: 0)")
         sp.add_argument("--cache-dir", default=None, help="default: $DEVENUS_CACHE or ~/.cache/devenus")
 
     tb = sub.add_parser("testbed", help="the CPU testbed").add_subparsers(dest="tb_cmd", required=True, metavar="{build,noise}")
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inactive: a negative number the policy never writes; active: the base model's most frequent "
                         "wrong answer, fixed offline; the OLR reference's: sentinel: an unmatchable target; redraw: "
                         "a wrong answer redrawn online from each step's rollouts (docs/testbed.md)")
-    n.add_argument("--samples", type=int, default=8, help="base-model samples per question (active)")
+    n.add_argument("--samples", type=arg_type(int, ge=1), default=8, help="base-model samples per question (active)")
     n.add_argument("--out", default=None, help="default: <testbed>/data/train_noisy_<regime>_<rho>.parquet")
     n.add_argument("--force", action="store_true", help="replace --out if it exists (never the train split)")
     n.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the embedded default: GRPO on the CPU testbed through verl, before/after accuracy")
     testbed_args(d)
     d.add_argument("--force", action="store_true", help="rebuild the testbed even if cached")
-    d.add_argument("--steps", type=int, default=30, help="training steps (default: 30)")
+    d.add_argument("--steps", type=arg_type(int, ge=1), default=30, help="training steps (default: 30)")
     d.add_argument("--out", default="outputs/demo", help="run folder (log, validation dumps)")
     d.set_defaults(fn=cmd_demo)
 

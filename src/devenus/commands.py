@@ -7,25 +7,23 @@ runs standalone too), so that neither imports the other for these (no import cyc
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from devenus.runs.launch import RunFailed
+from devenus.config import arg_type
+
+
+class RunFailed(RuntimeError):
+    """A training run that did not finish (raised by :mod:`devenus.runs.launch`); the message names its log
+    and the error it ended with."""
+
 
 #: exceptions that are the user's to fix: shown as one line, never as a traceback
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RunFailed)
 
 
-def fraction(text: str) -> float:
-    """argparse type: a number in [0, 1] (a usage error otherwise)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
-    return v
+#: argparse type: a number in [0, 1], checked like a config key (a usage error otherwise)
+fraction = arg_type(float, ge=0.0, le=1.0)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -90,7 +90,7 @@ def test_marks_come_from_the_simulation_column_and_a_broken_mark_is_one_clear_er
 
 def test_a_probe_is_a_visit_its_label_redrawn_and_the_field_never_reaches_the_method():
     pytest.importorskip("verl")
-    from devenus.adapters.verl.probe import probe_evidence
+    from devenus.online.probe import probe_evidence
 
     class Observer(OnlineMethod):
         name = "test_observer"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devenus.adapters.verl.probe import (ProbeConfig, ProbeConfigError, chunks, majority_accuracy, probe_config,
+from devenus.online.probe import (ProbeConfig, ProbeConfigError, chunks, majority_accuracy, probe_config,
                                          probe_evidence, probe_set)
 from devenus.online.method import OnlineMethod
 from devenus.online.refine.trapo2 import TraPO2, TraPO2Config

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from devenus.runs import RunResult, launch, read_metrics, validation_dumps, with_file_logger
-from devenus.runs.launch import RunFailed
+from devenus.commands import RunFailed
 
 # writes steps 1..N like verl's FileLogger (one orjson line per log call, step 0 = validation), a
 # validation dump per validated step, then sleeps if asked (argv: N sleep_s exit_code, then the overrides)

@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+from devenus.config import arg_type
 from devenus.config.overrides import hydra_value, last_value
 
 SIZES = ("cpu", "gpu")
@@ -115,12 +116,12 @@ def add_parser(subparsers) -> None:
                    help="cpu: the testbed's sizing for model testbed, else a ~100M chat model's on 1-2 cores; "
                         "gpu: the method's GPU recipe (one 8-GPU node, vLLM; docs/gpu.md). Default: cpu")
     p.add_argument("--recipe", default=None, help="with --size gpu: the GPU recipe (default: the one named as --method)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--steps", type=arg_type(int, ge=1), default=None,
                    help="training steps (default: the sizing's: 30 testbed, 2 chat model on the CPU, one epoch on GPUs)")
-    p.add_argument("--seed", type=int, default=0, help="data order and sampling seed (default: 0)")
+    p.add_argument("--seed", type=arg_type(int, ge=0), default=0, help="data order and sampling seed (default: 0)")
     p.add_argument("--out", required=True, help="run folder: train.log, metrics/, validation/, checkpoints/")
     p.add_argument("--force", action="store_true", help="empty --out first (else a run with checkpoints there resumes)")
-    p.add_argument("--timeout", type=float, default=None, help="kill the run after this many seconds")
+    p.add_argument("--timeout", type=arg_type(float, gt=0), default=None, help="kill the run after this many seconds")
     p.add_argument("--dry-run", action="store_true",
                    help="print the overrides and run devenus.train's pre-flight checks; start nothing")
     p.add_argument("overrides", nargs="*", help="after --: verl / DE-Venus Hydra overrides (they win)")

@@ -171,7 +171,7 @@ def add_parser(subparsers) -> None:
     h.add_argument("input", help="records Parquet file to read")
     h.add_argument("--labeled-fraction", type=fraction, required=True,
                    help="share of the labeled rows that keep their label, in [0, 1]")
-    h.add_argument("--seed", type=int, default=0, help="which rows keep their label (default: 0)")
+    h.add_argument("--seed", type=arg_type(int, ge=0), default=0, help="which rows keep their label (default: 0)")
     h.add_argument("--out", required=True, help="records Parquet file to write (a manifest is written beside it)")
     h.add_argument("--force", action="store_true", help="replace --out if it exists (never the input)")
     h.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -24,12 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from devenus.commands import RunFailed
 from devenus.config.overrides import hydra_value, last_value, set_value
 from devenus.runs.logs import read_metrics, validation_dumps
-
-
-class RunFailed(RuntimeError):
-    """A training run that did not finish; the message names its log and the error it ended with."""
 
 
 _ERROR = re.compile(r"(Error|Exception|error:|Traceback)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from devenus.config import arg_type
+
 
 def _threshold(text: str) -> tuple[str, object]:
     from devenus.config import ConfigError, parse_override
@@ -26,7 +28,7 @@ def add_parser(subparsers) -> None:
     t.add_argument("--evidence", required=True, help="the evidence directory of the round (devenus.evidence_dir)")
     t.add_argument("--rule", required=True, help=f"the rule to apply, one of: {', '.join(names())} "
                    "(promote: TraPO v2's proposals, correct: NL-OLR v2's; docs/lifecycle.md)")
-    t.add_argument("--round", type=int, default=0, help="k, the round of the evidence to read (default: 0)")
+    t.add_argument("--round", type=arg_type(int, ge=0), default=0, help="k, the round of the evidence to read (default: 0)")
     t.add_argument("--set", dest="thresholds", action="append", type=_threshold, default=[], metavar="NAME=VALUE",
                    help="a threshold of the rule (repeatable; defaults: its method's, listed by "
                         "`devenus methods <method>`); an unknown name is an error that lists them")

@@ -1,7 +1,7 @@
 """End to end: verl 0.9.1's legacy PPO trainer (GRPO) on this CPU through the DE-Venus CPU plugin.
 
 Run 1 trains 2 steps (validation before training and at step 2, checkpoint at step 2); run 2 resumes
-from that checkpoint and trains step 3. Asserts on verl's console metrics and on the hf rollout
+from that checkpoint and trains step 3. Asserts on verl's file-tracker metrics and on the hf rollout
 server's weight-sync log lines. Each run takes about a minute on a 2-core box.
 """
 
@@ -24,16 +24,17 @@ RUN_TIMEOUT_S = float(os.environ.get("DEVENUS_E2E_TIMEOUT_S", "900"))
 
 
 def _run(fx, workdir, ckpt, steps, name):
+    cmd, env, metrics = fxmod.metrics_logger(fxmod.ppo_command(fx, ckpt, steps), workdir)
     res = fxmod.run_monitored(
-        fxmod.ppo_command(fx, ckpt, steps),
-        env=cpu_launch_env(),
+        cmd,
+        env={**cpu_launch_env(), **env},
         cwd=workdir,
         log_path=workdir / f"{name}.log",
         timeout=RUN_TIMEOUT_S,
     )
     assert not res["timed_out"], f"{name} timed out after {RUN_TIMEOUT_S}s; log: {workdir / f'{name}.log'}"
     assert res["returncode"] == 0, res["output"][-6000:]
-    res["metrics"] = fxmod.parse_console_metrics(res["output"])
+    res["metrics"] = fxmod.read_step_metrics(metrics)
     res["syncs"] = fxmod.parse_weight_syncs(res["output"])
     return res
 

@@ -170,7 +170,6 @@ def ppo_command(
         "actor_rollout_ref.actor.optim.lr=1e-3",
         f"reward.custom_reward_function.path={fx['reward']}",
         "reward.custom_reward_function.name=compute_score",
-        "trainer.logger=console",
         f"trainer.total_training_steps={total_steps}",
         "trainer.save_freq=2",
         "trainer.test_freq=2",
@@ -249,36 +248,22 @@ def run_monitored(cmd: list[str], env: dict, cwd: Path, log_path: Path, timeout:
     }
 
 
-_ANSI = None
+def metrics_logger(cmd: list[str], out_dir: Path) -> tuple[list[str], dict, Path]:
+    """``cmd`` with verl's ``file`` tracker writing this launch's own ``<out_dir>/metrics/<n>.jsonl`` (the run
+    component's :func:`devenus.runs.launch.file_logger`), the environment variable that names it, and the file."""
+    from devenus.runs.launch import METRICS_DIR, file_logger
+
+    (Path(out_dir) / METRICS_DIR).mkdir(parents=True, exist_ok=True)
+    head, overrides = cmd[:3], cmd[3:]  # python -m <entry>
+    overrides, path = file_logger(overrides, Path(out_dir))
+    return [*head, *overrides], {"VERL_FILE_LOGGER_PATH": str(path)}, path
 
 
-def parse_console_metrics(output: str) -> dict[int, dict[str, float]]:
-    """verl's console logger lines (``step:N - key:value - ...``) -> ``{step: {key: value}}``."""
-    import re
+def read_step_metrics(path: Path) -> dict[int, dict[str, float]]:
+    """verl's ``file`` tracker of one launch (:func:`devenus.runs.logs.read_metrics`) -> ``{step: {key: value}}``."""
+    from devenus.runs.logs import read_metrics
 
-    global _ANSI
-    if _ANSI is None:
-        _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-    steps: dict[int, dict[str, float]] = {}
-    for line in output.splitlines():
-        line = _ANSI.sub("", line)
-        m = re.search(r"\bstep:(\d+) - (.*)$", line)
-        if not m:
-            continue
-        metrics = steps.setdefault(int(m.group(1)), {})
-        for item in m.group(2).split(" - "):
-            if ":" not in item:
-                continue
-            key, _, raw = item.rpartition(":")
-            raw = raw.strip()
-            inner = re.fullmatch(r"np\.\w+\((.*)\)", raw)
-            if inner:
-                raw = inner.group(1)
-            try:
-                metrics[key.strip()] = float(raw)
-            except ValueError:
-                continue
-    return steps
+    return {row["step"]: {k: v for k, v in row.items() if k != "step"} for row in read_metrics(Path(path))}
 
 
 def parse_weight_syncs(output: str) -> list[dict]:

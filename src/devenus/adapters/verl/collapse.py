@@ -31,7 +31,7 @@ import os
 import numpy as np
 
 from devenus.adapters.verl.checkpoint import TRACKER_FILE, complete_steps, retention_held
-from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, CollapseGuardConfig, batch_observations
+from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, batch_observations
 
 STATE_FILE = "devenus_collapse_guard.json"
 RESULT_FILE = "collapse_guard.json"
@@ -43,15 +43,6 @@ class CollapseStop(Exception):
     def __init__(self, result: dict):
         super().__init__(result["message"])
         self.result = result
-
-
-def guard_config(raw) -> CollapseGuardConfig:
-    from omegaconf import DictConfig, OmegaConf
-
-    from devenus.config import config_from_dict
-
-    values = OmegaConf.to_container(raw, resolve=True) if isinstance(raw, DictConfig) else dict(raw or {})
-    return config_from_dict(CollapseGuardConfig, values)
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -74,14 +65,15 @@ def rollback_pointer(folder: str, step: int | None) -> str:
 
 
 class CollapseGuardMixin:
-    """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled``."""
+    """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled`` (read from
+    the host trainer's typed ``overlay``)."""
 
     _collapse_guard: CollapseGuard | bool | None = None  # False: read once, disabled
     _collapse_stop: CollapseStop | None = None
 
     def collapse_guard(self) -> CollapseGuard | None:
         if self._collapse_guard is None:  # the config is read once: a disabled guard costs one check a step
-            cfg = guard_config((self.config.get("devenus", {}) or {}).get("collapse_guard"))
+            cfg = self.overlay.collapse_guard
             self._collapse_guard = CollapseGuard(cfg) if cfg.enabled else False
         return self._collapse_guard or None
 

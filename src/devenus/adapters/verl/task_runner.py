@@ -13,11 +13,12 @@ import ray
 from omegaconf import OmegaConf
 from verl.trainer.main_ppo_v0 import BaseTaskRunner
 
+from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online.registry import WeakTrainerInterface
 
 
-def import_plugins(config) -> None:
-    for mod in config.devenus.get("plugins", None) or []:
+def import_plugins(overlay: DevenusConfig) -> None:
+    for mod in overlay.plugins:
         importlib.import_module(mod)
 
 
@@ -31,12 +32,11 @@ def resolve_trainer_class(path: str):
     return cls
 
 
-def build_method(config):
-    import_plugins(config)
-    spec = WeakTrainerInterface.get(config.devenus.method)
-    raw = config.devenus.get("method_config", None)
-    method_cfg = OmegaConf.to_container(raw, resolve=True) if raw is not None else {}
-    return spec, spec.build(method_cfg)
+def build_method(overlay: DevenusConfig):
+    """The method's registration and object, from the typed ``devenus`` config (:func:`.train.check_overlay`)."""
+    import_plugins(overlay)
+    spec = WeakTrainerInterface.get(overlay.method)
+    return spec, spec.build(dict(overlay.method_config))
 
 
 class DeVenusTaskRunnerImpl(BaseTaskRunner):
@@ -59,7 +59,8 @@ class DeVenusTaskRunnerImpl(BaseTaskRunner):
         from verl.workers.config import HFModelConfig
 
         OmegaConf.resolve(config)
-        spec, method = build_method(config)  # DE-Venus
+        overlay = check_overlay(config)  # DE-Venus: the typed devenus config, read once for this process
+        spec, method = build_method(overlay)  # DE-Venus
         trainer_cls = resolve_trainer_class(spec.trainer)  # DE-Venus
 
         actor_rollout_cls, ray_worker_group_cls = self.add_actor_rollout_worker(config)
@@ -96,6 +97,7 @@ class DeVenusTaskRunnerImpl(BaseTaskRunner):
             collate_fn=collate_fn,
             train_sampler=create_rl_sampler(config.data, train_dataset),
             method=method,
+            overlay=overlay,
         )
         print(f"[devenus] method {spec.name} ({type(method).__name__}) with {trainer_cls.__name__}")
         trainer.init_workers()

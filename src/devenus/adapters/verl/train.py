@@ -10,70 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any, ClassVar
-
-from devenus.adapters.verl.cpu.launch import BACKENDS
-from devenus.adapters.verl.probe import ProbeConfig
-from devenus.config import Config, ConfigError, config_from_dict, option, section
-from devenus.online.collapse_guard import CollapseGuardConfig
-from devenus.online.sampling import DynamicSamplingConfig
-from devenus.online.skipping import SkipConfig
-
-
-#: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
-TASK_RUNNERS = ("ray", "driver")
-
-
-class SetupError(RuntimeError):
-    """A configuration or data problem found before training starts."""
-
-
-# ----------------------------------------------------------------------------- the devenus overlay
-#: the overlay's keys that config/devenus_trainer.yaml sets (overridden without a ``+``)
-_IN_TRAINER_YAML = ("backend", "method", "method_config", "plugins", "validate_data", "task_runner")
-
-
-@dataclass
-class DevenusConfig(Config):
-    """Every ``devenus.*`` key of the training config (``config/devenus_trainer.yaml``); a key not declared
-    here is an error before Ray starts, not a setting nobody reads. The method's own keys are checked by
-    its config class (``devenus.method_config``), once the method is known."""
-
-    key_path: ClassVar[str] = "devenus"
-
-    backend: str = option("auto", "auto, cpu or gpu (docs/cpu_backend.md)", choices=BACKENDS)
-    method: str = option("grpo", "a method registered with WeakTrainerInterface (devenus methods)")
-    method_config: dict[str, Any] = option({}, "the method's typed config (devenus methods NAME)")
-    plugins: list[str] = option([], "modules imported before the method lookup (third-party methods)")
-    validate_data: bool = option(True, "check train/val files against the record contract before Ray starts")
-    task_runner: str = option("ray", "where verl's task runner runs: ray (its own actor) or driver",
-                              choices=TASK_RUNNERS)
-    probe: ProbeConfig = section(ProbeConfig, "probe passes (docs/trainer.md)")
-    dynamic_sampling: DynamicSamplingConfig = section(DynamicSamplingConfig,
-                                                      "drop zero-variance groups, refill (docs/sampling/dynamic_sampling.md)")
-    skip: SkipConfig = section(SkipConfig, "skip prompts before rollout from their reward history "
-                                           "(docs/sampling/skipping.md)")
-    collapse_guard: CollapseGuardConfig = section(CollapseGuardConfig, "stop rule for label-free rewards (docs/sampling/collapse_guard.md)")
-    evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
-    round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"{'' if key in _IN_TRAINER_YAML else '+'}{cls.key(key)}={value}"
-
-
-def check_overlay(config) -> DevenusConfig:
-    """The composed ``devenus`` overlay, typed: an unknown key (``+devenus.metod=ttrl``: did you mean
-    devenus.method?) or a bad value is a :class:`SetupError` naming the key path."""
-    from omegaconf import OmegaConf
-
-    raw = config.get("devenus")
-    values = OmegaConf.to_container(raw, resolve=True) if raw is not None else {}
-    try:
-        return config_from_dict(DevenusConfig, values)
-    except ConfigError as e:
-        raise SetupError(str(e)) from None
+from devenus.adapters.verl.overlay import DevenusConfig, SetupError, check_overlay  # noqa: F401 (their home for callers)
 
 
 def verl_check(config) -> None:
@@ -130,21 +67,21 @@ def _identity_columns(path: str) -> tuple[list, list]:
     return col("extra_info"), col("reward_model")
 
 
-def check_setup(config) -> None:
-    """Method known, method config valid, every row keyed by ``extra_info.index``, the label states the
+def check_setup(config) -> DevenusConfig:
+    """The typed ``devenus`` config, once these hold: method known, method config valid, every row keyed by ``extra_info.index``, the label states the
     method's ``data_needs`` ask for present, and (``devenus.validate_data``) the full record contract."""
     from devenus.adapters.verl.task_runner import build_method
     from devenus.online.rollouts import RowKeyError, row_identity
 
     overlay = check_overlay(config)
     try:
-        spec, method = build_method(config)
+        spec, method = build_method(overlay)
     except (KeyError, ValueError, TypeError, NotImplementedError) as e:  # a config that cannot run: a message
         raise SetupError(str(e.args[0] if isinstance(e, KeyError) else e)) from None
     _check_rollouts(config, spec.name, method)
     _check_sampling(config, overlay.dynamic_sampling, method, overlay.skip)
     _check_engine(config, spec.name, method)
-    validate = bool(config.devenus.get("validate_data", True))
+    validate = overlay.validate_data
     labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):
         for path in _data_files(config.data[kind]):
@@ -186,6 +123,7 @@ def check_setup(config) -> None:
             raise SetupError(f"method {spec.name!r} trains on paired views of each question (extra_info.pair_key), "
                              f"but the training data is not paired (build it with `devenus data pair-views`):\n  "
                              + "\n  ".join(problems))
+    return overlay
 
 
 def _check_engine(config, name: str, method) -> None:
@@ -326,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if (problem := plugin_problem()) is not None:
                 raise SetupError(problem)
-            check_setup(config)
+            overlay = check_setup(config)
             check_cluster(config)
             auto_set_device(config)
             verl_check(config)  # as preflight() does: one line and exit 2, not verl's traceback
@@ -334,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"devenus.train: error: {e}", file=sys.stderr)
             result["rc"] = 2
             return
-        in_driver = config.devenus.get("task_runner", "ray") == "driver"
+        in_driver = overlay.task_runner == "driver"
         _count_launch()
         run_ppo(config, task_runner_class=InDriverTaskRunner() if in_driver else DeVenusTaskRunner)
         result["rc"] = 0

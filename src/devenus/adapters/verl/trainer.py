@@ -37,12 +37,13 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
 from devenus.adapters.verl import checkpoint as ckpt
-from devenus.adapters.verl import probe as probes
 from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
 from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard (devenus.collapse_guard)
+from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online import diagnostics
+from devenus.online import probe as probes
 from devenus.online import sampling, skipping
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
@@ -73,15 +74,15 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     _skip_granule: int | None = None  # prompts a filtered generate call keeps a multiple of (read once)
     _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
 
-    def __init__(self, *args, method: OnlineMethod, **kwargs):
+    def __init__(self, *args, method: OnlineMethod, overlay: DevenusConfig | None = None, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
         self.rules = StepRules(method)
+        self._overlay = overlay
         super().__init__(*args, **kwargs)
-        # validated here too (devenus.train checks it before Ray starts): a bad key fails before any worker
-        self.probe_config = probes.probe_config(self._devenus_config().get("probe"))
+        self.probe_config = self.overlay.probe
         self._probe_rows: np.ndarray | None = None  # dataset indices of the probe set, drawn on first use
-        self.sampling_config = sampling.sampling_config(self._devenus_config().get("dynamic_sampling"))
-        skip = skipping.skip_config(self._devenus_config().get("skip"))
+        self.sampling_config = self.overlay.dynamic_sampling
+        skip = self.overlay.skip
         if skip.enabled:  # GRESO's rule: prompts whose history predicts a zero-variance group are never generated
             self.pre_rollout_filter = skipping.SkipRule(skip, seed=int(self.config.data.get("seed", None) or 0))
             seeded = self.pre_rollout_filter.seed_from_dirs(skip.history_dirs)
@@ -318,8 +319,13 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         return train, metrics, skip
 
     # ------------------------------------------------------------------------------ probe passes
-    def _devenus_config(self) -> dict:
-        return self.config.get("devenus", {}) or {}
+    @property
+    def overlay(self) -> DevenusConfig:
+        """The typed ``devenus`` config: the task runner's (parsed once there), else parsed once from
+        ``self.config`` (a bad key fails before any worker, as in devenus.train's check before Ray starts)."""
+        if getattr(self, "_overlay", None) is None:
+            self._overlay = check_overlay(self.config)
+        return self._overlay
 
     def probe_set(self) -> np.ndarray:
         """Dataset indices of the probe set (:func:`.probe.probe_set` over the training rows' label states)."""
@@ -381,11 +387,11 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         if getattr(self, "_evidence", None) is None:
             from devenus.records.evidence import EvidenceWriter, record_dataset
 
-            dv = self._devenus_config()
-            folder = dv.get("evidence_dir") or os.path.join(self.config.trainer.default_local_dir, "evidence")
+            dv = self.overlay
+            folder = dv.evidence_dir or os.path.join(self.config.trainer.default_local_dir, "evidence")
             record_dataset(folder, list(self.config.data.train_files) if not isinstance(self.config.data.train_files, str)
-                           else [self.config.data.train_files], int(dv.get("round", 0) or 0))
-            self._evidence = EvidenceWriter(folder, method=self.method.name, round=int(dv.get("round", 0) or 0))
+                           else [self.config.data.train_files], dv.round)
+            self._evidence = EvidenceWriter(folder, method=self.method.name, round=dv.round)
         return self._evidence
 
     def _append_evidence(self, rows: list) -> None:

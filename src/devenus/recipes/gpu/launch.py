@@ -278,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     """``run NAME``: compose, check (``--dry-run`` stops there) and launch through the run component."""
-    from devenus.runs.launch import RunFailed, file_logger, launch
+    from devenus.commands import RunFailed
+    from devenus.runs.launch import file_logger, launch
 
     rec = load_recipe(args.name)
     out_dir = Path(os.path.abspath(os.path.join(args.out, rec.name)))
