@@ -201,12 +201,18 @@ def test_metrics_and_evidence_rows():
     assert r.pop_evidence() == [] and r.pop_metrics()["devenus/skip/decided"] == 0
 
 
-def test_the_audit_generates_a_seeded_share_of_the_skips_and_measures_their_precision():
-    keys = [f"k{i}" for i in range(400)]
-    plain, audit = rule(step_size=0.0), rule(step_size=0.0, audit_rate=0.2)
+def twins(n: int, kind: str, visits: int, audit_rate: float) -> tuple[list[str], SkipRule, SkipRule]:
+    """n keys with the same streak, in a rule without the audit and one with it (same seeds, no adaptation)."""
+    keys = [f"k{i}" for i in range(n)]
+    plain, audit = rule(step_size=0.0), rule(step_size=0.0, audit_rate=audit_rate)
     for r in (plain, audit):
         for k in keys:
-            streak(r, k, "hard", 2)  # P(skip) = 0.75
+            streak(r, k, kind, visits)
+    return keys, plain, audit
+
+
+def test_the_audit_generates_a_seeded_share_of_the_skips_and_measures_their_precision():
+    keys, plain, audit = twins(400, "hard", 2, 0.2)  # P(skip) = 0.75
     would, skip = plain.decide(keys, 100), audit.decide(keys, 100)
     audited = would & ~skip
     assert not (skip & ~would).any()  # the audit only generates prompts the rule would skip
@@ -234,11 +240,7 @@ def test_the_audit_generates_a_seeded_share_of_the_skips_and_measures_their_prec
 
 
 def test_audited_prompts_count_as_kept_for_the_granule_and_off_means_off():
-    keys = [f"k{i}" for i in range(40)]
-    plain, audit = rule(step_size=0.0), rule(step_size=0.0, audit_rate=0.3)
-    for r in (plain, audit):
-        for k in keys:
-            streak(r, k, "easy", 3)  # P(skip) = 0.875
+    keys, plain, audit = twins(40, "easy", 3, 0.3)  # P(skip) = 0.875
     for step in range(10, 20):
         would, skip = plain.decide(keys, step, granule=4), audit.decide(keys, step, granule=4)
         assert (~skip).sum() % 4 == 0 and (~skip).sum() > 0
