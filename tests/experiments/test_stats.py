@@ -57,3 +57,59 @@ def test_one_value_has_no_interval_and_nothing_in_common_is_an_error():
         paired_over_seeds({0: 1.0}, {1: 1.0})
     with pytest.raises(ValueError):
         t_ppf(1.0, 3)
+
+
+# ---- decisions, Holm, power (hand-made numbers)
+from devenus.experiments.stats import decide, holm, seeds_needed, verdicts  # noqa: E402
+
+
+def test_decide_matches_scipy_paired_t_and_tost():
+    d = [0.05, 0.07, 0.06, 0.04, 0.08]
+    r = decide("x", d, side=+1, margin=0.02)
+    assert r.p_diff == pytest.approx(scipy_stats.ttest_1samp(d, 0).pvalue)
+    lo = scipy_stats.ttest_1samp(d, -0.02, alternative="greater").pvalue
+    hi = scipy_stats.ttest_1samp(d, 0.02, alternative="less").pvalue
+    assert r.p_equiv == pytest.approx(max(lo, hi))
+    assert r.verdict() == "reproduced" and decide("x", d, side=-1, margin=0.02).verdict() == "wrong side"
+
+
+def test_a_precise_null_is_called_a_null_and_a_wide_one_is_not():
+    precise = [0.004, -0.003, 0.001, -0.002, 0.000, 0.002]
+    assert decide("p", precise, side=+1, margin=0.02).verdict() == "null within margin"
+    wide = [0.15, -0.12, 0.02, -0.09]  # mean about 0 but the interval reaches past the margin
+    assert decide("w", wide, side=+1, margin=0.02).verdict() == "inconclusive"
+    # an equivalence claim: the null is the claim
+    assert decide("e", precise, side=0, margin=0.02).verdict() == "reproduced"
+    assert decide("e", [0.30, 0.31, 0.29], side=0, margin=0.05).verdict() == "wrong side"
+    assert decide("one", [0.3], side=+1, margin=0.02).verdict() == "inconclusive"
+
+
+def test_holm_by_hand():
+    # sorted 0.01, 0.02, 0.04 -> 3*0.01, max(0.03, 2*0.02), max(0.04, 1*0.04)
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, float("nan"), 0.01]) == pytest.approx([0.5, float("nan"), 0.02], nan_ok=True)
+    assert holm([0.3, 0.4]) == pytest.approx([0.6, 0.6])
+
+
+def test_holm_turns_a_lone_significant_claim_into_inconclusive():
+    d = [0.021, 0.030, 0.012, 0.027]  # p about 0.01 alone
+    alone = decide("a", d, side=+1, margin=0.005)
+    assert alone.p_diff < 0.05 and alone.verdict() == "reproduced"
+    family = [alone] + [decide(f"z{i}", [0.02, -0.03, 0.01, 0.00], side=+1, margin=0.005) for i in range(5)]
+    assert verdicts(family)["a"] == "inconclusive"  # 6 x p > 0.05
+
+
+def test_seeds_needed_matches_the_published_one_sample_t_sizes():
+    # G*Power, one-sample / paired t, two-sided alpha 0.05, power 0.8: d = 1 -> 10, d = 0.5 -> 34
+    assert seeds_needed(1.0, 1.0) == 10
+    assert seeds_needed(0.02, 0.01) == 34
+    # TOST needs more than detecting an effect of the margin's size, and more with a wider SD
+    assert seeds_needed(0.02, 0.02, "equivalence") > seeds_needed(0.02, 0.02)
+    assert seeds_needed(0.04, 0.02, "equivalence") > seeds_needed(0.02, 0.02, "equivalence")
+
+
+def test_power_far_in_the_tail_is_one_not_nan():
+    from devenus.experiments.stats import power_difference, power_equivalence
+
+    assert power_difference(6, 0.0347, 0.3) == 1.0 and power_equivalence(6, 0.001, 0.3) == 1.0
+    assert 0.40 < power_difference(6, 0.0347, 0.03) < 0.41

@@ -7,6 +7,7 @@ says; matplotlib is imported only here (the ``plot`` extra).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Mapping
 
@@ -21,6 +22,19 @@ def per_seed_differences(records: Mapping[tuple[str, int], dict], arm: str, ref:
     return [records[(arm, s)]["accuracy"][split] - records[(ref, s)]["accuracy"][split] for s in seeds
             if (arm, s) in records and (ref, s) in records
             and split in records[(arm, s)]["accuracy"] and split in records[(ref, s)]["accuracy"]]
+
+
+def _limits(cells, points=()) -> tuple[float, float] | None:
+    """x-axis limits covering every interval in ``cells``, every point and 0, with a margin."""
+    if not cells and not points:
+        return None
+    xs = [0.0, *points]
+    for d in cells:
+        hw = d["half_width"] if d["half_width"] == d["half_width"] else 0.0  # NaN: one run, no interval
+        xs += [d["mean"] - hw, d["mean"] + hw]
+    lo, hi = min(xs), max(xs)
+    pad = 0.08 * (hi - lo or 0.01)
+    return lo - pad, hi + pad
 
 
 def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple[str, int], dict],
@@ -51,14 +65,26 @@ def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple
             if p["by"] == "seeds":
                 dots = per_seed_differences(records, arm, p["ref"], split, p["seeds"])
                 ax.scatter(dots, [y] * len(dots), s=10, color="black", alpha=0.5, zorder=3)
+        # the axis is set by the intervals of 3 or more runs: a 2-run interval (t = 12.7) would set it
+        # alone and squash every other row; such an interval runs off the axis, its row says n = 2
+        # (every row's mean and per-seed dots stay on it)
+        lim = _limits([p[split] for _, p in rows if p.get(split) and p[split]["n"] >= 3]
+                      or [p[split] for _, p in rows if p.get(split)],
+                      [x for arm, p in rows if p.get(split) for x in [p[split]["mean"]]
+                       + (per_seed_differences(records, arm, p["ref"], split, p["seeds"]) if p["by"] == "seeds" else [])])
+        if lim:
+            ax.set_xlim(*lim)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(5))  # narrow panels: fewer ticks, no overlapping labels
         ax.axvline(0.0, color="black", lw=0.8)
         ax.set_title(f"Δ{split} vs baseline")
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(ys)
-    axes[0][0].set_yticklabels([f"{arm} − {p['ref']}" for arm, p in rows])
+    axes[0][0].set_yticklabels([f"{arm} − {p['ref']}  (n={p['ID']['n']})" for arm, p in rows])
     bys = sorted({p["by"] for _, p in rows})
-    fig.suptitle(f"{name}: paired differences, 95% Student-t intervals (paired by {' / '.join(bys)}); "
-                 f"dots: per seed; green/red: interval excludes 0 on the claimed/other side", fontsize=8)
+    title = (f"{name}: paired differences, 95% Student-t intervals (paired by {' / '.join(bys)}); dots: per "
+             f"seed; green/red: interval excludes 0 on the claimed/other side; n: runs paired; axis set by n >= 3")
+    # wrapped to the figure's width so a one-panel figure does not cut it
+    fig.suptitle(textwrap.fill(title, width=int(30 * 4.2 * len(splits) / 1.8)), fontsize=8)
     fig.tight_layout()
     with atomic_write(out, suffix=".png") as tmp:  # matplotlib picks the format from the name
         fig.savefig(tmp, dpi=110)

@@ -690,16 +690,19 @@ class Experiment:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         bys = set()
         for name, row in comp.items():
-            cells = [name, str(len(row["seeds"]))]
+            n = len(row["seeds"])
+            weights = {finished[(name, sd)].get("base_model") for sd in row["seeds"]}
+            # a mean over runs of several base models is marked as such: it is not one model's accuracy
+            cells = [name, str(n) + (f" ({len(weights)} weights: mixed)" if len(weights) > 1 else "")]
             acc = row.get("accuracy", {})
-            cells += [_fmt(acc.get(g), signed=False) for g in AGGREGATES]
+            cells += [_fmt(acc.get(g), signed=False, n=n) for g in AGGREGATES]
             for label in ("vs_base", "vs_baseline"):
                 p = row.get(label)
                 if label == "vs_baseline":
                     cells.append(p["ref"] if p else "-")
                 if p and p.get("by"):
                     bys.add(p["by"])
-                cells += [_fmt(p.get(g)) if p else "-" for g in AGGREGATES]
+                cells += [_fmt(p.get(g), n=n) if p else "-" for g in AGGREGATES]
             cells.append((row.get("vs_baseline") or {}).get("verdict_ID", "-"))
             pl = row.get("pseudo_label_acc")
             cells += ["-" if pl is None else f"{pl:.3f}", str(row["failed"])]
@@ -713,7 +716,7 @@ class Experiment:
             f"Accuracy: verl's validation after the last step, sampled T=1, avg@{val['val_samples'] if val else '?'} "
             f"per question ({sizes} questions); mean over seeds ± 95% Student-t half-width.\n"
             f"Δ columns: arm minus the named run of the same seed, paired by {' / '.join(sorted(bys)) or '-'}; "
-            f"± is the 95% Student-t half-width.\n"
+            f"± is the 95% Student-t half-width; (n=k): a cell resting on k runs, fewer than its row's seeds.\n"
             f"{len(ok)} runs, {sum(r['wall_s'] for r in ok) / 60:.0f} min of run time"
             + (f"; start-up (launch to the end of step 1, minus step 1) median {sorted(startups)[len(startups) // 2]:.0f} s" if startups else "")
             + ".\n" + _provenance_lines(finished) + "\n")
@@ -812,10 +815,13 @@ def _check_transition(arm: Arm, arms: Mapping[str, Arm]) -> None:
                          f"source arm {t.source!r} trains {src.method}")
 
 
-def _fmt(d: dict | None, signed: bool = True) -> str:
+def _fmt(d: dict | None, signed: bool = True, n: int | None = None) -> str:
+    """The cell of an interval; ``(n=k)`` after it when it rests on fewer runs than its row's seeds
+    (a paired difference only pairs seeds on the same weights)."""
     if not d:
         return "-"
-    return Interval(d["mean"], d["half_width"], d["n"], d["level"]).fmt(signed)
+    cell = Interval(d["mean"], d["half_width"], d["n"], d["level"]).fmt(signed)
+    return cell if n is None or d["n"] == n else f"{cell} (n={d['n']})"
 
 
 def _raise_exit(signum, frame) -> None:

@@ -95,3 +95,131 @@ def paired_over_questions(arm: Mapping[str, float], base: Mapping[str, float], l
     if not d:
         raise ValueError("no question was scored in both runs")
     return mean_interval(d, level)
+
+
+# ---- decisions: difference, equivalence (TOST), Holm across the claims of one experiment, power
+
+VERDICTS = ("reproduced", "wrong side", "null within margin", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One claim's paired differences tested both ways: a two-sided paired t test against 0 (``p_diff``)
+    and two one-sided tests against ``±margin`` (``p_equiv``, TOST: small when the difference lies
+    inside the margin). ``side`` is the claimed sign (+1, -1), or 0 for a claim of equivalence."""
+
+    name: str
+    mean: float
+    sd: float  # NaN with fewer than 2 differences
+    n: int
+    side: int
+    margin: float
+    p_diff: float
+    p_equiv: float
+
+    def verdict(self, alpha: float = 0.05, p_diff: float | None = None, p_equiv: float | None = None) -> str:
+        """Reproduced / wrong side / null within margin / inconclusive, at ``alpha`` (pass Holm-adjusted
+        p-values to decide a family). A difference from 0 is read first; only without one can a precise
+        null be called a null. For an equivalence claim (side 0) the null is the claim."""
+        pd_ = self.p_diff if p_diff is None else p_diff
+        pe = self.p_equiv if p_equiv is None else p_equiv
+        if self.side == 0:
+            if pe < alpha:
+                return "reproduced"
+            return "wrong side" if pd_ < alpha and abs(self.mean) > self.margin else "inconclusive"
+        if pd_ < alpha:
+            return "reproduced" if self.side * self.mean > 0 else "wrong side"
+        return "null within margin" if pe < alpha else "inconclusive"
+
+
+def _t_sf(t: float, df: float) -> float:
+    from scipy.stats import t as student
+
+    return float(student.sf(t, df))
+
+
+def decide(name: str, diffs: Sequence[float], side: int, margin: float) -> Decision:
+    """Test one claim's per-seed paired differences (arm minus baseline) against 0 and against ``±margin``."""
+    if side not in (-1, 0, 1):
+        raise ValueError(f"{name}: side must be -1, 0 or +1, got {side}")
+    if not margin > 0:
+        raise ValueError(f"{name}: the equivalence margin must be > 0, got {margin}")
+    d = [float(x) for x in diffs]
+    if not d:
+        raise ValueError(f"{name}: no paired differences")
+    n = len(d)
+    mean = math.fsum(d) / n
+    if n < 2:
+        return Decision(name, mean, float("nan"), n, side, margin, float("nan"), float("nan"))
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in d) / (n - 1))
+    if sd == 0:  # every seed gave the same difference: no noise to test against
+        p_diff = 1.0 if mean == 0 else 0.0
+        p_equiv = 0.0 if abs(mean) < margin else 1.0
+    else:
+        se = sd / math.sqrt(n)
+        p_diff = min(1.0, 2 * _t_sf(abs(mean) / se, n - 1))
+        p_equiv = max(_t_sf((mean + margin) / se, n - 1), _t_sf((margin - mean) / se, n - 1))
+    return Decision(name, mean, sd, n, side, margin, p_diff, p_equiv)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given; NaN stays NaN and is not counted)."""
+    idx = sorted((i for i, p in enumerate(pvalues) if not math.isnan(p)), key=lambda i: pvalues[i])
+    m = len(idx)
+    out = [float("nan")] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(idx):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def verdicts(decisions: Sequence[Decision], alpha: float = 0.05) -> dict[str, str]:
+    """Each claim's verdict with Holm's correction across the claims of one experiment, applied to the
+    difference tests and to the equivalence tests separately (each family is one set of hypotheses)."""
+    pd_ = holm([d.p_diff for d in decisions])
+    pe = holm([d.p_equiv for d in decisions])
+    out = {}
+    for d, a, b in zip(decisions, pd_, pe):
+        out[d.name] = "inconclusive" if d.n < 2 else d.verdict(alpha, a, b)
+    return out
+
+
+def power_difference(n: int, sd: float, delta: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided paired t test with ``n`` pairs to detect a true mean difference ``delta``."""
+    from scipy.stats import nct
+
+    if n < 2:
+        return 0.0
+    df, ncp = n - 1, delta * math.sqrt(n) / sd
+    crit = t_ppf(1 - alpha / 2, df)
+    pw = float(nct.sf(crit, df, ncp) + nct.cdf(-crit, df, ncp))
+    # scipy's noncentral t gives NaN far in its tail, where the power is 1 (or the two tails' 0)
+    return pw if not math.isnan(pw) else float(abs(ncp) > crit)
+
+
+def power_equivalence(n: int, sd: float, margin: float, alpha: float = 0.05) -> float:
+    """Power of TOST with ``n`` pairs to call a true difference of 0 equivalent within ``±margin``."""
+    from scipy.stats import nct
+
+    if n < 2:
+        return 0.0
+    df, ncp = n - 1, margin * math.sqrt(n) / sd
+    crit = t_ppf(1 - alpha, df)
+    low = float(nct.cdf(crit, df, ncp))
+    if math.isnan(low):  # far in scipy's tail: see power_difference
+        low = float(ncp < crit)
+    return max(0.0, 1 - 2 * low)
+
+
+def seeds_needed(sd: float, effect: float, test: str = "difference", alpha: float = 0.05, power: float = 0.8,
+                 limit: int = 10_000) -> int:
+    """The fewest seeds (pairs) for ``power`` at ``alpha``: ``test`` 'difference' (two-sided paired t, true
+    difference ``effect``) or 'equivalence' (TOST with margin ``effect``, true difference 0)."""
+    fn = {"difference": power_difference, "equivalence": power_equivalence}[test]
+    if sd == 0:
+        return 2
+    for n in range(2, limit + 1):
+        if fn(n, sd, effect, alpha) >= power:
+            return n
+    raise ValueError(f"more than {limit} seeds needed (sd {sd}, effect {effect}, {test})")

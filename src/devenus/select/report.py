@@ -127,6 +127,20 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
     return rep
 
 
+def rank_cuts(routing: dict[str, Any], signal: str, n: int) -> list[tuple[float, str, str]]:
+    """The ratio selector's cut points on the uncertainty rank of ``signal`` (0 = most certain): it discards
+    the ``discard`` least uncertain and annotates the ``annotate`` most uncertain of the ``n`` questions, so
+    the cuts sit at rank ``discard`` and ``n - annotate`` (a budget's overflow goes weak from the top's least
+    uncertain end, so the annotated are still the most uncertain). Empty for other selectors (they mark
+    thresholds) or another signal."""
+    counts = routing.get("counts") or {}
+    if routing.get("selector") != "ratio" or routing.get("signal") != signal or not counts:
+        return []
+    top = n - counts.get("annotate", 0)
+    return [(float(counts.get("discard", 0)), f"discard | weak (rank {counts.get('discard', 0)})", "--"),
+            (float(top), f"weak | annotate (rank {top})", ":")]
+
+
 def draw(rep: dict[str, Any], out: Path) -> list[Path]:
     import matplotlib
 
@@ -153,6 +167,8 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
                 if np.isfinite(t) and len(u):
                     x = float(np.interp(t * routing.get("sign", 1), u, c["rank"]))
                     ax.axvline(x, color="k", linestyle=style, label=label)
+        for x, label, style in rank_cuts(routing, name, len(c["rank"]) + s["window"] - 1):
+            ax.axvline(x, color="k", linestyle=style, label=label)
         ax.legend(fontsize=8)
         fig.tight_layout()
         p = out / f"calibration_{name}.png"

@@ -1,0 +1,218 @@
+"""Power analysis for the experiment plans (experiments/plans/*.md), from the committed results only.
+
+For each plan: the paired differences (arm minus its reference, per seed, ID accuracy) of its claims in the
+committed results, read with the runner's own loader and pairing (`Experiment.records`, `Experiment._paired`:
+a seed pairs only runs on the same base-model weights); their SD; the seeds a paired t test needs to detect a
+difference of the plan's margin and TOST needs to call a true 0 a null within it (alpha 0.05, power 0.8); and
+the CPU cost of the planned design from the committed runs' wall times (two runs at a time).
+
+    python experiments/power.py              # every plan
+    python experiments/power.py --plan label_noise
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from devenus.experiments.runner import BASE, Experiment
+from devenus.experiments.stats import power_difference, seeds_needed, t_ppf
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CEILING_MIN = 8 * 60  # wall-clock ceiling across every plan, two runs at a time
+PARALLEL = 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    source: str | None  # the committed experiment whose variances size it (None: nothing committed)
+    claims: tuple[tuple[str, str], ...]  # (arm, reference) pairs of the source whose SD is used
+    margin: float  # pre-registered equivalence margin, ID accuracy (absolute)
+    runs_per_seed: int  # training runs of the planned design per seed (base validation counted apart)
+    steps: int  # planned training steps per run
+    seeds: int  # planned seeds
+    sides: tuple[int, ...] = ()  # each claim's claimed sign (+1, -1; 0: equivalence), as in the plan
+    step_scale: float = 1.0  # cost of a planned step against a committed one (larger batch, longer answers)
+    notes: str = ""
+    borrow: str | None = None  # where source is None: the plan whose SD stands in until a pilot exists
+    extra_min: float = field(default=0.0)  # fixed extra minutes (e.g. data building), once
+
+
+PLANS = {
+    p.name: p for p in (
+        Plan("ten_percent_labels", "refine_ten_percent",
+             (("geomin@10", "grpo_full"), ("trapo@10", "grpo_full"), ("geomin@10", "grpo@10"), ("trapo@10", "grpo@10")),
+             sides=(1, 0, 1, 1), margin=0.03, runs_per_seed=4, steps=40, seeds=5),
+        Plan("label_noise", "label_noise",
+             tuple((f"olr@{k}{r}", f"grpo@{k}{r}") for k in ("inactive", "active") for r in ("0.1", "0.3", "0.5")),
+             sides=(1,) * 6, margin=0.03, runs_per_seed=9, steps=48, seeds=5),
+        Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
+             sides=(1, -1), margin=0.03, runs_per_seed=3, steps=32, seeds=6),
+        Plan("label_free", "weak_supervision_paired", (("ttrl@0", "grpo_full"),),
+             sides=(-1,), margin=0.03, runs_per_seed=1, steps=32, seeds=3,
+             notes="grpo_full shared with ten_percent_labels (same pool, budget, seeds)"),
+        Plan("rollout_savings", "rollout_savings",
+             (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
+             sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3),
+        Plan("real_model", None, (), margin=0.03, runs_per_seed=3, steps=16, seeds=2, step_scale=6.0,
+             borrow="label_free", notes="no committed SmolLM2 runs: cost and SD are stand-ins until its pilot"),
+    )
+}
+
+
+def _load(source: str) -> tuple[Experiment, dict]:
+    # the runner's loader: every <arm>_s<seed>.json of the experiment, keyed (arm, seed)
+    exp = Experiment(source, arms=[], budget={}, results=RESULTS / source)
+    return exp, {k: r for k, r in exp.records().items() if r.get("returncode") == 0 and r.get("per_question")}
+
+
+def paired_sd(source: str, arm: str, ref: str) -> tuple[float, int, float]:
+    """(SD of the per-seed ID differences, n, mean) of ``arm`` minus ``ref`` in the committed results."""
+    _, recs = _load(source)
+    runs = {s: r for (n, s), r in recs.items() if n == arm}
+    refs = {s: r for (n, s), r in recs.items() if n == ref}
+    if not runs or not refs:
+        raise ValueError(f"{source}: no committed results for {arm} and {ref}")
+    iv = Experiment._paired(runs, refs).get("ID")
+    if not iv or iv["n"] < 2:
+        return float("nan"), 0 if not iv else iv["n"], float("nan") if not iv else iv["mean"]
+    sd = iv["half_width"] * math.sqrt(iv["n"]) / t_ppf(0.5 + iv["level"] / 2, iv["n"] - 1)
+    return sd, iv["n"], iv["mean"]
+
+
+def pooled_sd(rows: list[tuple[float, int]]) -> float:
+    """SD pooled over comparisons (variances weighted by their degrees of freedom)."""
+    ok = [(sd, n) for sd, n in rows if n >= 2 and not math.isnan(sd)]
+    if not ok:
+        return float("nan")
+    return math.sqrt(sum((n - 1) * sd * sd for sd, n in ok) / sum(n - 1 for _, n in ok))
+
+
+def run_minutes(source: str) -> tuple[float, float]:
+    """(minutes of a base validation run, minutes per training step) from the committed wall times (medians)."""
+    _, recs = _load(source)
+    base = [r["wall_s"] for (n, _), r in recs.items() if n == BASE]
+    b = statistics.median(base) / 60
+    per_step = [(r["wall_s"] / 60 - b) / max(1, r.get("final_step") or r["budget"]["steps"])
+                for (n, _), r in recs.items() if n != BASE]
+    return b, statistics.median(per_step)
+
+
+def detectable(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference the paired t test detects with ``power`` at ``n`` seeds (bisection)."""
+    lo, hi = 0.0, 10 * sd + 1e-12
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if power_difference(n, sd, mid, alpha) >= power else (mid, hi)
+    return hi
+
+
+def analyse(plan: Plan) -> dict:
+    src_plan = PLANS[plan.borrow] if plan.borrow else plan
+    rows = []
+    for arm, ref in src_plan.claims:
+        sd, n, mean = paired_sd(src_plan.source, arm, ref)
+        rows.append({"arm": arm, "ref": ref, "n": n, "mean": mean, "sd": sd})
+    sd = pooled_sd([(r["sd"], r["n"]) for r in rows])
+    # a comparison that came out identical in every seed (sd 0: the arm did nothing) would shrink the pool
+    # toward 0; the worst single SD sizes the plan instead
+    worst = max((r["sd"] for r in rows if not math.isnan(r["sd"])), default=float("nan"))
+    base_min, step_min = run_minutes(src_plan.source)
+    per_run = base_min + plan.steps * step_min * plan.step_scale
+    runs = plan.seeds * plan.runs_per_seed
+    total = runs * per_run + plan.seeds * base_min * plan.step_scale
+    out = {"plan": plan.name, "source": src_plan.source, "claims": rows, "pooled_sd": sd, "worst_sd": worst,
+           "margin": plan.margin, "seeds_planned": plan.seeds, "runs": runs + plan.seeds,
+           "minutes_per_run": per_run, "wall_min": total / PARALLEL + plan.extra_min}
+    if not math.isnan(worst):
+        out["seeds_difference"] = seeds_needed(worst, plan.margin, "difference")
+        out["seeds_equivalence"] = seeds_needed(worst, plan.margin, "equivalence")
+        out["seeds_difference_pooled"] = seeds_needed(sd, plan.margin, "difference")
+        out["seeds_equivalence_pooled"] = seeds_needed(sd, plan.margin, "equivalence")
+        out["detectable_at_planned"] = detectable(worst, plan.seeds)
+    return out
+
+
+# the per-step mechanism ratio each committed run logged before devenus/mechanism/* existed (mean of its steps)
+MECHANISM_TODAY = {"olr": ("devenus/target/correction_precision", "correction precision"),
+                   "ttrl": ("devenus/target/accuracy", "pseudo-target precision"),
+                   "trapo": ("devenus/target/accuracy", "pseudo-label precision"),
+                   "geomin": ("devenus/target/accuracy", "pseudo-label precision")}
+
+
+def mechanism_today(recs: dict, arm: str) -> str:
+    key = next((v for k, v in MECHANISM_TODAY.items() if arm.startswith(k)), None)
+    if key is None:
+        return "none declared (GRPO-family arm)"
+    vals = [statistics.fmean(x) for (n, _), r in recs.items() if n == arm
+            for x in [[c[key[0]] for c in r.get("curves", []) if isinstance(c.get(key[0]), (int, float))
+                       and c[key[0]] == c[key[0]]]] if x]
+    if not vals:
+        return f"{key[1]}: not logged"
+    return f"{key[1]} {min(vals):.2f}-{max(vals):.2f} (old `{key[0]}`, mean of steps, {len(vals)} runs)"
+
+
+def claims_table() -> str:
+    """The one claims table from today's committed results: each plan's claims decided with
+    :func:`~devenus.experiments.stats.decide` and Holm across the plan's claims."""
+    from devenus.experiments.stats import decide, verdicts
+
+    lines = ["| plan | claim (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
+             "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|"]
+    for plan in PLANS.values():
+        if plan.source is None:
+            lines.append(f"| {plan.name} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
+            continue
+        _, recs = _load(plan.source)
+        decisions, cells = [], []
+        for (arm, ref), side in zip(plan.claims, plan.sides):
+            runs = {sd: r for (n, sd), r in recs.items() if n == arm}
+            refs = {sd: r for (n, sd), r in recs.items() if n == ref}
+            seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
+            d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
+            dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
+            decisions.append(dec)
+            wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
+            iv = Experiment._paired(runs, refs).get("ID", {})
+            cells.append((plan.name, f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}", mechanism_today(recs, arm),
+                          f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})",
+                          f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
+        v = verdicts(decisions)
+        for dec, (name, claim, mech, diff, cost) in zip(decisions, cells):
+            lines.append(f"| {name} | {claim} | {mech} | {diff} | {v[dec.name]} (today's design) | {cost} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plan", choices=sorted(PLANS), action="append")
+    ap.add_argument("--claims", action="store_true", help="the claims table from today's committed results")
+    args = ap.parse_args(argv)
+    if args.claims:
+        print(claims_table())
+        return 0
+    total = 0.0
+    for name in args.plan or list(PLANS):
+        a = analyse(PLANS[name])
+        total += a["wall_min"]
+        print(f"## {name}  (variances from {a['source']}" + (", borrowed" if PLANS[name].borrow else "") + ")")
+        for r in a["claims"]:
+            print(f"  {r['arm']} - {r['ref']}: n {r['n']}, mean {r['mean']:+.3f}, SD {r['sd']:.4f}")
+        print(f"  SD pooled {a['pooled_sd']:.4f}, worst {a['worst_sd']:.4f}; margin ±{a['margin']}")
+        if "seeds_difference" in a:
+            print(f"  seeds for alpha 0.05 / power 0.8 at the worst SD: paired t (effect = margin) "
+                  f"{a['seeds_difference']}, TOST (true 0) {a['seeds_equivalence']}; at the pooled SD: "
+                  f"{a['seeds_difference_pooled']}, {a['seeds_equivalence_pooled']}; at the planned {a['seeds_planned']} seeds "
+                  f"the test detects {a['detectable_at_planned']:.3f} (worst SD)")
+        print(f"  planned: {a['seeds_planned']} seeds, {a['runs']} runs x {a['minutes_per_run']:.1f} min, "
+              f"{a['wall_min']:.0f} min wall at {PARALLEL} at a time" + (f"  [{PLANS[name].notes}]" if PLANS[name].notes else ""))
+    print(f"# total {total:.0f} min wall (ceiling {CEILING_MIN})" + ("" if total <= CEILING_MIN else "  OVER THE CEILING"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

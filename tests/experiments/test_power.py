@@ -1,0 +1,58 @@
+"""experiments/power.py on the committed results: the runner's pairing, the SD it recovers, the budget."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import scipy.stats as scipy_stats
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("power", ROOT / "experiments" / "power.py")
+power = importlib.util.module_from_spec(spec)
+sys.modules["power"] = power  # dataclasses look their module up there
+spec.loader.exec_module(power)
+
+
+def test_sd_from_the_runner_pairing_equals_the_sd_of_the_per_seed_differences():
+    import json
+
+    d = []
+    for s in (0, 1, 2):
+        a = json.loads((power.RESULTS / "selection" / f"ttrl_routed_s{s}.json").read_text())["accuracy"]["ID"]
+        b = json.loads((power.RESULTS / "selection" / f"grpo_full_s{s}.json").read_text())["accuracy"]["ID"]
+        d.append(a - b)
+    sd, n, mean = power.paired_sd("selection", "ttrl_routed", "grpo_full")
+    assert n == 3 and mean == pytest.approx(sum(d) / 3) and sd == pytest.approx(scipy_stats.tstd(d))
+
+
+def test_mixed_weights_pair_only_same_weights_seeds():
+    # label_noise: the grpo arms' seed 0 ran on other weights than base's seed 0 -> vs base pairs 2 seeds
+    sd, n, _ = power.paired_sd("label_noise", "grpo@active0.5", "base")
+    assert n == 2 and not math.isnan(sd)
+
+
+def test_pooled_sd_and_detectable_effect():
+    assert power.pooled_sd([(0.1, 3), (0.2, 3), (float("nan"), 1)]) == pytest.approx(math.sqrt((0.01 + 0.04) / 2))
+    # with the detectable effect as the true one, the power is 0.8
+    from devenus.experiments.stats import power_difference
+
+    e = power.detectable(0.02, 5)
+    assert power_difference(5, 0.02, e) == pytest.approx(0.8, abs=1e-6)
+
+
+def test_every_plan_has_a_file_and_the_plans_fit_the_ceiling():
+    total = 0.0
+    for name, plan in power.PLANS.items():
+        assert (ROOT / "experiments" / "plans" / f"{name}.md").is_file(), name
+        total += power.analyse(plan)["wall_min"]
+    assert total <= power.CEILING_MIN
+
+
+def test_claims_table_decides_the_committed_results_with_the_plans_sides():
+    rows = {line.split(" | ")[1]: line for line in power.claims_table().splitlines()[2:]}
+    assert "reproduced" in rows["ttrl@0 vs grpo_full, -"]  # -0.130 ± 0.101: the label-free claim holds
+    assert "wrong side" in rows["ttrl_routed vs grpo_full, +"]  # -0.041 ± 0.021 against a "≥" claim
+    assert "inconclusive" in rows["trapo@10 vs grpo_full, ="]  # ± 0.235: neither a difference nor a null
+    assert all(len(p.sides) == len(p.claims) for p in power.PLANS.values())
