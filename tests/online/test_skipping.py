@@ -14,7 +14,8 @@ from devenus.records.evidence import EvidenceError, EvidenceWriter, read_evidenc
 
 
 def rule(**kw) -> SkipRule:
-    return SkipRule(skip_config(kw), seed=3)
+    """The rule without its audit unless asked (the audit has tests of its own, below)."""
+    return SkipRule(skip_config({"audit_rate": 0.0, **kw}), seed=3)
 
 
 def streak(r: SkipRule, key: str, kind: str, n: int, step: int = 0) -> None:
@@ -192,12 +193,76 @@ def test_metrics_and_evidence_rows():
     rows = r.pop_evidence()
     gen = [x for x in rows if x["values"]["event"] == "generated"]
     assert len(gen) == 5 and gen[-1]["values"] == {"event": "generated", "zero_variance": True, "mean_score": 1.0,
-                                                   "class": "easy", "streak": 5}
+                                                   "class": "easy", "streak": 5, "audited": False}
     if skip[0]:
         (s,) = [x for x in rows if x["values"]["event"] == "skipped"]
         assert s["key"] == "e" and s["step"] == 7 and s["kind"] == "skip"
         assert s["values"]["p_skip"] == pytest.approx(0.99) and s["values"]["streak"] == 5
     assert r.pop_evidence() == [] and r.pop_metrics()["devenus/skip/decided"] == 0
+
+
+def twins(n: int, kind: str, visits: int, audit_rate: float) -> tuple[list[str], SkipRule, SkipRule]:
+    """n keys with the same streak, in a rule without the audit and one with it (same seeds, no adaptation)."""
+    keys = [f"k{i}" for i in range(n)]
+    plain, audit = rule(step_size=0.0), rule(step_size=0.0, audit_rate=audit_rate)
+    for r in (plain, audit):
+        for k in keys:
+            streak(r, k, kind, visits)
+    return keys, plain, audit
+
+
+def test_the_audit_generates_a_seeded_share_of_the_skips_and_measures_their_precision():
+    keys, plain, audit = twins(400, "hard", 2, 0.2)  # P(skip) = 0.75
+    would, skip = plain.decide(keys, 100), audit.decide(keys, 100)
+    audited = would & ~skip
+    assert not (skip & ~would).any()  # the audit only generates prompts the rule would skip
+    assert audited.sum() / would.sum() == pytest.approx(0.2, abs=0.05)
+    # seeded: the audit draw is its own (same seeds, salted key), fixed by (seeds, step, key)
+    want = np.array([w and _draw(audit.seed, 100, f"audit\x1f{k}") < 0.2 for k, w in zip(keys, would)])
+    assert audited.tolist() == want.tolist()
+    # a restart between the decision and the groups keeps the audit
+    restored = rule(step_size=0.0, audit_rate=0.2)
+    restored.load_state_dict(json.loads(json.dumps(audit.state_dict())))
+    # the generated groups: audited ones zero-variance on every third key; every other generated group
+    # zero-variance too, which must not count (only audited skips are judged)
+    gen = [k for k, s in zip(keys, skip) if not s]
+    zv = np.array([not audited[keys.index(k)] or keys.index(k) % 3 == 0 for k in gen])
+    restored.observe(gen, zv, np.where(zv, 0.0, 0.5), 100)
+    m = restored.pop_metrics()
+    n_audited = int(audited.sum())
+    right = sum(1 for i in np.flatnonzero(audited) if i % 3 == 0)
+    assert 0 < right < n_audited
+    assert (m["devenus/skip/audited"], m["devenus/skip/audited_zero_variance"]) == (n_audited, right)
+    assert m["devenus/skip/precision"] == pytest.approx(right / n_audited)
+    assert m["devenus/skip/skipped"] == skip.sum()  # audited prompts are not skips
+    rows = [x for x in restored.pop_evidence() if x["values"]["event"] == "generated"]
+    assert sorted(x["key"] for x in rows if x["values"]["audited"]) == sorted(np.array(keys)[audited])
+
+
+def test_audited_prompts_count_as_kept_for_the_granule_and_off_means_off():
+    keys, plain, audit = twins(40, "easy", 3, 0.3)  # P(skip) = 0.875
+    for step in range(10, 20):
+        would, skip = plain.decide(keys, step, granule=4), audit.decide(keys, step, granule=4)
+        assert (~skip).sum() % 4 == 0 and (~skip).sum() > 0
+        # the kept ones: audited + drawn to be generated + the fewest generated back for the granule
+        assert (~skip).sum() - (~would).sum() < 4 + (would & ~skip).sum()
+    # audit_rate 0: no prompt is audited and no precision is logged (a ratio with no audited group)
+    plain.observe(keys, np.ones(40, bool), np.ones(40), 20)
+    m = plain.pop_metrics()
+    assert m["devenus/skip/audited"] == 0 and "devenus/skip/precision" not in m
+
+
+def test_an_audit_counts_only_its_own_steps_group():
+    r = rule(step_size=0.0, audit_rate=1.0)  # every would-be skip is audited
+    streak(r, "e", "easy", 5)
+    for step in range(10, 40):
+        if not r.decide(["e", "x1", "x2", "x3"], step).any() and "e" in r._audited:
+            break
+    else:
+        pytest.fail("no step drew a skip of 'e'")
+    r.pop_metrics()
+    r.observe(["e"], np.array([True]), np.array([1.0]), step + 1)  # its group at a later step: not the audit
+    assert r.pop_metrics()["devenus/skip/audited"] == 0
 
 
 def run(r: SkipRule, steps: range, rng_seed: int = 0) -> list[list[bool]]:
@@ -315,6 +380,7 @@ def test_config_defaults_are_grescos():
     assert not c.enabled and c == SkipConfig()
     assert (c.p_easy, c.p_hard, c.target_zero_variance, c.step_size, c.min_p, c.max_p, c.min_explore) == \
         (0.5, 0.5, 0.25, 0.01, 0.05, 0.95, 0.01)
+    assert c.audit_rate == 0.05  # not GRESO's: its check of precision, on by default at a small rate
     assert c.targets == pytest.approx({"easy": 0.25 / 3, "hard": 0.25 * 2 / 3})
 
 

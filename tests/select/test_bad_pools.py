@@ -32,7 +32,7 @@ def rows(n: int = 8) -> list[dict]:
     return out
 
 
-def scored_run(tmp_path, u, majority_correct=None, **over):
+def scored_run(tmp_path, u, majority_correct=None, pass_rate=None, **over):
     """A run folder whose score stage is complete with these per-question values (signal ``entropy``)."""
     n = len(u)
     pool = write_records(rows(n), tmp_path / "pool.parquet")
@@ -40,7 +40,7 @@ def scored_run(tmp_path, u, majority_correct=None, **over):
     st = stage(cfg, "score").open()
     mc = majority_correct if majority_correct is not None else [None] * n
     cols = {"index": pa.array([f"p/{i}" for i in range(n)]), "majority": pa.array(["1"] * n),
-            "pass_rate": pa.array([0.5] * n), "majority_correct": pa.array(mc, pa.bool_())}
+            "pass_rate": pa.array([0.5] * n if pass_rate is None else pass_rate, pa.float64()), "majority_correct": pa.array(mc, pa.bool_())}
     for s in cfg.score.signals:
         cols[f"u_{s}"] = pa.array(np.asarray(u, dtype=np.float64) * (1 + len(s)))
     write_table(pa.table(cols), st.folder / "questions-00000.parquet")
@@ -136,8 +136,34 @@ def test_the_report_says_why_an_auroc_is_undefined(tmp_path):
     s = rep["signals"]["entropy"]
     assert s["auroc_wrong_majority"] != s["auroc_wrong_majority"]  # NaN, and why:
     assert s["note"] == "undefined: one class only (every one of the 8 majorities is right)"
-    assert any(line.startswith("entropy") and line.endswith(s["note"]) for line in summary_lines(rep))
+    assert any(line.startswith("entropy") and s["note"] in line for line in summary_lines(rep))
     assert not any("nan" in line for line in summary_lines(rep))
     cfg = scored_run(tmp_path / "c", [0.5] * 8, majority_correct=[True, False] * 4)
     s = build_report(cfg, boot=10)["signals"]["entropy"]
     assert s["auroc_wrong_majority"] == 0.5 and s["note"].startswith("constant signal")
+
+
+def test_the_report_gives_each_signals_auroc_for_a_wrong_majority_and_a_zero_variance_group_with_classes(tmp_path):
+    from devenus.select.report import build_report, summary_lines
+
+    # 8 questions; entropy rises with the index. Wrong majority: the top 3 (AUROC 1). Zero-variance groups
+    # (pass rate 0 or 1): indices 0, 1, 6 and 7, both ends, so the ranking puts them 2 low and 2 high
+    u = np.arange(8, dtype=float)
+    pr = [1.0, 1.0, 0.75, 0.5, 0.5, 0.25, 0.0, 0.0]
+    cfg = scored_run(tmp_path, u, majority_correct=[True] * 5 + [False] * 3, pass_rate=pr)
+    rep = build_report(cfg, boot=10)
+    s = rep["signals"]["entropy"]
+    assert s["auroc_wrong_majority"] == 1.0 and s["classes"] == {"wrong": 3, "right": 5}
+    z = s["zero_variance"]
+    assert z["classes"] == {"zero_variance": 4, "with_variance": 4}
+    assert z["auroc"] == 0.5 and "note" not in z  # ranks: zero variance 1, 2, 7, 8 -> (18 - 10) / 16
+    assert len(z["ci95"]) == 2 and rep["zero_variance_share"] == 0.5
+    line = next(x for x in summary_lines(rep) if x.startswith("entropy"))
+    assert "(wrong 3 / right 5)" in line and "(zero-variance 4 / with variance 4)" in line
+    # every group with variance: the zero-variance AUROC is undefined, and says why
+    cfg = scored_run(tmp_path / "b", u, majority_correct=[True] * 5 + [False] * 3, pass_rate=[0.5] * 8)
+    z = build_report(cfg, boot=10)["signals"]["entropy"]["zero_variance"]
+    assert z["auroc"] != z["auroc"] and z["note"] == "undefined: one class only (every one of the 8 groups is with variance)"
+    # the easy ones only: the signal ranks them first, AUROC 0
+    cfg = scored_run(tmp_path / "c", u, majority_correct=[True] * 5 + [False] * 3, pass_rate=[1.0, 1.0] + [0.5] * 6)
+    assert build_report(cfg, boot=10)["signals"]["entropy"]["zero_variance"]["auroc"] == 0.0

@@ -183,6 +183,9 @@ def test_report(full_run, config_file, tmp_path):
     assert {"consistency", "entropy", "self_certainty", "coe_c"} <= set(rep["signals"])
     for s in rep["signals"].values():
         assert 0.0 <= s["auroc_wrong_majority"] <= 1.0 or s["auroc_wrong_majority"] != s["auroc_wrong_majority"]
+        z = s["zero_variance"]  # the other question a signal answers, with its class counts
+        assert 0.0 <= z["auroc"] <= 1.0 or "note" in z
+        assert sum(s["classes"].values()) == sum(z["classes"].values()) == s["questions"]
     assert rep["routing"]["counts"]["annotate"] == 3
     pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
     assert "auroc.png" in pngs and "routing.png" in pngs and "calibration_entropy.png" in pngs

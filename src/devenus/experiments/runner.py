@@ -23,6 +23,9 @@ What every run shares, by construction:
   config (:mod:`devenus.experiments.provenance`). A table or a paired difference over results of more
   than one code version or set of weights is refused unless :class:`Mixing` allows it; allowed mixed
   weights still pair only runs of the same weights.
+- **Mechanism metrics.** Each result's ``mechanism`` holds the run's mechanism metrics (its steps'
+  numerators summed over their denominators, with the per-step series; :mod:`devenus.experiments.mechanism`);
+  the report tabulates them per arm, mean over seeds with its interval.
 - **Resume.** One JSON per (arm, seed), written atomically; a rerun skips those whose config
   fingerprint and base-model weights (:meth:`Experiment.base_model_id`) match and reruns the rest from
   scratch. A finished result is never overwritten: the one a rerun replaces moves to
@@ -58,6 +61,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Mapping, Sequence
 
+from devenus.experiments.mechanism import arm_mechanism, run_mechanism
 from devenus.experiments.provenance import (Mixing, check_one_version, code_id, code_label, code_version,
                                             file_hashes, runs_text, version_groups, weights_id)
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
@@ -471,9 +475,7 @@ class Experiment:
                      for s_ in sorted(r.validation)]
         step1 = next((m for m in metrics if m["step"] == 1), None)
         startup = (first_metrics - step1["timing_s/step"]) if (first_metrics and step1 and "timing_s/step" in step1) else None
-        curves = [{k2: v for k2, v in m.items() if k2 == "step" or k2.startswith(
-            ("devenus/", "critic/score/mean", "response_length/mean", "actor/entropy", "timing_s/step"))}
-            for m in metrics if m["step"] > 0]
+        curves = training_curves(metrics)
         record = {
             "experiment": self.name, "name": name, "seed": seed, "arm": asdict(arm), "budget": dict(self.budget),
             "fingerprint": self.fingerprint(arm), "base_model": self.base_model_id(), "returncode": rc, "wall_s": round(r.wall_s, 1),
@@ -481,7 +483,7 @@ class Experiment:
             "final_step": int(dumps[-1].stem) if dumps else None, "val_samples": k,
             "accuracy": {g: sum(s.values()) / len(s) for g, s in per_q.items()},
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
-            "curves": curves, "val_curve": val_curve, "log": str(r.log),
+            "curves": curves, "val_curve": val_curve, "log": str(r.log), "mechanism": run_mechanism(curves),
             **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
             "code": self.code_version(), "data": self.data_hashes(tb, cfg),
             # the run's fields, the exact overrides it was launched with, and the trainer's own composed
@@ -637,6 +639,9 @@ class Experiment:
                 row["startup_s"] = [r["startup_s"] for r in runs.values() if r.get("startup_s") is not None]
                 pl = [_last_mean(r["curves"], "devenus/target/accuracy") for r in runs.values()]
                 row["pseudo_label_acc"] = None if any(v is None for v in pl) else sum(pl) / len(pl)
+                mech = arm_mechanism({seed: _mechanism(r) for seed, r in runs.items()})
+                if mech:
+                    row["mechanism"] = mech
             if arm.name != BASE and runs:
                 for label, ref in (("vs_base", BASE), ("vs_baseline", arm.baseline)):
                     if label == "vs_baseline" and ref == BASE:
@@ -715,7 +720,7 @@ class Experiment:
             f"{len(ok)} runs, {sum(r['wall_s'] for r in ok) / 60:.0f} min of run time"
             + (f"; start-up (launch to the end of step 1, minus step 1) median {sorted(startups)[len(startups) // 2]:.0f} s" if startups else "")
             + ".\n" + _provenance_lines(finished) + "\n")
-        table = header + "\n".join(lines) + "\n"
+        table = header + "\n".join(lines) + "\n" + _mechanism_table(comp)
         if write:
             self.results.mkdir(parents=True, exist_ok=True)
             write_text_atomic(self.results.parent / f"{self.name}.md", table)
@@ -725,6 +730,37 @@ class Experiment:
 
                 plot_differences(self.name, comp, finished, self.results.parent / f"{self.name}.png")
         return table
+
+
+def training_curves(metrics: Sequence[Mapping]) -> list[dict]:
+    """The per-step training metrics a result keeps (steps >= 1; verl's file-tracker rows as
+    :func:`devenus.runs.logs.read_metrics` returns them): DE-Venus's own and a few of verl's."""
+    return [{k: v for k, v in m.items() if k == "step" or k.startswith(
+        ("devenus/", "critic/score/mean", "response_length/mean", "actor/entropy", "timing_s/step"))}
+        for m in metrics if m["step"] > 0]
+
+
+def _mechanism(record: Mapping) -> dict[str, dict]:
+    """A result's run mechanism metrics (computed from its curves for results written before the field)."""
+    m = record.get("mechanism")
+    return run_mechanism(record.get("curves") or []) if m is None else m
+
+
+def _mechanism_table(comp: Mapping[str, dict]) -> str:
+    """Per arm and mechanism metric: the run ratio's mean over seeds ± 95% half-width, and the pooled
+    counts; empty when no arm logged one."""
+    rows = [(name, key, m) for name, row in comp.items() for key, m in sorted(row.get("mechanism", {}).items())]
+    if not rows:
+        return ""
+    lines = ["", "Mechanism metrics (against the simulation's hidden truth): per run, summed numerators over summed "
+             "denominators across its steps; mean over seeds ± 95% Student-t half-width; pooled = every run's "
+             "numerators over every run's denominators.", "",
+             "| arm | metric | seeds | per run, over seeds | pooled | numerator / denominator |", "|---|---|---|---|---|---|"]
+    for name, key, m in rows:
+        metric = key.removeprefix("devenus/mechanism/").removeprefix("devenus/")
+        lines.append(f"| {name} | {metric} | {len(m['seeds'])} | {_fmt(m, signed=False)} | {m['pooled']:.3f} | "
+                     f"{m['num']:g} / {m['den']:g} |")
+    return "\n".join(lines) + "\n"
 
 
 def _provenance_lines(records: Mapping[tuple[str, int], dict]) -> str:

@@ -23,7 +23,9 @@ Differences from GRESO, each for DE-Venus's setting: draws are hashed from (seed
 on, the first step a prompt can have a history; here earlier rounds give histories at step 0); a call
 generates a non-zero multiple of the adapter's granule (verl splits every generate call evenly over its
 agent-loop workers), the skipped prompts least likely to be skipped generated back first (a step is never
-empty; GRESO's large sampling batch needs neither).
+empty; GRESO's large sampling batch needs neither). GRESO's check of the rule's precision is built in: a
+seeded share ``audit_rate`` of the prompts drawn to be skipped is generated anyway, and the share of those
+groups with zero variance is logged (``devenus/skip/precision``).
 
 The rule never sees verl: the adapter calls :meth:`SkipRule.decide` before generating, generates only the
 prompts it returned False for, and calls :meth:`SkipRule.observe` with each generated group's final scores.
@@ -71,6 +73,8 @@ class SkipConfig(Config):
     max_p: float = option(0.95, "highest exploration probability the adaptation reaches", gt=0.0, lt=1.0)
     min_explore: float = option(0.01, "floor of P(generate) of any streak: P(skip) <= 1 - min_explore", gt=0.0, le=1.0)
     seed: int = option(0, "seed of the skip draws (mixed with the run's seed)", ge=0)
+    audit_rate: float = option(0.05, "share of the prompts drawn to be skipped that are generated anyway, to "
+                                     "measure the rule's precision (devenus/skip/precision; 0: off)", ge=0.0, le=1.0)
     history_dirs: list[str] = option([], "evidence folders of earlier rounds whose visits seed the streaks "
                                          "(read once, before the first step)")
 
@@ -121,6 +125,7 @@ class SkipRule:
         self._pending = self._fresh_pending(None)  # the step whose groups feed the next adaptation
         self._counts = self._fresh_counts()  # metrics since the last pop_metrics
         self._evidence: list[dict[str, Any]] = []
+        self._audited: dict[str, int] = {}  # key -> step: drawn to be skipped, generated for the audit
 
     # ------------------------------------------------------------------ the rule
     def skip_probability(self, key: str) -> float:
@@ -137,7 +142,9 @@ class SkipRule:
         generate call evenly): skipped prompts are generated back, lowest P(skip) first (first on a tie),
         until they are; with ``granule`` 1 that only keeps a call from being empty. A call with no multiple
         between its kept count and its prompt count (only when the prompt count is not a multiple itself)
-        generates every prompt: the call is the one the caller made, as without the rule."""
+        generates every prompt: the call is the one the caller made, as without the rule. A share
+        ``audit_rate`` of the prompts drawn to be skipped is generated anyway (the audit: its groups'
+        variance is ``devenus/skip/precision``); they count as kept for the granule."""
         if int(granule) < 1:
             raise ValueError(f"SkipRule.decide: granule must be >= 1, got {granule}")
         self._advance(step)
@@ -147,6 +154,12 @@ class SkipRule:
         probs = np.array([self.skip_probability(k) for k in keys], dtype=np.float64)
         draws = np.array([_draw(self.seed, step, k) for k in keys], dtype=np.float64)
         skip = draws < probs
+        # GRESO's check: a sample of the skips is generated anyway; its groups' variance measures the rule's
+        # precision. Drawn apart from the skip draw (same seeds), before the granule: audited prompts count as kept.
+        audit = skip & (np.array([_draw(self.seed, step, f"audit\x1f{k}") for k in keys]) < self.config.audit_rate)
+        skip &= ~audit
+        self._audited = {k: s for k, s in self._audited.items() if s == int(step)}
+        self._audited.update((keys[i], int(step)) for i in np.flatnonzero(audit))
         kept_back = self._round_up(skip, probs, int(granule))
         candidates = probs > 0
         self._pending["candidates"] += int(candidates.sum())
@@ -188,6 +201,9 @@ class SkipRule:
             raise ValueError(f"SkipRule.observe: mean_score of key {bad!r} is not a finite number")
         self._advance(step)
         for k, z, m in zip(keys, zv, mean):
+            audited = self._audited.pop(k, None) == int(step)
+            self._counts["audited"] += audited
+            self._counts["audited_zero_variance"] += audited and bool(z)
             kind = self._update(k, bool(z), float(m))
             self._pending["observed"] += 1
             self._counts["observed"] += 1
@@ -196,7 +212,8 @@ class SkipRule:
                 self._counts[f"zero_variance_{kind}"] += 1
             self._evidence.append({"key": k, "step": int(step), "kind": SKIP_KIND, "values": {
                 "event": "generated", "zero_variance": bool(z), "mean_score": float(m),
-                "class": kind, "streak": int(self.history[k][1]) if k in self.history else 0}})
+                "class": kind, "streak": int(self.history[k][1]) if k in self.history else 0,
+                "audited": audited}})
 
     def _update(self, key: str, zero_variance: bool, mean_score: float) -> str | None:
         if not zero_variance:
@@ -235,7 +252,8 @@ class SkipRule:
     @staticmethod
     def _fresh_counts() -> dict[str, int]:
         return {"decided": 0, "candidates": 0, "skipped_easy": 0, "skipped_hard": 0, "kept_for_granule": 0,
-                "observed": 0, "zero_variance_easy": 0, "zero_variance_hard": 0}
+                "observed": 0, "zero_variance_easy": 0, "zero_variance_hard": 0, "audited": 0,
+                "audited_zero_variance": 0}
 
     # ------------------------------------------------------------------ history from earlier rounds
     def seed_history(self, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -286,12 +304,14 @@ class SkipRule:
                                                               if c["observed"] else 0.0)
             m[f"devenus/skip/p_{kind}"] = self.p[kind]
         m["devenus/skip/tracked"] = float(len(self.history))
+        if c["audited"]:  # a ratio with no audited group is not logged
+            m["devenus/skip/precision"] = c["audited_zero_variance"] / c["audited"]
         return m
 
     def state_dict(self) -> dict[str, Any]:
         return {"version": _STATE_VERSION, "p": dict(self.p),
                 "history": {k: [v[0], int(v[1])] for k, v in self.history.items()},
-                "pending": dict(self._pending), "counts": dict(self._counts)}
+                "pending": dict(self._pending), "counts": dict(self._counts), "audited": dict(self._audited)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("version") != _STATE_VERSION:
@@ -300,6 +320,7 @@ class SkipRule:
         self.history = {str(k): [str(v[0]), int(v[1])] for k, v in state["history"].items()}
         self._pending = {**self._fresh_pending(None), **state["pending"]}
         self._counts = {**self._fresh_counts(), **state["counts"]}
+        self._audited = {str(k): int(v) for k, v in state.get("audited", {}).items()}
         self._evidence = []
 
 

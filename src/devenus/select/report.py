@@ -27,26 +27,52 @@ def _truth(q: dict[str, list]) -> tuple[np.ndarray, np.ndarray, str]:
             np.array([np.nan if x is None else float(x) for x in q["sim_majority_correct"]]), "simulation")
 
 
-def auroc_note(u: np.ndarray, wrong: np.ndarray) -> str | None:
+def auroc_note(u: np.ndarray, wrong: np.ndarray, what: tuple[str, str, str] = ("majorities", "wrong", "right")
+               ) -> str | None:
     """Why a signal's AUROC says nothing (None: it is a ranking's): one class only makes it undefined (NaN), a
-    constant signal makes it 0.5 by ties alone."""
+    constant signal makes it 0.5 by ties alone. ``what``: (the items, the positive class, the negative one)."""
     from devenus.select.route.router import signal_spread
 
     if wrong.all() or not wrong.any():
-        return (f"undefined: one class only (every one of the {len(wrong)} majorities is "
-                f"{'wrong' if wrong.all() else 'right'})")
+        return (f"undefined: one class only (every one of the {len(wrong)} {what[0]} is "
+                f"{what[1] if wrong.all() else what[2]})")
     spread, distinct = signal_spread(u)
     if distinct < 2:
         return "constant signal: every question has the same value (0.5 is the ties' value, not a ranking)"
     return None
 
 
-def _auroc_text(s: dict[str, Any]) -> str:
-    a, (lo, hi) = s["auroc_wrong_majority"], s["ci95"]
+def _auroc_text(s: dict[str, Any], key: str = "auroc_wrong_majority") -> str:
+    a, (lo, hi) = s[key], s["ci95"]
     if not np.isfinite(a):
         return s.get("note", "undefined")
     text = f"{a:6.3f}  [{lo:.3f}, {hi:.3f}]"
     return f"{text}  ({s['note']})" if s.get("note") else text
+
+
+def _auroc_with_interval(u: np.ndarray, positive: np.ndarray, rng, boot: int) -> tuple[float, list[float]]:
+    """AUROC of ``u`` for ``positive`` and its bootstrap 95% interval (NaN where undefined)."""
+    from devenus.signals import auroc
+
+    boots = [b for b in (auroc(u[i], positive[i]) for i in (rng.integers(0, len(u), len(u)) for _ in range(boot)))
+             if np.isfinite(b)]
+    return auroc(u, positive), (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
+
+
+def zero_variance_entry(u: np.ndarray, pass_rate: np.ndarray, rng, boot: int) -> dict[str, Any]:
+    """The signal's AUROC for "the question's group has zero variance" (truth pass rate 0 or 1: all samples
+    right or all wrong, GRPO learns nothing from it), its interval, class counts and, where it says nothing,
+    why. A signal that ranks easy and hard zero-variance questions at opposite ends scores near 0.5 here
+    while being useful: read it beside the wrong-majority AUROC."""
+    keep = np.isfinite(u) & np.isfinite(pass_rate)
+    uu, zv = u[keep], (pass_rate[keep] <= 0.0) | (pass_rate[keep] >= 1.0)
+    out: dict[str, Any] = {"classes": {"zero_variance": int(zv.sum()), "with_variance": int((~zv).sum())}}
+    if keep.sum() < 2:
+        return {**out, "auroc": float("nan"), "ci95": [float("nan")] * 2,
+                "note": f"undefined: {int(keep.sum())} question(s) with this signal and a pass rate (< 2)"}
+    out["auroc"], out["ci95"] = _auroc_with_interval(uu, zv, rng, boot)
+    note = auroc_note(uu, zv, ("groups", "zero-variance", "with variance"))
+    return {**out, **({"note": note} if note else {})}
 
 
 def windowed(y: np.ndarray, w: int) -> np.ndarray:
@@ -56,7 +82,6 @@ def windowed(y: np.ndarray, w: int) -> np.ndarray:
 def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
     from devenus.select.pipeline import read_questions
     from devenus.select.work import stage
-    from devenus.signals import auroc
 
     st = stage(cfg, "score").check().require_done("report")
     q = read_questions(st).to_pydict()
@@ -74,24 +99,27 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
         keep = ok & np.isfinite(u)
         if keep.sum() < 2:
             signals[s] = {"auroc_wrong_majority": float("nan"), "ci95": [float("nan")] * 2, "questions": int(keep.sum()),
-                          "note": f"undefined: {int(keep.sum())} question(s) with this signal and a truth (< 2)"}
+                          "classes": {"wrong": int(wrong[keep].sum()), "right": int((~wrong[keep]).sum())},
+                          "note": f"undefined: {int(keep.sum())} question(s) with this signal and a truth (< 2)",
+                          "zero_variance": zero_variance_entry(u[keep], pass_rate[keep], rng, boot)}
             continue
         uu, ww, pp, mm = u[keep], wrong[keep], pass_rate[keep], majority_correct[keep]
-        auc = auroc(uu, ww)
+        auc, (lo, hi) = _auroc_with_interval(uu, ww, rng, boot)
         note = auroc_note(uu, ww)
-        boots = [b for b in (auroc(uu[i], ww[i]) for i in (rng.integers(0, len(uu), len(uu)) for _ in range(boot)))
-                 if np.isfinite(b)]
-        lo, hi = (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
         order = np.argsort(uu, kind="stable")
         ww_ = min(w, len(uu))
         signals[s] = {"auroc_wrong_majority": auc, "ci95": [lo, hi], "questions": int(keep.sum()),
+                      "classes": {"wrong": int(ww.sum()), "right": int((~ww).sum())},
+                      "zero_variance": zero_variance_entry(uu, pp, rng, boot),
                       "curve": {"rank": (np.arange(len(uu) - ww_ + 1) + (ww_ - 1) / 2).tolist(),
                                 "u": windowed(uu[order], ww_).tolist(),
                                 "pass_rate": windowed(pp[order], ww_).tolist(),
                                 "majority_correct": windowed(mm[order], ww_).tolist()}, "window": ww_}
         if note:
             signals[s]["note"] = note
+    pr = pass_rate[ok & np.isfinite(pass_rate)]
     rep: dict[str, Any] = {"truth": truth, "questions": n, "wrong_majority_share": float(wrong[ok].mean()),
+                           "zero_variance_share": float(((pr <= 0.0) | (pr >= 1.0)).mean()) if len(pr) else float("nan"),
                            "signals": signals}
     rst = stage(cfg, "route")
     if rst.done:
@@ -189,10 +217,17 @@ def run_report(cfg, out: str | Path | None = None, pictures: bool = True) -> tup
 
 
 def summary_lines(rep: dict[str, Any]) -> list[str]:
-    lines = [f"{rep['questions']} questions (truth: {rep['truth']}); wrong majority {rep['wrong_majority_share']:.3f}",
-             f"{'signal':<16} {'AUROC':>6}  95% CI (wrong majority)"]
+    lines = [f"{rep['questions']} questions (truth: {rep['truth']}); wrong majority {rep['wrong_majority_share']:.3f}; "
+             f"zero-variance groups {rep.get('zero_variance_share', float('nan')):.3f}",
+             f"{'signal':<16} {'AUROC':>6}  95% CI (wrong majority)  |  AUROC  95% CI (zero-variance group)"]
     for k, s in rep["signals"].items():
-        lines.append(f"{k:<16} {_auroc_text(s)}")
+        c, z = s.get("classes", {}), s.get("zero_variance")
+        text = f"{k:<16} {_auroc_text(s)}  (wrong {c.get('wrong', '?')} / right {c.get('right', '?')})"
+        if z:
+            zc = z["classes"]
+            text += (f"  |  {_auroc_text(z, 'auroc')}  (zero-variance {zc['zero_variance']} / "
+                     f"with variance {zc['with_variance']})")
+        lines.append(text)
     if "routing" in rep:
         lines.append(f"routing ({rep['routing']['selector']} on {rep['routing']['signal']}): {rep['routing']['counts']}")
     return lines

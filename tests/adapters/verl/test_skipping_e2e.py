@@ -79,8 +79,14 @@ def test_skipping_skips_zero_variance_history(full_run):
     assert all(k % 2 == 0 for k in own.values()), own
     kept_back = {s: int(m["devenus/skip/kept_for_granule"]) for s, m in steps.items()}
     assert sum(kept_back.values()) > 0, kept_back
+    # the audit (default devenus.skip.audit_rate 0.05): its counts every step, its precision where it audited
+    audited = {s: int(m["devenus/skip/audited"]) for s, m in steps.items()}
+    for s, m in steps.items():
+        assert ("devenus/skip/precision" in m) == (audited[s] > 0)
+        if audited[s]:
+            assert m["devenus/skip/precision"] == pytest.approx(m["devenus/skip/audited_zero_variance"] / audited[s])
     print(f"\nskipping e2e: skipped per step {skipped}; generated back for the granule {kept_back}; "
-          f"own prompts kept {own}; run {wall:.0f} s")
+          f"own prompts kept {own}; audited {audited}; run {wall:.0f} s")
 
 
 @pytest.mark.slow
