@@ -450,22 +450,14 @@ def environment(note: str) -> dict:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    cpu = ""
-    try:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count()
     import importlib.metadata as md
+
+    from _results import machine
 
     return {
         "commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "src", "bench")),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu_model": cpu or platform.processor(), "cores": os.cpu_count(), "usable_cores": usable,
-                    "loadavg_start": list(os.getloadavg()), "note": note},
+        "machine": {**machine(), "loadavg_start": list(os.getloadavg()), "note": note},
         "python": platform.python_version(), "math_verify": md.version("math-verify"),
         "threads": {k: os.environ.get(k) for k in THREAD_VARS} | {"torch": _torch_threads()},
     }
