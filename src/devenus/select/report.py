@@ -53,10 +53,9 @@ def _auroc_text(s: dict[str, Any], key: str = "auroc_wrong_majority") -> str:
 def _auroc_with_interval(u: np.ndarray, positive: np.ndarray, rng, boot: int) -> tuple[float, list[float]]:
     """AUROC of ``u`` for ``positive`` and its bootstrap 95% interval (NaN where undefined)."""
     from devenus.signals import auroc
+    from devenus.signals.group import bootstrap_auroc_interval
 
-    boots = [b for b in (auroc(u[i], positive[i]) for i in (rng.integers(0, len(u), len(u)) for _ in range(boot)))
-             if np.isfinite(b)]
-    return auroc(u, positive), (np.percentile(boots, [2.5, 97.5]).tolist() if boots else [float("nan")] * 2)
+    return auroc(u, positive), list(bootstrap_auroc_interval(u, positive, rng, boot))
 
 
 def zero_variance_entry(u: np.ndarray, pass_rate: np.ndarray, rng, boot: int) -> dict[str, Any]:

@@ -84,11 +84,21 @@ def auroc_interval(scores, positive, boot: int = 1000, seed: int = 0) -> tuple[f
     auc = auroc(s, p)
     if not np.isfinite(auc):
         return float("nan"), float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boots = [b for b in (auroc(s[i], p[i]) for i in (rng.integers(0, len(s), len(s)) for _ in range(boot)))
+    lo, hi = bootstrap_auroc_interval(s, p, np.random.default_rng(seed), boot)
+    return auc, lo, hi
+
+
+def bootstrap_auroc_interval(scores: np.ndarray, positive: np.ndarray, rng: np.random.Generator,
+                             boot: int) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of :func:`auroc` over ``boot`` resamples of the rows drawn from
+    ``rng`` (resamples with one class only are skipped; NaN when none is left)."""
+    n = len(scores)
+    boots = [b for b in (auroc(scores[i], positive[i]) for i in (rng.integers(0, n, n) for _ in range(boot)))
              if np.isfinite(b)]
-    lo, hi = np.percentile(boots, [2.5, 97.5]) if boots else (float("nan"), float("nan"))
-    return auc, float(lo), float(hi)
+    if not boots:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 def pearson(a, b) -> float:
