@@ -40,14 +40,14 @@ def main() -> None:
     torch.set_num_threads(1)
     sets = {"out": a.out, "limit": a.questions, "score.signals": ["consistency", *MODEL_SIGNALS]}
     cfg = load_config(CONFIG, sets)
-    t0 = time.perf_counter()
-    run_generate(cfg, progress=False)
-    t1 = time.perf_counter()
-    run_score(cfg, progress=False)
-    t2 = time.perf_counter()
+    seconds = {}
+    for name, run in (("generate", run_generate), ("score", run_score)):
+        t = time.perf_counter()
+        run(cfg, progress=False)
+        seconds[f"{name}_s"] = round(time.perf_counter() - t, 1)
     run_route(cfg, force=True, progress=False)
     rep, paths = run_report(cfg)
-    print(f"generate {t1 - t0:.0f} s, score {t2 - t1:.0f} s (0 s = reused shards)")
+    print(f"generate {seconds['generate_s']:.0f} s, score {seconds['score_s']:.0f} s (0 s = reused shards)")
     print("\n".join(summary_lines(rep)))
     routed = cfg.route.signal
     published = [p for p in paths if p.name in (f"calibration_{routed}.png", "auroc.png", "routing.png")]
@@ -61,8 +61,7 @@ def main() -> None:
         signals = {k: {kk: vv for kk, vv in s.items() if kk != "curve" or k == routed} for k, s in rep["signals"].items()}
         print(write_result("select_report_testbed", {
             "args": vars(a), "config": str(CONFIG.relative_to(CONFIG.parents[4])), "sets": sets,
-            "generate": cfg.generate_identity()["generate"], "generate_s": round(t1 - t0, 1),
-            "score_s": round(t2 - t1, 1), "pictures": [p.name for p in published],
+            "generate": cfg.generate_identity()["generate"], **seconds, "pictures": [p.name for p in published],
             "report": {**rep, "signals": signals}}))
 
 
