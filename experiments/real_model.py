@@ -69,7 +69,7 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
     source = mathematics_dataset("train")
     if arm.labeled_fraction >= 1.0:
         return source
-    path = Path(work) / "data" / f"train_{arm.labeled_fraction:g}_s{seed}.parquet"
+    path = Path(work).resolve() / "data" / f"train_{arm.labeled_fraction:g}_s{seed}.parquet"  # absolute: Ray's workers
     if not path.exists():
         write_records(hide_labels(read_records(source), arm.labeled_fraction, seed=seed), path)
     return path
@@ -81,7 +81,7 @@ def validation_file(split: str, work: Path) -> Path:
     from devenus.data import mathematics_dataset
     from devenus.records import read_records, write_records
 
-    path = Path(work) / "data" / f"{split}_half.parquet"
+    path = Path(work).resolve() / "data" / f"{split}_half.parquet"  # absolute: Ray's workers have no cwd
     if not path.exists():
         write_records(read_records(mathematics_dataset(split))[::2], path)
     return path
