@@ -8,6 +8,9 @@ the experiment runner (paired seeds, provenance, resumable). Plan: experiments/p
 
 Arms: ``base`` (validation only), ``grpo`` (every label), ``ttrl`` (no label: majority-vote pseudo
 rewards), ``semi@10`` (TTRL on the unlabeled 90%, the gold reward on the labeled 10%: 102 questions).
+Every question is phrased with one solved question of its module before it
+(``devenus.data.mathematics_dataset_worked``): with the shipped user turn alone SmolLM2 boxes almost no
+answer (0 of 256 held-out samples scored on a first run), so no arm would have a reward to follow.
 Labels are hidden with ``devenus.records.hide_labels``; a hidden answer stays as simulation truth for
 TTRL's pseudo-target precision (a mechanism metric; no method reads it).
 """
@@ -54,7 +57,7 @@ class Budget:
     kl_coef: float = 0.0
     lr: float = 1e-5
     max_response_length: int = 96
-    max_prompt_length: int = 160
+    max_prompt_length: int = 192  # the longest worked-turn prompt under SmolLM2's template: 191 tokens (test_ood)
     micro_batch: int = 8
 
 
@@ -62,28 +65,27 @@ BUDGET = Budget()
 
 
 def train_file(arm: Arm, seed: int, work: Path) -> Path:
-    """The shipped train split with the arm's fraction of labels kept (seeded; written once, atomically)."""
-    from devenus.data import mathematics_dataset
-    from devenus.records import hide_labels, read_records, write_records
+    """The shipped train split, phrased with its module's worked turn, with the arm's fraction of labels kept
+    (seeded; written once, atomically)."""
+    from devenus.data import mathematics_dataset_worked
+    from devenus.records import hide_labels, write_records
 
-    source = mathematics_dataset("train")
-    if arm.labeled_fraction >= 1.0:
-        return source
     path = Path(work).resolve() / "data" / f"train_{arm.labeled_fraction:g}_s{seed}.parquet"  # absolute: Ray's workers
     if not path.exists():
-        write_records(hide_labels(read_records(source), arm.labeled_fraction, seed=seed), path)
+        rows = mathematics_dataset_worked("train")
+        write_records(rows if arm.labeled_fraction >= 1.0 else hide_labels(rows, arm.labeled_fraction, seed=seed), path)
     return path
 
 
 def validation_file(split: str, work: Path) -> Path:
-    """Every other question of the shipped ``split`` (the files are ordered by module, so each module keeps
-    half its questions), written once."""
-    from devenus.data import mathematics_dataset
-    from devenus.records import read_records, write_records
+    """Every other question of the shipped ``split`` phrased with the worked turn (the files are ordered by
+    module, so each module keeps half its questions), written once."""
+    from devenus.data import mathematics_dataset_worked
+    from devenus.records import write_records
 
     path = Path(work).resolve() / "data" / f"{split}_half.parquet"  # absolute: Ray's workers have no cwd
     if not path.exists():
-        write_records(read_records(mathematics_dataset(split))[::2], path)
+        write_records(mathematics_dataset_worked(split)[::2], path)
     return path
 
 

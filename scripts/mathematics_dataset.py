@@ -190,33 +190,23 @@ def build(out: Path, seed: int) -> None:
 
 
 def worked_turn(rows: list[dict], examples: dict[str, tuple[str, str]]) -> list[dict]:
-    """Rows phrased for a small chat model, in place: before the question, one solved question of the same
-    module (``examples[module] = (question, answer)``) answered ``The final answer is \\boxed{answer}.``
-    (after the generic ``2 + 5`` turn of :mod:`devenus.smollm2` SmolLM2-135M rarely boxes an answer to these
-    questions: README.md beside the data)."""
-    for r in rows:
-        q, a = examples[r["extra_info"]["family"]]
-        r["prompt"] = [{"role": "user", "content": PROMPT_TEMPLATE.replace("{question}", q)},
-                       {"role": "assistant", "content": f"The final answer is \\boxed{{{a}}}."}, r["prompt"][-1]]
-    return rows
+    """:func:`devenus.data.worked_turn` with the shipped prompt template."""
+    from devenus.data import worked_turn as phrase
+
+    return phrase(rows, examples, PROMPT_TEMPLATE)
 
 
 def chat(out: Path) -> None:
-    """The shipped files phrased by :func:`worked_turn` (the example of a module: its first train row; an
-    extrapolate module uses its train module's), each a dataset version whose parent is the shipped file."""
-    from devenus.data import SPLITS, mathematics_dataset
-    from devenus.records import read_records
+    """The shipped files phrased by :func:`devenus.data.mathematics_dataset_worked`, each a dataset version
+    whose parent is the shipped file."""
+    from devenus.data import SPLITS, mathematics_dataset, mathematics_dataset_worked
     from devenus.records.versions import write_version
 
-    examples: dict[str, tuple[str, str]] = {}
-    for r in read_records(mathematics_dataset("train")):
-        examples.setdefault(r["extra_info"]["family"], (r["extra_info"]["question"], r["reward_model"]["ground_truth"]))
-    examples.update({ood: examples[m] for m, ood in MODULES.items() if ood})
     out.mkdir(parents=True, exist_ok=True)
     for s in SPLITS:
-        rows = worked_turn(read_records(mathematics_dataset(s)), examples)
+        rows = mathematics_dataset_worked(s)
         write_version(rows, out / f"{s}.parquet", rule="mathematics-dataset-worked-turn", force=True,
-                      config={"examples": examples}, parent=mathematics_dataset(s))
+                      config={"worked_turn": "devenus.data.mathematics_dataset_worked"}, parent=mathematics_dataset(s))
     print(f"[mathds] wrote {', '.join(f'{s}.parquet' for s in SPLITS)} (worked turn) in {out}")
 
 

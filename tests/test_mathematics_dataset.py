@@ -100,3 +100,20 @@ def test_the_reward_grades_every_gold_answer_1_and_its_near_misses_0(split):
             if compute_score(r["data_source"], say(miss), gold)["score"] != 0.0:
                 wrong.append((r["extra_info"]["index"], gold, miss))
     assert wrong == [], f"{len(wrong)} graded wrong (key, gold, answer): {wrong[:10]}"
+
+
+def test_the_worked_turn_is_a_solved_question_of_the_same_module():
+    from devenus.data import mathematics_dataset_worked
+    from devenus.verify.reward import compute_score
+
+    train = {r["extra_info"]["question"]: r for r in read_records(mathematics_dataset("train"))}
+    for split in SPLITS:
+        rows = mathematics_dataset_worked(split)
+        shipped = read_records(mathematics_dataset(split))
+        assert [r["prompt"][-1] for r in rows] == [r["prompt"][-1] for r in shipped]  # the question is untouched
+        for r in rows:
+            example, answer = r["prompt"][0]["content"], r["prompt"][1]["content"]
+            q = example.removesuffix(" Put the final answer in \\boxed{}.")
+            src = train[q]  # a train question, of this module or (extrapolate) of its train module
+            assert r["extra_info"]["family"].startswith(src["extra_info"]["family"])
+            assert compute_score("mathematics_dataset", answer, src["reward_model"]["ground_truth"])["score"] == 1.0

@@ -37,3 +37,15 @@ def test_paired_difference_by_hand():
     assert d.lo <= d.mean <= d.hi
     with pytest.raises(ValueError, match="share no question"):
         paired_difference({"x": 1.0}, {"y": 1.0})
+
+
+def test_the_question_of_a_dump_row_is_its_last_user_turn():
+    from devenus.evaluate.compare import last_user_turn, question_of_dump
+
+    # a bare testbed question, and a chat model's system turn + worked turn + question (verl decodes the roles)
+    assert question_of_dump("user\n3+4=?\nassistant\n") == "3+4=?"
+    row = {"prompt": [{"role": "user", "content": "1+1? Box it."}, {"role": "assistant", "content": "\\boxed{2}"},
+                      {"role": "user", "content": "2+5? Box it."}]}
+    dumped = "system\nYou are SmolLM\nuser\n1+1? Box it.\nassistant\n\\boxed{2}\nuser\n2+5? Box it.\nassistant\n"
+    assert question_of_dump(dumped) == last_user_turn(row) == "2+5? Box it."
+    assert question_of_dump("system\nYou are SmolLM\nuser\n9-2?\nassistant") == "9-2?"

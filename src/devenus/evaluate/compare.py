@@ -15,18 +15,27 @@ from typing import Sequence
 
 from devenus.evaluate.metrics import Interval, bootstrap_interval
 
-__all__ = ["verl_dump_scores", "paired_difference", "per_question_means", "question_of_dump"]
+__all__ = ["verl_dump_scores", "paired_difference", "per_question_means", "question_of_dump", "last_user_turn"]
 
 
 def question_of_dump(text: str) -> str:
-    """The question of one row of verl's validation dump: verl decodes the prompt without special
-    tokens, "user\n<question>\nassistant\n" (the ChatML roles are left)."""
+    """The question of one row of verl's validation dump: verl decodes the prompt without special tokens,
+    "[system\n<text>\n]user\n<question>\nassistant\n" (the ChatML roles are left); with worked turns
+    before it, the question is the last user turn."""
     text = text.strip()
-    if text.startswith("user\n"):
+    last = text.rfind("\nuser\n")
+    if last >= 0:
+        text = text[last + len("\nuser\n"):]
+    elif text.startswith("user\n"):
         text = text[len("user\n"):]
     if text.endswith("assistant"):
         text = text[: -len("assistant")]
     return text.strip()
+
+
+def last_user_turn(record: dict) -> str:
+    """What :func:`question_of_dump` reads back for a record: its prompt's last user message."""
+    return [m["content"] for m in record["prompt"] if m["role"] == "user"][-1].strip()
 
 
 def verl_dump_scores(dump: str | Path, record_files: Sequence[str | Path]) -> dict[str, list[float]]:
@@ -36,8 +45,7 @@ def verl_dump_scores(dump: str | Path, record_files: Sequence[str | Path]) -> di
     key_of: dict[str, str] = {}
     for f in record_files:
         for r in read_records(f):
-            user = [m["content"] for m in r["prompt"] if m["role"] == "user"]
-            key_of[user[-1].strip()] = r["extra_info"]["index"]
+            key_of[last_user_turn(r)] = r["extra_info"]["index"]
     out: dict[str, list[float]] = {}
     for n, line in enumerate(Path(dump).read_text().splitlines()):
         if not line.strip():

@@ -153,14 +153,16 @@ def validation_files(tb) -> dict[str, Path]:
 
 
 def question_groups(files: Mapping[str, Path]) -> dict[str, str]:
-    """Question text -> group (``ID``, ``near-OOD/<family>``, ``far-OOD/<family>``)."""
+    """Question text (the prompt's last user turn, as the validation dump gives it back) -> group (``ID``,
+    ``near-OOD/<family>``, ``far-OOD/<family>``)."""
+    from devenus.evaluate.compare import last_user_turn
     from devenus.records import read_records
 
     out = {}
     for split, path in files.items():
         side = SIDE_GROUPS[split]
         for r in read_records(path):
-            q = r["extra_info"]["question"]
+            q = last_user_turn(r)
             out[q] = side if side == "ID" else f"{side}/{r['extra_info']['family']}"
     return out
 
