@@ -7,8 +7,7 @@ table. Definitions are registered in :data:`EXPERIMENTS` (lazily, by ``"module:a
 live in :mod:`devenus.experiments.definitions`, one module each, whose docstring is the experiment's plan.
 
 Adding one: write ``devenus/experiments/definitions/<name>.py`` ending in ``DEFINITION = Definition(...)``
-and register it (``EXPERIMENTS.register("<name>", "devenus.experiments.definitions.<name>:DEFINITION")``,
-or add it to :data:`BUILTIN`). See experiments/README.md, "Adding an experiment".
+and add it to :data:`BUILTIN`. See experiments/README.md, "Adding an experiment".
 """
 
 from __future__ import annotations
