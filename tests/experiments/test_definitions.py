@@ -184,6 +184,12 @@ def test_usage_errors_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_a_report_without_results_is_one_line_and_writes_nothing(tmp_path, capsys):
+    assert main(["experiment", "selection", "--report", "--results", str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().err == f"error: no results at {tmp_path / 'none'} (run from the checkout, or name them with --results)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unknown_experiment_is_one_line_with_a_did_you_mean(capsys):
     assert main(["experiment", "selectoin", "--report"]) == 1
     assert capsys.readouterr().err.startswith("error: unknown experiment 'selectoin' (did you mean 'selection'?)")

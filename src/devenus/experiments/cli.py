@@ -82,6 +82,8 @@ def cmd_experiment(args) -> int:
         budget = replace(d.budget, steps=args.steps)
     exp = d.experiment(args.results, args.work, budget=budget, run_timeout_s=args.run_timeout,
                        mixing=Mixing.from_args(args))
+    if args.report and not exp.results.is_dir():
+        raise ValueError(f"no results at {exp.results} (run from the checkout, or name them with --results)")
     if not args.report:
         seeds = list(d.seeds) if args.full else args.seed or list(d.quick_seeds)
         exp.run(seeds, d.arm_names(args.arm, args.quick), jobs=args.jobs or min(d.jobs, os.cpu_count() or 1), force=args.force,
