@@ -54,10 +54,10 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=3)
     args = ap.parse_args()
     from devenus.adapters.verl.cpu.launch import cpu_launch_env
-    from devenus.experiments.runner import SharedRay
+    from devenus.runs.ray_head import RayHead
 
     res: dict[str, list[dict]] = {"local": [], "shared": []}
-    with SharedRay(num_gpus=1) as head:
+    with RayHead(num_gpus=1, env=cpu_launch_env()) as head:
         env = head.env(cpu_launch_env())
         print(f"head up in {head.start_s:.1f} s at {head.address}", flush=True)
         for i in range(args.trials):

@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "devenus.select.cli",  # select generate|score|route|materialize|run
     "devenus.transitions.cli",  # transition
     "devenus.lifecycle.cli",  # lifecycle
+    "devenus.experiments.cli",  # experiment list|NAME
 )
 
 def _testbed_config(args):

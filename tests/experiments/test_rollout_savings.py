@@ -3,10 +3,7 @@ metrics, rollouts to reach an accuracy with interpolation, paired savings over s
 records, and the experiment's arms: each builds its method, names its reference, and its overrides
 compose into the typed devenus overlay."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,16 +11,11 @@ from devenus.experiments.curves import (ROLLOUTS, ZERO_VARIANCE, accuracy_at, ac
                                         rollouts_to_reach, savings, zero_variance_floor)
 from devenus.experiments.stats import t_ppf
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "rollout_savings.py"
-
-
 @pytest.fixture()
-def rs(monkeypatch):
-    spec = importlib.util.spec_from_file_location("rollout_savings", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "rollout_savings", mod)  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+def rs():
+    from devenus.experiments.definitions import rollout_savings
+
+    return rollout_savings
 
 
 # ------------------------------------------------------------------------------ the arithmetic
@@ -136,7 +128,7 @@ def test_arms_build_their_methods_name_their_references_and_validate_every_test_
     for a in arms.values():
         WeakTrainerInterface.get(a.method).build(a.method_config)
         assert f"trainer.test_freq={rs.TEST_FREQ}" in a.overrides
-        assert rs.BUDGET.steps % rs.TEST_FREQ == 0  # the last step is a validation point of the grid
+        assert rs.DEFINITION.budget.steps % rs.TEST_FREQ == 0  # the last step is a validation point of the grid
     for arm, ref in rs.REFERENCE.items():
         assert arms[arm].baseline == ref  # the runner's table pairs the same runs as the savings table
     assert any("dynamic_sampling.enabled=true" in o for o in arms["grpo+ds"].overrides)
@@ -149,7 +141,7 @@ def test_arms_build_their_methods_name_their_references_and_validate_every_test_
 
 
 def test_the_experiment_plans_paired_runs_on_the_id_questions(rs, tmp_path):
-    exp = rs.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work", validation={
+    exp = rs.DEFINITION.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work", validation={
         "test_id": tmp_path / "id.parquet", "test_id_extra": tmp_path / "id_extra.parquet"})
     assert exp.plan([0], ["ttrl@10+ds"]) == [("base", 0), ("ttrl@10", 0), ("ttrl@10+ds", 0)]
     assert len(exp.plan([0, 1, 2])) == 3 * (1 + len(rs.arms()))
@@ -212,7 +204,7 @@ def test_every_arms_run_passes_the_trainers_preflight(rs, tmp_path):
     from devenus.testbed import build_testbed
 
     tb = build_testbed()
-    exp = rs.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work")
+    exp = rs.DEFINITION.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work")
     for a in rs.arms():
         out = exp.run_dir(a.name, 0)
         # the CPU backend's own overrides, as devenus.train adds them at launch (one device, local Ray)
@@ -242,7 +234,7 @@ def test_write_report_refuses_mixed_weights_and_never_starts_a_curve_at_another_
     import devenus.experiments.plot as plot
     from devenus.experiments.provenance import MixedResults, Mixing
 
-    exp = rs.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work", validation={"test_id": tmp_path / "v.parquet"})
+    exp = rs.DEFINITION.experiment(tmp_path / "results" / rs.NAME, tmp_path / "work", validation={"test_id": tmp_path / "v.parquet"})
     exp.log = lambda s: None
     code = {"commit": None, "dirty": None, "version": "0.1.0", "tree": "tree-a"}
 
@@ -257,11 +249,11 @@ def test_write_report_refuses_mixed_weights_and_never_starts_a_curve_at_another_
         save(record("grpo", seed, [100] * 10, {5: 0.3, 10: 0.5}))
         save(record("grpo+ds", seed, [100] * 10, {5: 0.4, 10: 0.5}))
     with pytest.raises(MixedResults, match=r"w1 \(base s0; grpo s0,1; grpo\+ds s0,1\) vs w2 \(base s1\)"):
-        rs.write_report(exp)
+        rs.DEFINITION.write_report(exp)
     drawn = {}
     monkeypatch.setattr(plot, "plot_curves", lambda name, panels, out, targets: drawn.update(panels))
     exp.mixing = Mixing(weights=True)
-    rs.write_report(exp)
+    rs.DEFINITION.write_report(exp)
     seed0, seed1 = drawn["against grpo"]["grpo"]
     assert seed0 == [(0.0, 0.25), (500.0, 0.3), (1000.0, 0.5)]  # from its own base run
     assert seed1 == [(500.0, 0.3), (1000.0, 0.5)]  # the w2 base run is another model's step 0

@@ -36,14 +36,14 @@ def small_validation(tmp_path_factory):
     return files
 
 
-def redrawn_train_file(arm, seed, work):
+def redrawn_train_file(arm, seed, exp):
     """Every row of 8 noisy, redrawn at every visit (a wrong answer of the step's own rollouts)."""
     from devenus.records.io import read_records
     from devenus.records.versions import write_version
     from devenus.testbed import build_testbed
     from devenus.testbed.noise import inject_noise
 
-    path = Path(work) / "data" / f"redraw_s{seed}.parquet"
+    path = exp.work / "data" / f"redraw_s{seed}.parquet"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         rows = read_records(build_testbed().split("train"))[:8]
@@ -74,7 +74,7 @@ def test_one_arm_one_seed_two_steps(tmp_path, small_validation):
         assert trainer["data"]["seed"] == 0 and trainer["trainer"]["total_training_steps"] == 2
         assert trainer["actor_rollout_ref"]["rollout"]["val_kwargs"]["n"] == 2  # resolved, as the trainer saw it
     assert results[0]["data"]["train"] is None  # base only validates
-    assert results[1]["data"]["train"]["path"] == str(redrawn_train_file(None, 0, exp.work))
+    assert results[1]["data"]["train"]["path"] == str(redrawn_train_file(None, 0, exp))
     assert results[1]["config"]["run"]["steps"] == 2 and "data.seed=0" in results[1]["config"]["overrides"]
     r = results[1]
     steps = read_metrics(exp.work / "e2e" / "grpo_redraw_s0" / "metrics" / "0.jsonl")  # verl's file tracker, one launch

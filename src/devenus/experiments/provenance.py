@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -99,7 +98,7 @@ class Mixing:
 
     @staticmethod
     def add_flags(parser) -> None:
-        """The two flags, for an experiment script's argparse parser."""
+        """The two flags, for a command's argparse parser (``devenus experiment``)."""
         parser.add_argument("--allow-mixed-code", action="store_true",
                             help="tabulate and pair results of different code versions together")
         parser.add_argument("--allow-mixed-weights", action="store_true",
@@ -112,15 +111,6 @@ class Mixing:
 
 class MixedResults(ValueError):
     """A set of results spans code versions or weights that were not allowed to mix."""
-
-
-def exit_on_mixed(main) -> int | None:
-    """Run an experiment script's ``main``; a refused mix ends it with its one line (exit status 2)."""
-    try:
-        return main()
-    except MixedResults as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
 
 
 def check_one_version(records: Mapping[tuple[str, int], Mapping], mixing: Mixing = Mixing(), what: str = "") -> None:

@@ -35,9 +35,9 @@ What every run shares, by construction:
   as ``devenus lifecycle`` does between rounds. The runner runs the source arm first, writes D(1) and its
   manifest under ``<results>/transitions/`` (kept with the results: what changed, and why, stays
   auditable), and records the transition's counts and, on the testbed, its precision and recall.
-- **Start-up.** With ``shared_ray`` the runner starts one Ray head for the whole sweep and every run
-  attaches to it (``ray_kwargs.ray_init.address``), so no run starts its own GCS/raylet; verl still
-  builds its worker processes per trainer. Each record keeps ``startup_s`` (launch to the end of the
+- **Start-up.** With ``shared_ray`` the runner starts one Ray head for the whole sweep
+  (:class:`devenus.runs.ray_head.RayHead`) and every run attaches to it, so no run starts its own
+  GCS/raylet; verl still builds its worker processes per trainer. Each record keeps ``startup_s`` (launch to the end of the
   first step, minus that step's own time), so the saving is measured, not assumed.
 """
 
@@ -50,10 +50,6 @@ import math
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -66,7 +62,7 @@ from devenus.experiments.provenance import (Mixing, check_one_version, code_id, 
                                             file_hashes, runs_text, version_groups, weights_id)
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
 from devenus.records.io import commit_temp, write_text_atomic
-from devenus.runs.launch import guard_group
+from devenus.runs.ray_head import RayHead
 
 BASE = "base"
 AGGREGATES = ("ID", "near-OOD", "far-OOD")
@@ -98,17 +94,6 @@ class Arm:
     transition: Transition | None = None  # train on D(1) derived from another arm's evidence (same seed)
 
 
-def seed_list(text: str) -> list[int]:
-    """An experiment script's ``--seed``: one seed or several, comma-separated (``1,2``), for argparse."""
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(f"seeds must be integers, comma-separated (e.g. 0 or 1,2): {text!r}") from None
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"a seed is named twice: {text!r}")
-    return seeds
-
-
 # ------------------------------------------------------------------------------ training data
 def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
     """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
@@ -118,24 +103,25 @@ def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list
     return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
 
 
-def pool_train_file(experiment: str, size: int) -> Callable[["Arm", int, Path], Path]:
+def pool_train_file(size: int) -> "TrainFile":
     """An :class:`Experiment` ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
-    split with the arm's ``labeled_fraction`` of labels kept (seeded), written once as a dataset version
-    under ``<work>/data`` before any run starts, so parallel runs never write the same file."""
+    split (drawn for the experiment's name) with the arm's ``labeled_fraction`` of labels kept (seeded),
+    written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
+    write the same file."""
 
-    def train_file(arm: "Arm", seed: int, work: Path) -> Path:
+    def train_file(arm: "Arm", seed: int, exp: "Experiment") -> Path:
         from devenus.records import hide_labels, read_records
         from devenus.records.versions import write_version
         from devenus.testbed import build_testbed
 
         tb = build_testbed()
-        path = Path(work) / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
+        path = exp.work / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            rows = seeded_pool(experiment, read_records(tb.split("train")), seed, size)
+            rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, size)
             if arm.labeled_fraction < 1.0:
                 rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
-            write_version(rows, path, rule=experiment, parent=tb.split("train"),
+            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
                           config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed})
         return path
 
@@ -185,87 +171,10 @@ def per_question_scores(dump: Path, groups: Mapping[str, str]) -> tuple[dict[str
     return out, max((len(s) for s in scores.values()), default=0)
 
 
-# ------------------------------------------------------------------------------ a shared Ray head
-class SharedRay:
-    """One Ray head for a sweep, started with the CPU backend's environment (workers inherit it) in
-    its own process group, stopped by killing that group (never ``ray stop``: it stops every Ray on
-    the machine).
-
-    The head gets a private ``--temp-dir``: ``ray start`` records its address in
-    ``<temp dir>/ray_current_cluster``, and any plain ``ray.init()`` on the machine (every other
-    ``devenus.train`` run, every test) connects to the cluster named in ``/tmp/ray/ray_current_cluster``
-    instead of starting its own, and fails when that head is gone. A private temp dir keeps this head
-    invisible to everyone who does not pass its address."""
-
-    def __init__(self, num_gpus: int, num_cpus: int = 16, log: Path | None = None) -> None:
-        self.num_gpus, self.num_cpus, self.log = num_gpus, num_cpus, log
-        self.proc: subprocess.Popen | None = None
-        self.temp_dir = ""
-        self.address = ""
-        self.start_s = float("nan")
-
-    def __enter__(self) -> "SharedRay":
-        from devenus.adapters.verl.cpu.launch import cpu_launch_env
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        ray_bin = Path(sys.executable).with_name("ray")
-        self.temp_dir = tempfile.mkdtemp(prefix="dvray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-        cmd = [str(ray_bin), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
-               f"--temp-dir={self.temp_dir}",
-               f"--num-cpus={self.num_cpus * self.num_gpus}", f"--num-gpus={self.num_gpus}",
-               "--include-dashboard=false", "--disable-usage-stats"]
-        out = open(self.log, "w") if self.log else subprocess.DEVNULL
-        t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env(cpu_launch_env()),
-                                     start_new_session=True)
-        guard_group(self.proc.pid)
-        self.address = f"127.0.0.1:{port}"
-        self._wait_ready(t0)
-        self.start_s = time.perf_counter() - t0
-        return self
-
-    def _wait_ready(self, t0: float, timeout: float = 300) -> None:
-        ray_bin = Path(sys.executable).with_name("ray")
-        while time.perf_counter() - t0 < timeout:
-            if self.proc and self.proc.poll() is not None:
-                raise RuntimeError(f"ray start exited with {self.proc.returncode} (log: {self.log})")
-            r = subprocess.run([str(ray_bin), "status", f"--address={self.address}"], capture_output=True, text=True,
-                               env=self.env(dict(os.environ)))
-            if r.returncode == 0 and "GPU" in r.stdout:
-                return
-            time.sleep(2)
-        raise TimeoutError(f"the Ray head at {self.address} did not come up in {timeout:.0f} s")
-
-    @staticmethod
-    def env(base: dict) -> dict:
-        """Ray 2.60's ``ray start`` turns on token authentication, which the runs (plain ``ray.init``
-        clients) cannot pass; the head listens on 127.0.0.1 only, so it runs without (unless set)."""
-        return {**base, "RAY_AUTH_MODE": base.get("RAY_AUTH_MODE", "disabled")}
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is None:
-            return
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):  # the group: head, GCS, raylet, workers
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-    def overrides(self) -> list[str]:
-        return ["devenus.backend=cpu",  # auto would keep off the CPU backend for a cluster job
-                f"++ray_kwargs.ray_init.address={self.address}",
-                "ray_kwargs.ray_init.num_cpus=null", "ray_kwargs.ray_init.num_gpus=null"]
-
-
 # ------------------------------------------------------------------------------ the experiment
-TrainFile = Callable[[Arm, int, Path], "Path | None"]
+#: (arm, seed, experiment) -> the arm's training records (Parquet), or None for the testbed's train split;
+#: data it builds goes under ``experiment.work``, a record of how it was built beside ``experiment.results``
+TrainFile = Callable[[Arm, int, "Experiment"], "Path | None"]
 
 
 @dataclass
@@ -275,7 +184,7 @@ class Experiment:
     budget: Mapping  # RunConfig fields shared by every arm (steps, lr, val_n, ...)
     results: Path  # one JSON per (arm, seed); the table beside it
     work: Path = Path("outputs/experiments")
-    train_file: TrainFile | None = None  # (arm, seed, work) -> Parquet, or None for the testbed's train split
+    train_file: TrainFile | None = None  # (arm, seed, experiment) -> Parquet; None: the testbed's train split
     testbed_config: object = None
     run_timeout_s: float | None = None
     log: Callable[[str], None] = print
@@ -422,7 +331,7 @@ class Experiment:
         """D(0) of a two-round arm: what its source arm trained on."""
         src = self.arm(arm.transition.source)
         if self.train_file is not None:
-            return Path(self.train_file(src, seed, self.work))
+            return Path(self.train_file(src, seed, self))
         return Path(self._testbed().split("train"))
 
     def build_transition(self, name: str, seed: int) -> dict:
@@ -447,9 +356,9 @@ class Experiment:
         if arm.transition is not None:
             data = self.transition_path(arm.name, seed)
         elif self.model != "testbed":  # no testbed split to fall back on: a validation-only run names one too
-            data = self.train_file(arm if arm.name != BASE else self.arms[0], seed, self.work)
+            data = self.train_file(arm if arm.name != BASE else self.arms[0], seed, self)
         else:
-            data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
+            data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self)
         files = self.validation_files()
         model = {} if self.model == "testbed" else {"model_dir": self.model_dir(), "val_files": tuple(map(str, files.values()))}
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
@@ -472,7 +381,7 @@ class Experiment:
 
         return overrides(tb, out.resolve(), cfg)
 
-    def run_one(self, name: str, seed: int, ray: SharedRay | None = None) -> dict:
+    def run_one(self, name: str, seed: int, ray: RayHead | None = None) -> dict:
         """Train (or, for ``base``, only validate) one (arm, seed) through ``python -m devenus.train``."""
         from devenus.runs import launch
 
@@ -568,51 +477,22 @@ class Experiment:
             if arm.transition is not None:
                 self.source_data(arm, seed)  # D(0); its D(1) is built once the source has run
             elif name != BASE and self.train_file is not None:
-                self.train_file(arm, seed, self.work)
+                self.train_file(arm, seed, self)
         self.validation_files()  # built before any run starts
-        # two waves: a two-round arm's data (D(1)) exists only once its source's run has written evidence
-        waves = [[j for j in todo if self.arm(j[0]).transition is None],
-                 [j for j in todo if self.arm(j[0]).transition is not None]]
         t0 = time.perf_counter()
-
-        def one(job, ray):
-            name, seed = job
-            r = self.run_one(name, seed, ray)
-            acc = " ".join(f"{g}={r['accuracy'].get(g, float('nan')):.3f}" for g in AGGREGATES)
-            # a validation-only run has no step 1 to measure its start-up against
-            startup = "start-up -" if r["startup_s"] is None else f"start-up {r['startup_s']}s"
-            self.log(f"[{self.name}] {name} s{seed}: rc={r['returncode']} {r['wall_s']:.0f}s "
-                     f"{startup} {acc} ({(time.perf_counter() - t0) / 60:.1f} min in)")
-            return r
-
-        def sweep(ray):
-            results = []
-            for wave in waves:
-                for name, seed in (j for j in wave if self.arm(j[0]).transition is not None):  # before its runs
-                    s = self.build_transition(name, seed)
-                    self.log(f"[{self.name}] {name} s{seed}: D(1) from {s['source']}'s evidence, rule {s['rule']}: "
-                             f"{s['accepted']} of {s['proposals']} proposed rows changed")
-                pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-                try:
-                    results += list(pool.map(lambda j: one(j, ray), wave))
-                except BaseException:
-                    self.stop()  # before waiting for the threads: they wait for their runs
-                    raise
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
-            return results
-
         previous = None
         if threading.current_thread() is threading.main_thread():  # SIGTERM unwinds like Ctrl-C: runs are stopped
             previous = signal.signal(signal.SIGTERM, _raise_exit)
         try:
             if shared_ray:
+                from devenus.adapters.verl.cpu.launch import cpu_launch_env
+
                 (self.work / self.name).mkdir(parents=True, exist_ok=True)
-                with SharedRay(num_gpus=max(1, jobs), log=self.work / self.name / "ray_head.log") as ray:
+                with RayHead(max(1, jobs), cpu_launch_env(), log=self.work / self.name / "ray_head.log") as ray:
                     self.log(f"[{self.name}] Ray head at {ray.address} up in {ray.start_s:.1f}s")
-                    results = sweep(ray)
+                    results = self._sweep(todo, jobs, ray, t0)
             else:
-                results = sweep(None)
+                results = self._sweep(todo, jobs, None, t0)
         except BaseException:
             self.stop()
             raise
@@ -622,6 +502,35 @@ class Experiment:
         self.log(f"[{self.name}] {len(results)} runs in {(time.perf_counter() - t0) / 60:.1f} min; "
                  f"{sum(r['returncode'] != 0 for r in results)} failed")
         return results
+
+    def _sweep(self, todo: Sequence[tuple[str, int]], jobs: int, ray: RayHead | None, t0: float) -> list[dict]:
+        """The runs of ``todo``, ``jobs`` at a time, in two waves: a two-round arm's data (D(1)) exists only
+        once its source's run has written evidence."""
+        results = []
+        for two_round in (False, True):
+            wave = [j for j in todo if (self.arm(j[0]).transition is not None) == two_round]
+            for name, seed in (wave if two_round else ()):  # D(1) before its runs
+                s = self.build_transition(name, seed)
+                self.log(f"[{self.name}] {name} s{seed}: D(1) from {s['source']}'s evidence, rule {s['rule']}: "
+                         f"{s['accepted']} of {s['proposals']} proposed rows changed")
+            pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+            try:
+                results += list(pool.map(lambda job: self._run_logged(*job, ray, t0), wave))
+            except BaseException:
+                self.stop()  # before waiting for the threads: they wait for their runs
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return results
+
+    def _run_logged(self, name: str, seed: int, ray: RayHead | None, t0: float) -> dict:
+        r = self.run_one(name, seed, ray)
+        acc = " ".join(f"{g}={r['accuracy'].get(g, float('nan')):.3f}" for g in AGGREGATES)
+        # a validation-only run has no step 1 to measure its start-up against
+        startup = "start-up -" if r["startup_s"] is None else f"start-up {r['startup_s']}s"
+        self.log(f"[{self.name}] {name} s{seed}: rc={r['returncode']} {r['wall_s']:.0f}s "
+                 f"{startup} {acc} ({(time.perf_counter() - t0) / 60:.1f} min in)")
+        return r
 
     # ---- the analysis
     def records(self) -> dict[tuple[str, int], dict]:
@@ -810,7 +719,9 @@ def trainer_config(run_dir: Path) -> dict | None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    cfg = OmegaConf.load(path)
+    from devenus.config import load_file
+
+    cfg = OmegaConf.create(load_file(path))
     try:
         return OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException:

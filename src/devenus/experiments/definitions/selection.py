@@ -3,9 +3,9 @@
 and does the signal beat random routing at the same budgets? Through the selection pipeline
 (``devenus.select``), verl's real trainer and the experiment runner (paired seeds, paired intervals).
 
-    python experiments/selection.py --quick     # every arm, seed 0      (budget: 30 min)
-    python experiments/selection.py --full      # every arm, seeds 0-2   (budget: 3 h)
-    python experiments/selection.py --report    # the table from the results on disk
+    devenus experiment selection --quick     # every arm, seed 0      (budget: 30 min)
+    devenus experiment selection --full      # every arm, seeds 0-2   (budget: 3 h)
+    devenus experiment selection --report    # the table from the results on disk
 
 Plan (written before any run of this experiment; the claims are the report's, tested in direction):
 - Pool: the first 512 questions of the testbed's unlabeled candidate pool (``testbed-pool``: addition of
@@ -33,19 +33,13 @@ selection_routes.json.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.provenance import Mixing, exit_on_mixed
-from devenus.experiments.runner import Arm, Experiment, seed_list
+from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.runner import Arm, Experiment
 
 NAME = "selection"
-RESULTS = Path(__file__).parent / "results" / NAME
-SEEDS = (0, 1, 2)
 POOL_QUESTIONS = 512
 SIGNAL = "consistency"
 TTRL = {"votes": 16, "min_agreement": 0.5}
@@ -56,28 +50,6 @@ ROUTES = {
     "ttrl_routed": {"route.signal": SIGNAL},
     "ttrl_random": {"route.signal": "random", "route.seed": "{seed}"},
 }
-
-
-def arms() -> list[Arm]:
-    return [
-        Arm("grpo_full", "grpo"),
-        Arm("ttrl_routed", "ttrl", method_config=TTRL, baseline="grpo_full", claimed_side=1),
-        Arm("ttrl_random", "ttrl", method_config=TTRL, baseline="ttrl_routed", claimed_side=-1),
-    ]
-
-
-@dataclass(frozen=True)
-class Budget:
-    # one lr and KL for every arm, as in the weak-supervision experiment (set there before any held-out number)
-    steps: int = 16
-    prompts_per_step: int = 16
-    rollouts_per_prompt: int = 8
-    val_n: int = 4
-    kl_coef: float = 0.01
-    lr: float = 5e-5
-
-
-BUDGET = Budget()
 
 
 def select_config(work: Path, routing: dict | None = None, out: Path | None = None):
@@ -91,38 +63,40 @@ def select_config(work: Path, routing: dict | None = None, out: Path | None = No
     return load_config(None, over)
 
 
-def train_file(arm: Arm, seed: int, work: Path) -> Path:
+def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The arm's routed version of the pool. Generation and scoring run once (resumable shards under
-    ``work/select``); each (routing, seed) is routed and materialized into its own dataset version, one
+    ``<work>/select``); each (routing, seed) is routed and materialized into its own dataset version, one
     at a time, before any training run starts."""
     from devenus.select.pipeline import run_generate, run_materialize, run_route, run_score
 
     routing = {k: (v.format(seed=seed) if isinstance(v, str) else v) for k, v in ROUTES[arm.name].items()}
     if "route.seed" in routing:
         routing["route.seed"] = int(routing["route.seed"])
-        path = Path(work) / "data" / f"{arm.name}_s{seed}.parquet"
+        path = exp.work / "data" / f"{arm.name}_s{seed}.parquet"
     else:
-        path = Path(work) / "data" / f"{arm.name}.parquet"  # the signal's routing does not depend on the seed
+        path = exp.work / "data" / f"{arm.name}.parquet"  # the signal's routing does not depend on the seed
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    cfg = select_config(work, routing, path)
+    cfg = select_config(exp.work, routing, path)
     run_generate(cfg)
     run_score(cfg)
     route = run_route(cfg, force=True)  # the shared folder's route stage is this arm's until the next one
     run_materialize(cfg)
-    _record_route(work, arm.name, seed, route)
+    _record_route(exp, arm.name, seed, route)
     return path
 
 
-def _record_route(work: Path, arm: str, seed: int, route) -> None:
-    """Counts and the hidden pass rate of each decision (simulation truth: a diagnostic, never routed on)."""
+def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
+    """Counts and the hidden pass rate of each decision (simulation truth: a diagnostic, never routed on),
+    in ``<name>_routes.json`` beside the results folder."""
     import numpy as np
     import pyarrow.parquet as pq
 
+    from devenus.records.io import write_text_atomic
     from devenus.select.pipeline import read_questions, stage
 
-    cfg = select_config(work)
+    cfg = select_config(exp.work)
     q = read_questions(stage(cfg, "score")).to_pydict()
     r = pq.read_table(str(route.shard_path(0))).to_pydict()
     sim = dict(zip(q["index"], q.get("sim_pass_rate") or [None] * len(q["index"])))
@@ -130,46 +104,21 @@ def _record_route(work: Path, arm: str, seed: int, route) -> None:
     for d in ("annotate", "weak", "discard"):
         vals = [sim[k] for k, dd in zip(r["index"], r["decision"]) if dd == d and sim.get(k) is not None]
         out[f"{d}_hidden_pass_rate"] = float(np.mean(vals)) if vals else None
-    path = RESULTS.parent / f"{NAME}_routes.json"
+    path = exp.results.parent / f"{exp.name}_routes.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data[f"{arm}_s{seed}"] = out
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
 
-def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), budget: Budget = BUDGET,
-               run_timeout_s: float | None = 3600) -> Experiment:
-    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
-                      run_timeout_s=run_timeout_s)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="every arm, seed 0 (or --seed)")
-    mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
-    mode.add_argument("--report", action="store_true", help="the table from the results on disk")
-    ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
-    ap.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for --quick and --arm: 0 or 1,2")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
-    ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
-    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
-    ap.add_argument("--work", default=f"outputs/{NAME}")
-    ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
-    Mixing.add_flags(ap)
-    args = ap.parse_args()
-    exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
-    exp.mixing = Mixing.from_args(args)
-    if args.report:
-        print(exp.report())
-        return
-    if not (args.quick or args.full or args.arm):
-        ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
-    seeds = list(SEEDS) if args.full else args.seed
-    exp.run(seeds, args.arm.split(",") if args.arm else None, jobs=args.jobs, force=args.force)
-    print(exp.report())
-
-
-if __name__ == "__main__":
-    sys.exit(exit_on_mixed(main))
+DEFINITION = Definition(
+    name=NAME,
+    summary="TTRL on the routed pool vs random routing at the same budgets vs GRPO on full data",
+    arms=(
+        Arm("grpo_full", "grpo"),
+        Arm("ttrl_routed", "ttrl", method_config=TTRL, baseline="grpo_full", claimed_side=1),
+        Arm("ttrl_random", "ttrl", method_config=TTRL, baseline="ttrl_routed", claimed_side=-1),
+    ),
+    # one lr and KL for every arm, as in the weak-supervision experiment (set there before any held-out number)
+    budget=Budget(steps=16, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
+    train_file=train_file,
+)

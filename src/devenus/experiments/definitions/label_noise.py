@@ -2,10 +2,10 @@
 correction, beat GRPO on noisy labels, for inactive and active noise? Through verl's real trainer and the
 experiment runner (paired seeds, paired intervals).
 
-    python experiments/label_noise.py --quick     # rho 0.5, both regimes, seed 0     (budget: 30 min)
-    python experiments/label_noise.py --full      # rho 0.1/0.3/0.5, both regimes, seeds 0-2
-    python experiments/label_noise.py --reference # the OLR reference's regimes at rho 0.5, seeds 0-2
-    python experiments/label_noise.py --report    # the table from the results on disk
+    devenus experiment label_noise --quick                # rho 0.5, both regimes, seed 0 (budget: 30 min)
+    devenus experiment label_noise --full                 # rho 0.1/0.3/0.5, both regimes, seeds 0-2
+    devenus experiment label_noise --full --arm reference # the OLR reference's regimes at rho 0.5, seeds 0-2
+    devenus experiment label_noise --report               # the table from the results on disk
 
 Plan (written before any run of this experiment; the claim is the report's, tested in direction):
 - Arms per (regime, rho): ``grpo`` on the noisy labels and ``olr`` on the same noisy labels; plus
@@ -32,7 +32,7 @@ Plan (written before any run of this experiment; the claim is the report's, test
   ``grpo@redraw0.5``, ``olr@redraw0.5``; the two regimes share a seed's noisy rows. Claim: ``olr`` beats
   ``grpo`` of the same regime and seed (claimed side +), as the reference reports for both regimes; also
   reported beside the committed table, against ``base`` and ``grpo_clean`` (reused, not rerun). Run with
-  ``--reference`` (3 seeds) or as part of ``--full``. Not reproduced from the reference: its 800 DAPO
+  ``--full --arm reference`` (3 seeds) or as part of ``--full``. Not reproduced from the reference: its 800 DAPO
   questions sampled at base pass rate 0.5 (the pool is the same 64 testbed questions as every other arm)
   and its per-row Bernoulli count of noisy rows (here exactly round(rho * 64)).
 - Pool: 64 training questions drawn per seed (the same pool, and the same noisy rows, for every arm of
@@ -49,19 +49,13 @@ Results: one JSON per (arm, seed) under experiments/results/label_noise/, the ta
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.provenance import Mixing, exit_on_mixed
-from devenus.experiments.runner import Arm, Experiment, Transition, seed_list, seeded_pool
+from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.runner import Arm, Experiment, Transition, seeded_pool
 
 NAME = "label_noise"
-RESULTS = Path(__file__).parent / "results" / NAME
-SEEDS = (0, 1, 2)
 RHOS = (0.1, 0.3, 0.5)
 REGIMES = ("inactive", "active")
 QUICK_RHOS = (0.5,)
@@ -72,57 +66,40 @@ POOL = 64
 WRONG_SAMPLES = 16
 METHODS = ("olr",)
 
-#: arm name -> (regime, rho); arms not listed train on clean labels
-NOISE: dict[str, tuple[str, float]] = {}
-
 
 def arm_name(method: str, regime: str, rho: float) -> str:
     return f"{method}@{regime}{rho:g}"
 
 
-def arms() -> list[Arm]:
-    out = [Arm("grpo_clean", "grpo")]
-    for regime in REGIMES:
-        for rho in RHOS:
-            grpo = arm_name("grpo", regime, rho)
-            NOISE[grpo] = (regime, rho)
-            out.append(Arm(grpo, "grpo"))
-            for method in METHODS:
-                name = arm_name(method, regime, rho)
-                NOISE[name] = (regime, rho)
-                out.append(Arm(name, method, baseline=grpo, claimed_side=1))
+def plan() -> tuple[tuple[Arm, ...], dict[str, tuple[str, float]]]:
+    """The arms, and arm name -> (regime, rho) for those that train on noisy labels."""
+    out, noise = [Arm("grpo_clean", "grpo")], {}
+    # NL-OLR v2's two rounds on the testbed's regimes; the reference's regimes compare OLR with GRPO only
+    settings = [(regime, rho, True) for regime in REGIMES for rho in RHOS]
+    settings += [(regime, rho, False) for regime in REF_REGIMES for rho in REF_RHOS]
+    for regime, rho, two_round in settings:
+        grpo = arm_name("grpo", regime, rho)
+        noise[grpo] = (regime, rho)
+        out.append(Arm(grpo, "grpo"))
+        for method in METHODS:
+            name = arm_name(method, regime, rho)
+            noise[name] = (regime, rho)
+            out.append(Arm(name, method, baseline=grpo, claimed_side=1))
+        if two_round:
             evidence, d1 = arm_name("nl_olr2", regime, rho), arm_name("nl_olr2_d1", regime, rho)
-            NOISE[evidence] = NOISE[d1] = (regime, rho)
+            noise[evidence] = noise[d1] = (regime, rho)
             out.append(Arm(evidence, "nl_olr2", baseline=grpo))  # a control: it trains as grpo does
             out.append(Arm(d1, "grpo", baseline=grpo, claimed_side=1, transition=Transition(evidence, "correct")))
-    for regime in REF_REGIMES:
-        for rho in REF_RHOS:
-            grpo = arm_name("grpo", regime, rho)
-            NOISE[grpo] = (regime, rho)
-            out.append(Arm(grpo, "grpo"))
-            for method in METHODS:
-                NOISE[arm_name(method, regime, rho)] = (regime, rho)
-                out.append(Arm(arm_name(method, regime, rho), method, baseline=grpo, claimed_side=1))
-    return out
+    return tuple(out), noise
 
 
-def reference_arms() -> list[str]:
-    """The arms of the OLR reference's protocol (``--reference``)."""
-    return [name for name, (regime, _) in NOISE.items() if regime in REF_REGIMES]
-
-
-@dataclass(frozen=True)
-class Budget:
-    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
-    steps: int = 32
-    prompts_per_step: int = 16
-    rollouts_per_prompt: int = 8
-    val_n: int = 4
-    kl_coef: float = 0.01
-    lr: float = 5e-5
-
-
-BUDGET = Budget()
+ARMS, NOISE = plan()
+#: --quick: rho 0.5 in both regimes (the committed quick set); ``reference``: the OLR reference's protocol
+GROUPS = {
+    "quick": tuple(a.name for a in ARMS if a.name in NOISE and NOISE[a.name][1] in QUICK_RHOS
+                   and NOISE[a.name][0] in REGIMES),
+    "reference": tuple(name for name, (regime, _) in NOISE.items() if regime in REF_REGIMES),
+}
 
 
 def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list[str]]:
@@ -132,18 +109,17 @@ def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list
         return json.loads(path.read_text())
     import torch
 
+    from devenus.records.io import write_text_atomic
     from devenus.testbed.noise import sample_wrong_answers
 
     torch.set_num_threads(1)
     model, tok = tb.load_model()
     wrong = sample_wrong_answers(model, tok, rows, WRONG_SAMPLES, seed=seed)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(wrong, sort_keys=True))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(wrong, sort_keys=True))
     return wrong
 
 
-def train_file(arm: Arm, seed: int, work: Path) -> Path:
+def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The arm's pool, clean or with its noise, written once as a dataset version (every injected label
     listed in its manifest) before any run starts."""
     from devenus.records import read_records
@@ -153,12 +129,12 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
-    data = Path(work) / "data"
+    data = exp.work / "data"
     path = data / f"pool{POOL}_{regime}{rho:g}_s{seed}.parquet"
     if path.exists():
         return path
     data.mkdir(parents=True, exist_ok=True)
-    rows = seeded_pool(NAME, read_records(tb.split("train")), seed, POOL)
+    rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, POOL)
     config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
     changes = []
     if regime != "none":
@@ -166,51 +142,16 @@ def train_file(arm: Arm, seed: int, work: Path) -> Path:
         noisy = inject_noise(rows, rho, regime, seed, wrong)
         changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
         rows = noisy
-    write_version(rows, path, rule=NAME, parent=tb.split("train"), config=config, changes=changes)
+    write_version(rows, path, rule=exp.name, parent=tb.split("train"), config=config, changes=changes)
     return path
 
 
-def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), budget: Budget = BUDGET,
-               run_timeout_s: float | None = 3600) -> Experiment:
-    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
-                      run_timeout_s=run_timeout_s)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help=f"rho {QUICK_RHOS}, both regimes, seed 0 (or --seed)")
-    mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
-    mode.add_argument("--reference", action="store_true",
-                      help=f"the OLR reference's regimes {REF_REGIMES} at rho {REF_RHOS}, seeds {SEEDS} (or --seed)")
-    mode.add_argument("--report", action="store_true", help="the table from the results on disk")
-    ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
-    ap.add_argument("--seed", type=seed_list, default=None,
-                    help="seed(s) for --quick, --reference and --arm: 0 or 1,2 (default: 0; --reference: 0-2)")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
-    ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
-    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
-    ap.add_argument("--work", default=f"outputs/{NAME}")
-    ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the table beside it")
-    Mixing.add_flags(ap)
-    args = ap.parse_args()
-    exp = experiment(Path(args.results), Path(args.work), run_timeout_s=args.run_timeout or None)
-    exp.mixing = Mixing.from_args(args)
-    if args.report:
-        print(exp.report())
-        return
-    if not (args.quick or args.full or args.reference or args.arm):
-        ap.error("choose --quick, --full, --reference, --arm NAME[,NAME] or --report")
-    names = args.arm.split(",") if args.arm else None
-    if args.quick:
-        names = [a.name for a in exp.arms if a.name in NOISE and NOISE[a.name][1] in QUICK_RHOS
-                 and NOISE[a.name][0] in REGIMES]  # the committed quick set, unchanged
-    if args.reference:
-        names = reference_arms()
-    seeds = list(SEEDS) if args.full else args.seed or (list(SEEDS) if args.reference else [0])
-    exp.run(seeds, names, jobs=args.jobs, force=args.force)
-    print(exp.report())
-
-
-if __name__ == "__main__":
-    sys.exit(exit_on_mixed(main))
+DEFINITION = Definition(
+    name=NAME,
+    summary="OLR and NL-OLR v2 (two rounds) vs GRPO on noisy labels: inactive/active noise, the OLR reference's regimes",
+    arms=ARMS,
+    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
+    budget=Budget(steps=32, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
+    groups=GROUPS,
+    train_file=train_file,
+)

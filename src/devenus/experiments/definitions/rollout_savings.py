@@ -1,9 +1,9 @@
 """Fewer rollouts for the same accuracy? Dynamic sampling with refill and history-based skipping on the CPU
 testbed (issue 24), through verl's real trainer and the experiment runner (paired seeds, paired intervals).
 
-    python experiments/rollout_savings.py --quick     # every arm, seed 0       (estimate: 30-40 min)
-    python experiments/rollout_savings.py --full      # every arm, seeds 0-2    (estimate: 1.5-2 h)
-    python experiments/rollout_savings.py --report    # the tables and the picture from the results on disk
+    devenus experiment rollout_savings --quick     # every arm, seed 0       (estimate: 30-40 min)
+    devenus experiment rollout_savings --full      # every arm, seeds 0-2    (estimate: 1.5-2 h)
+    devenus experiment rollout_savings --report    # the tables and the picture from the results on disk
 
 Plan (written 2026-12-03, before any run of this experiment; the claims are the report's, tested in direction):
 - Arms, on one pool per seed: ``grpo``; ``grpo+ds`` (dynamic sampling: zero-variance groups dropped, their
@@ -61,20 +61,14 @@ savings table and accuracy against rollouts, one curve per arm and seed) beside 
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import os
-import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devenus.experiments.provenance import Mixing, exit_on_mixed
-from devenus.experiments.runner import Arm, Experiment, pool_train_file, seed_list
+from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.runner import Arm, Experiment, pool_train_file
 
 NAME = "rollout_savings"
-RESULTS = Path(__file__).parent / "results" / NAME
-SEEDS = (0, 1, 2)
 POOL = 64
 LABELED = 0.1
 GOAL = 0.6
@@ -87,54 +81,32 @@ SKIP = ("+devenus.skip.enabled=true",)
 COMMON = (f"trainer.test_freq={TEST_FREQ}",)
 
 
-def arms() -> list[Arm]:
+def arms() -> tuple[Arm, ...]:
     def arm(name, method="grpo", frac=1.0, cfg=None, extra=(), baseline="base"):
         return Arm(name, method, frac, cfg or {}, COMMON + tuple(extra), baseline=baseline, claimed_side=1)
 
-    return [
+    return (
         arm("grpo"),
         arm("grpo+ds", extra=DS, baseline="grpo"),
         arm("grpo+skip", extra=SKIP, baseline="grpo"),
         arm("grpo+ds+skip", extra=DS + SKIP, baseline="grpo"),
         arm("ttrl@10", "ttrl", LABELED, TTRL),
         arm("ttrl@10+ds", "ttrl", LABELED, TTRL, DS, baseline="ttrl@10"),
-    ]
+    )
 
 
 #: arm -> the arm whose final accuracy and rollouts it is measured against
 REFERENCE = {"grpo+ds": "grpo", "grpo+skip": "grpo", "grpo+ds+skip": "grpo", "ttrl@10+ds": "ttrl@10"}
 
 
-@dataclass(frozen=True)
-class Budget:
-    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
-    steps: int = 20
-    prompts_per_step: int = 16
-    rollouts_per_prompt: int = 8
-    val_n: int = 2
-    kl_coef: float = 0.01
-    lr: float = 5e-5
-
-
-BUDGET = Budget()
-
-
-train_file = pool_train_file(NAME, POOL)
-
-
-def id_validation() -> dict[str, Path]:
-    """The 512 ID questions only (near- and far-OOD would double every validation point's cost)."""
+def id_validation(work: Path) -> dict[str, Path]:
+    """The 512 ID questions only (near- and far-OOD would double every validation point's cost); the testbed
+    keeps them in its cache, not in ``work``."""
     from devenus.experiments.runner import validation_files
     from devenus.testbed import build_testbed
 
     files = validation_files(build_testbed())
     return {k: files[k] for k in ("test_id", "test_id_extra")}
-
-
-def experiment(results: Path = RESULTS, work: Path = Path(f"outputs/{NAME}"), budget: Budget = BUDGET,
-               run_timeout_s: float | None = 3600, validation: dict | None = None) -> Experiment:
-    return Experiment(NAME, arms(), asdict(budget), results=results, work=work, train_file=train_file,
-                      run_timeout_s=run_timeout_s, validation=validation if validation is not None else id_validation())
 
 
 # ------------------------------------------------------------------------------ the savings report
@@ -184,69 +156,52 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
 
 
 def write_report(exp: Experiment) -> str:
-    from devenus.experiments.curves import accuracy_curve, base_run
+    """The savings table (``<name>_curves.md``, ``.json``) and the curves (``_curves.png``) beside the
+    runner's table, from the results it tabulates; their text."""
     from devenus.records.io import write_text_atomic
 
-    table = exp.report()
     recs = exp.finished()  # the report's results: one code version and one set of weights unless allowed
     text, numbers = savings_table(recs)
     out = exp.results.parent
     write_text_atomic(out / f"{NAME}_curves.md", text)
     write_text_atomic(out / f"{NAME}_curves.json", json.dumps(numbers, indent=1))
-    if importlib.util.find_spec("matplotlib") is not None:
-        from devenus.experiments.plot import plot_curves
-
-        panels, targets = {}, {}
-        for ref in sorted(set(REFERENCE.values())):
-            title = f"against {ref}"
-            panels[title] = {}
-            for arm in [ref] + [a for a, r in REFERENCE.items() if r == ref]:
-                runs = []
-                for (name, seed), r in sorted(recs.items()):
-                    if name == arm:
-                        try:
-                            runs.append(accuracy_curve(r, base_run(recs, r)))
-                        except (KeyError, ValueError):
-                            pass  # named in the savings table's notes
-                panels[title][arm] = runs
-            s = numbers.get(ref, {}).get("seeds", {})
-            if s:
-                targets[title] = (sum(v["target"] for v in s.values()) / len(s),
-                                  sum(v["ref_rollouts"] for v in s.values()) / len(s), GOAL)
-        plot_curves(NAME, panels, out / f"{NAME}_curves.png", targets)
-    return table + "\n" + text
+    if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the tables are the report
+        plot_savings(recs, numbers, out / f"{NAME}_curves.png")
+    return text
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="every arm, seed 0 (or --seed)")
-    mode.add_argument("--full", action="store_true", help=f"every arm, seeds {SEEDS}")
-    mode.add_argument("--report", action="store_true", help="the tables and pictures from the results on disk")
-    ap.add_argument("--arm", help="only these arms (comma-separated), plus the baselines they are compared with")
-    ap.add_argument("--seed", type=seed_list, default=[0], help="seed(s) for --quick and --arm: 0 or 1,2")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs side by side")
-    ap.add_argument("--force", action="store_true", help="rerun finished (arm, seed) results")
-    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds before a run is killed and recorded as failed")
-    ap.add_argument("--steps", type=int, help="override the budget's steps (a smoke test; results go elsewhere)")
-    ap.add_argument("--work", default=f"outputs/{NAME}")
-    ap.add_argument("--results", default=str(RESULTS), help="per-run JSONs go here; the tables beside it")
-    Mixing.add_flags(ap)
-    args = ap.parse_args()
-    if args.steps is not None and Path(args.results).resolve() == RESULTS.resolve():
-        ap.error("--steps is for smoke tests: give --results (and --work) outside experiments/results")
-    budget = BUDGET if args.steps is None else Budget(**{**asdict(BUDGET), "steps": args.steps})
-    exp = experiment(Path(args.results), Path(args.work), budget, run_timeout_s=args.run_timeout or None)
-    exp.mixing = Mixing.from_args(args)
-    if args.report:
-        print(write_report(exp))
-        return
-    if not (args.quick or args.full or args.arm):
-        ap.error("choose --quick, --full, --arm NAME[,NAME] or --report")
-    seeds = list(SEEDS) if args.full else args.seed
-    exp.run(seeds, args.arm.split(",") if args.arm else None, jobs=args.jobs, force=args.force)
-    print(write_report(exp))
+def plot_savings(recs: dict, numbers: dict, path: Path) -> None:
+    """Accuracy against rollouts, a panel per reference, one curve per arm and seed, the reference's target."""
+    from devenus.experiments.curves import accuracy_curve, base_run
+    from devenus.experiments.plot import plot_curves
+
+    panels, targets = {}, {}
+    for ref in sorted(set(REFERENCE.values())):
+        title = f"against {ref}"
+        panels[title] = {}
+        for arm in [ref] + [a for a, r in REFERENCE.items() if r == ref]:
+            runs = []
+            for (name, seed), r in sorted(recs.items()):
+                if name == arm:
+                    try:
+                        runs.append(accuracy_curve(r, base_run(recs, r)))
+                    except (KeyError, ValueError):
+                        pass  # named in the savings table's notes
+            panels[title][arm] = runs
+        s = numbers.get(ref, {}).get("seeds", {})
+        if s:
+            targets[title] = (sum(v["target"] for v in s.values()) / len(s),
+                              sum(v["ref_rollouts"] for v in s.values()) / len(s), GOAL)
+    plot_curves(NAME, panels, path, targets)
 
 
-if __name__ == "__main__":
-    sys.exit(exit_on_mixed(main))
+DEFINITION = Definition(
+    name=NAME,
+    summary="held-out ID accuracy against rollouts generated: dynamic sampling and skipping, GRPO and TTRL@10",
+    arms=arms(),
+    # lr and KL as in the weak-supervision experiment (set there before any held-out number was seen)
+    budget=Budget(steps=20, prompts_per_step=16, rollouts_per_prompt=8, val_n=2, kl_coef=0.01, lr=5e-5),
+    train_file=pool_train_file(POOL),
+    validation=id_validation,
+    report=write_report,
+)

@@ -1,0 +1,163 @@
+"""A registered experiment: what ``devenus experiment NAME --quick|--full|--report`` runs.
+
+A :class:`Definition` names the experiment's arms, its :class:`Budget` (the run sizes every arm shares, a
+typed config), the seeds of ``--full`` and ``--quick``, named arm sets (``--arm GROUP``), how each arm's
+training data and the held-out files are made, the base model, and any report pieces beyond the runner's
+table. Definitions are registered in :data:`EXPERIMENTS` (lazily, by ``"module:attr"``); the shipped ones
+live in :mod:`devenus.experiments.definitions`, one module each, whose docstring is the experiment's plan.
+
+Adding one: write ``devenus/experiments/definitions/<name>.py`` ending in ``DEFINITION = Definition(...)``
+and add it to :data:`BUILTIN`. See experiments/README.md, "Adding an experiment".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ClassVar, Mapping
+
+from devenus.config import Config, ConfigError, option
+from devenus.experiments.provenance import Mixing
+from devenus.experiments.runner import BASE, Arm, Experiment, TrainFile
+from devenus.registry import Registry
+from devenus.runs.testbed import RunConfig
+
+__all__ = ["BUILTIN", "Budget", "Definition", "EXPERIMENTS", "RESULTS_ROOT", "definition"]
+
+#: where results go by default, relative to the current directory: run from the checkout, they land
+#: beside the committed ones (``experiments/results/<name>/``, the tables beside that folder)
+RESULTS_ROOT = Path("experiments") / "results"
+
+
+class BudgetError(ConfigError):
+    """A budget an experiment's runs cannot start with."""
+
+
+def _run_key(name: str, default=dataclasses.MISSING):
+    """A :class:`Budget` key with :class:`RunConfig`'s help and bounds (one place declares a run's bounds)."""
+    meta = next(f for f in dataclasses.fields(RunConfig) if f.name == name).metadata
+    return option(default, meta["help"], choices=meta["choices"], ge=meta["ge"], le=meta["le"], gt=meta["gt"],
+                  lt=meta["lt"])
+
+
+@dataclass(frozen=True)
+class Budget(Config):
+    """The run sizes every arm of an experiment shares (:class:`RunConfig` keys). The six first are
+    required, so a definition states its whole budget; the others are set where an experiment needs
+    them (None: the run's default, and absent from :meth:`as_dict`). A result's fingerprint hashes
+    :meth:`as_dict`: changing a value reruns the experiment's results, adding a key set to None does not."""
+
+    key_path: ClassVar[str] = "budget"
+    error: ClassVar[type[ConfigError]] = BudgetError
+
+    steps: int = _run_key("steps")
+    prompts_per_step: int = _run_key("prompts_per_step")
+    rollouts_per_prompt: int = _run_key("rollouts_per_prompt")
+    val_n: int = _run_key("val_n")
+    kl_coef: float = _run_key("kl_coef")
+    lr: float = _run_key("lr")
+    max_response_length: int | None = _run_key("max_response_length", None)
+    max_prompt_length: int | None = _run_key("max_prompt_length", None)
+    micro_batch: int | None = _run_key("micro_batch", None)
+
+    @classmethod
+    def override(cls, key: str, value: str = "...") -> str:
+        return f"Budget({key}={value})"
+
+    def as_dict(self) -> dict:
+        """The keys set, as the runner takes them (``Experiment.budget``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One experiment. ``name`` is the command's, the results folder's (``experiments/results/<name>/``)
+    and every result's ``experiment`` field; ``summary`` one line for ``devenus experiment list``."""
+
+    name: str
+    summary: str
+    arms: tuple[Arm, ...]
+    budget: Budget
+    seeds: tuple[int, ...] = (0, 1, 2)  # what --full runs
+    quick_seeds: tuple[int, ...] = (0,)  # what --quick and --arm run unless --seed says
+    #: named sets of arms, for ``--arm NAME``; ``quick``, if named, is what --quick runs (default: every arm)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    train_file: TrainFile | None = None  # None: the testbed's train split
+    #: (work folder) -> split -> held-out file, built with the experiment; None: the testbed's four splits
+    validation: Callable[[Path], Mapping[str, Path]] | None = None
+    model: str = "testbed"  # ``devenus model list``; another model names train_file and validation
+    jobs: int = 2  # runs side by side (two on a 2-core machine)
+    run_timeout_s: float | None = 3600  # a run killed after this long is recorded as failed
+    #: report pieces beyond the runner's table (written beside it); returns their text, printed after the table
+    report: Callable[[Experiment], str] | None = None
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.arms]
+        if not self.name or self.name == "list":
+            raise ValueError(f"an experiment needs a name other than 'list', got {self.name!r}")
+        for what, seeds in (("seeds", self.seeds), ("quick_seeds", self.quick_seeds)):
+            if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+                raise ValueError(f"experiment {self.name!r}: {what} must be distinct seeds >= 0, got {seeds}")
+        for group, members in self.groups.items():
+            unknown = sorted(set(members) - set(names) - {BASE})
+            if group in names or unknown or not members:
+                raise ValueError(f"experiment {self.name!r}: arm group {group!r} must name arms (not be one): "
+                                 f"unknown {unknown}")
+
+    def results_dir(self) -> Path:
+        return RESULTS_ROOT / self.name
+
+    def experiment(self, results: Path | None = None, work: Path | None = None, *, budget: Budget | None = None,
+                   run_timeout_s: float | None = None, mixing: Mixing = Mixing(),
+                   validation: Mapping[str, Path] | None = None) -> Experiment:
+        """The runner's :class:`Experiment` (results: :meth:`results_dir`; work: ``outputs/<name>``)."""
+        work = Path(work) if work is not None else Path("outputs") / self.name
+        if validation is None and self.validation is not None:
+            validation = self.validation(work)
+        return Experiment(self.name, self.arms, (budget or self.budget).as_dict(),
+                          results=Path(results) if results is not None else self.results_dir(), work=work,
+                          train_file=self.train_file, validation=validation, model=self.model,
+                          run_timeout_s=self.run_timeout_s if run_timeout_s is None else run_timeout_s or None,
+                          mixing=mixing)
+
+    def arm_names(self, names: str | None, quick: bool) -> list[str] | None:
+        """The arms to run: ``names`` (comma-separated arms or groups), else the quick set (--quick), else
+        every arm (None)."""
+        if names:
+            return [a for n in names.split(",") for a in self.groups.get(n, (n,))]
+        if quick and "quick" in self.groups:
+            return list(self.groups["quick"])
+        return None
+
+    def write_report(self, exp: Experiment) -> str:
+        """The runner's table (and its .json, .png) plus this experiment's own pieces; their text."""
+        table = exp.report()
+        return table if self.report is None else table + "\n" + self.report(exp)
+
+
+#: the shipped experiments
+BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name, module in (
+    ("weak_supervision_paired", "weak_supervision"),
+    ("label_noise", "label_noise"),
+    ("refine_ten_percent", "refine_ten_percent"),
+    ("rollout_savings", "rollout_savings"),
+    ("selection", "selection"),
+    ("real_model", "real_model"),
+)}
+
+
+def _valid(name: str, entry) -> str | None:
+    if not isinstance(entry, Definition):
+        return f"not a Definition: {type(entry).__name__}"
+    if entry.name != name:
+        return f"its name is {entry.name!r}: an experiment is registered under its own name"
+    return None
+
+
+EXPERIMENTS: Registry[Definition] = Registry("experiment", check=_valid, lazy=BUILTIN)
+
+
+def definition(name: str) -> Definition:
+    """The registered experiment ``name`` (one line with a did-you-mean for an unknown one)."""
+    return EXPERIMENTS.get(name)
