@@ -167,7 +167,7 @@ def _run(args) -> int:
 
     from devenus.evaluate.backends import Sampling, make_backend
     from devenus.evaluate.benchmarks import PROTOCOLS, find_file, prepare, record_benchmark
-    from devenus.evaluate.report import format_table, write_outputs
+    from devenus.evaluate.outputs import format_table, write_outputs
     from devenus.evaluate.run import evaluate
     from devenus.progress import progress_bar
 

@@ -17,7 +17,7 @@ def add_parser(subparsers) -> None:
 
 def cmd_lifecycle(args: argparse.Namespace) -> int:
     from devenus.lifecycle.config import load_config
-    from devenus.lifecycle.report import markdown
+    from devenus.lifecycle.markdown import markdown
     from devenus.lifecycle.run import run_lifecycle
 
     cfg = load_config(args.config)

@@ -12,8 +12,8 @@ from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.online.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
 from devenus.online.collapse_guard import CollapseGuardConfig
-from devenus.online.sampling import DynamicSamplingConfig
-from devenus.online.skipping import SkipConfig
+from devenus.online.sampling.dynamic_sampling import DynamicSamplingConfig
+from devenus.online.sampling.skipping import SkipConfig
 
 
 #: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
