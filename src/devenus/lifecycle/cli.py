@@ -10,7 +10,7 @@ def add_parser(subparsers) -> None:
         "lifecycle", help="run rounds of train on D(k) -> evidence -> transition -> D(k+1), with reports",
         description="Rounds of training (python -m devenus.train), probe evidence, devenus transition; a JSON and "
                     "Markdown report per round. Rerunning skips finished rounds. Config: YAML (see "
-                    "src/devenus/config/lifecycle/testbed.yaml and docs/lifecycle.md).")
+                    "src/devenus/configs/lifecycle/testbed.yaml and docs/lifecycle.md).")
     p.add_argument("config", help="the lifecycle YAML")
     p.set_defaults(fn=cmd_lifecycle)
 
