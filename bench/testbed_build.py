@@ -22,7 +22,7 @@ def main() -> None:
 
     import torch
 
-    from devenus.report import accuracy_table
+    from devenus.tables import accuracy_table
     from devenus.testbed import TestbedConfig, build_testbed
 
     torch.set_num_threads(1)

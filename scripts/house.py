@@ -15,10 +15,15 @@ What each number counts (``src`` = every ``*.py`` under ``src/devenus``):
   own module (``NAME[key] = ...`` with ``NAME`` assigned at module level, or ``self.attr[key] = ...`` /
   ``cls.attr[key] = ...`` with ``attr`` assigned in a class body or a method of the module), or (b)
   builds a module-level dict keyed by the units' names (``{u.name: u for u in ...}``). Writing into
-  another package's dict (the adapter registering parts in verl's registries) does not count.
+  another package's dict (the adapter registering parts in verl's registries) does not count, nor does a
+  ``register*`` function that hands the entry to a :class:`devenus.registry.Registry` (it calls
+  ``X.register(...)`` on a name the module binds to ``Registry(...)``): that is the one registry, and a
+  dict it fills beside it (a help line, a trainer's path) describes the entry, not a second table.
 - **config mechanisms**: the modules that parse YAML themselves (``yaml.load``/``safe_load``/``full_load``,
   ``OmegaConf.load``). ``src/devenus/adapters/verl`` is left out: what it reads there is verl's own
-  configuration.
+  configuration. So is a parse of a run's record that a tool wrote: a file under Hydra's output folder
+  ``.hydra`` (``<run dir>/.hydra/config.yaml``, the composed config Hydra saves in every run), named in
+  the path the parse reads. That is reading a trainer's output, not a way to configure anything.
 - **launchers**: the functions that start a training process: a ``subprocess`` call (``Popen``, ``run``,
   ``call``, ``check_call``, ``check_output``) or an ``os.exec*``/``os.spawn*`` call in a function whose
   text names ``devenus.train`` or ``verl.trainer.main_ppo``.
@@ -100,12 +105,39 @@ def _class_attrs(tree: ast.Module) -> set[str]:
     return attrs
 
 
+def _registry_bindings(tree: ast.Module) -> set[str]:
+    """The names (``X``) and attributes (``self.x``/``cls.x``: ``x``) the module binds to ``Registry(...)``."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "Registry":
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(t, ast.Name):
+                    out.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    out.add(t.attr)
+    return out
+
+
+def _registers_on_the_registry(fn: ast.AST, bindings: set[str]) -> bool:
+    """Whether ``fn`` hands its entry to a :class:`devenus.registry.Registry` the module binds."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register":
+            target = node.func.value
+            if (isinstance(target, ast.Name) and target.id in bindings) or (
+                    isinstance(target, ast.Attribute) and target.attr in bindings):
+                return True
+    return False
+
+
 def _registry_reasons(tree: ast.Module) -> list[tuple[int, str]]:
     """Why a module is a registry (rule (a) or (b) of the module docstring); empty when it is not."""
     reasons = []
-    own, attrs = _assigned(tree.body), _class_attrs(tree)
+    own, attrs, bindings = _assigned(tree.body), _class_attrs(tree), _registry_bindings(tree)
     for name, fn in _functions(tree):
         if fn.name != "register" and not fn.name.startswith("register_"):
+            continue
+        if _registers_on_the_registry(fn, bindings):
             continue
         for node in ast.walk(fn):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -121,6 +153,28 @@ def _registry_reasons(tree: ast.Module) -> list[tuple[int, str]]:
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             reasons.append((node.lineno, f"{ast.unparse(target)} = {{{ast.unparse(value.key)}: ...}}"))
     return reasons
+
+
+def _reads_a_run_record(fn: ast.AST, call: ast.Call) -> bool:
+    """Whether the YAML parse ``call`` in ``fn`` reads a file under Hydra's output folder ``.hydra``: the
+    parse's argument, or the expression ``fn`` assigns to it, names ``.hydra`` as a path part."""
+    if not call.args:
+        return False
+    source = call.args[0]
+    exprs = [source]
+    if isinstance(source, ast.Name):
+        exprs += [n.value for n in _own_nodes(fn) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == source.id for t in n.targets)]
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and ".hydra" in n.value.split("/")
+               for e in exprs for n in ast.walk(e))
+
+
+def _yaml_parses(tree: ast.Module) -> list[int]:
+    """The lines of the module's YAML parses that are not reads of a run's record (module docstring); each
+    node is seen once, in the scope (module, class, function) that holds it."""
+    scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return sorted({node.lineno for scope in scopes for node in _own_nodes(scope)
+                   if _call_name(node) in YAML_PARSERS and not _reads_a_run_record(scope, node)})
 
 
 def _starts_a_process(node: ast.AST) -> bool:
@@ -155,7 +209,7 @@ def measure(root: Path) -> dict:
                 long_functions.append({"path": rel, "line": fn.lineno, "name": name, "lines": n})
         registries += [{"path": rel, "line": line, "what": what} for line, what in _registry_reasons(tree)[:1]]
         if not rel.startswith(NOT_OUR_CONFIG):
-            parses = sorted({n.lineno for n in ast.walk(tree) if _call_name(n) in YAML_PARSERS})
+            parses = _yaml_parses(tree)
             if parses:
                 mechanisms.append({"path": rel, "line": parses[0], "what": "parses YAML"})
         launchers += [{"path": rel, "line": line, "what": what} for line, what in _launchers(tree)]

@@ -174,7 +174,7 @@ def test_arg_type_checks_a_flag_like_a_key():
 # ----------------------------------------------------------------------------- every shipped YAML config
 def _shipped():
     out = []
-    for pkg in ("devenus.config", "devenus.recipes.gpu"):
+    for pkg in ("devenus.configs", "devenus.recipes.gpu"):
         root = files(pkg)
         stack = [root]
         while stack:
@@ -207,9 +207,9 @@ def test_every_shipped_yaml_config_loads_through_the_mechanism():
     for entry in _shipped():
         pkg, _, rel = entry.partition(":")
         path = files(pkg) / rel
-        if entry == "devenus.config:agent_loops.yaml":  # verl's agent-loop registry (a list), not a DE-Venus config
+        if entry == "devenus.configs:agent_loops.yaml":  # verl's agent-loop registry (a list), not a DE-Venus config
             continue
-        if pkg == "devenus.config" and (rel == "devenus_trainer.yaml" or rel.startswith("method/")):
+        if pkg == "devenus.configs" and (rel == "devenus_trainer.yaml" or rel.startswith("method/")):
             overlay = _load_overlay(rel, load_file(path)["devenus"])
             if rel.startswith("method/"):
                 assert overlay.method == rel[len("method/"):-len(".yaml")]

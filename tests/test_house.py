@@ -79,7 +79,33 @@ def test_each_count_follows_its_rule(tmp_path):
         def fill():
             LOCAL["x"] = 1
         """)
+    # not a registry: a register_* that hands its entry to the one Registry, a help line kept beside it
+    _write(tmp_path, pkg + "sources.py", """\
+        from devenus.registry import Registry
+        POOLS = Registry("pool")
+        _HELP = {}
+        def register_pool(name, build, help=""):
+            POOLS.register(name, build)
+            _HELP[name] = help
+        """)
     _write(tmp_path, pkg + "config/__init__.py", "import yaml\ndef load(t):\n    return yaml.safe_load(t)\n")
+    # reading Hydra's record of a run (its .hydra folder) is reading an output; any other YAML file is a config
+    _write(tmp_path, pkg + "runner.py", """\
+        from pathlib import Path
+        from omegaconf import OmegaConf
+        def trainer_config(run_dir):
+            path = Path(run_dir) / "hydra" / ".hydra" / "config.yaml"
+            return OmegaConf.load(path)
+        def hydra_overrides(run_dir):
+            return OmegaConf.load(f"{run_dir}/.hydra/overrides.yaml")
+        """)
+    _write(tmp_path, pkg + "arms.py", """\
+        from pathlib import Path
+        import yaml
+        def arm(folder):
+            path = Path(folder) / "hydra_arm.yaml"
+            return yaml.safe_load(path.read_text())
+        """)
     _write(tmp_path, pkg + "adapters/verl/votes.py", "from omegaconf import OmegaConf\nx = OmegaConf.load('v.yaml')\n")
     _write(tmp_path, pkg + "runs/launch.py", """\
         import subprocess, sys
@@ -100,7 +126,7 @@ def test_each_count_follows_its_rule(tmp_path):
     m = json.loads(r.stdout)
     assert [(i["path"].removeprefix(pkg), i["line"]) for i in m["registries"]["items"]] == [
         ("a.py", 2), ("b.py", 4), ("c.py", 1), ("d.py", 4)]
-    assert [i["path"] for i in m["config_mechanisms"]["items"]] == [pkg + "config/__init__.py"]
+    assert [i["path"] for i in m["config_mechanisms"]["items"]] == [pkg + "arms.py", pkg + "config/__init__.py"]
     assert [(i["line"], i["what"]) for i in m["launchers"]["items"]] == [
         (2, "launch (starts a process at line 3)"), (7, "outer.inner (starts a process at line 8)")]
     assert [(f["name"], f["lines"]) for f in m["functions_over_60_lines"]["items"]] == [("f", 61)]

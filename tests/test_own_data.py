@@ -64,15 +64,15 @@ def test_every_shipped_config_the_page_names_loads():
     from devenus.smollm2 import RESPONSE_LENGTH
 
     text = PAGE.read_text()
-    named = sorted(set(re.findall(r"src/devenus/config/([\w/]+\.yaml)", text)))
+    named = sorted(set(re.findall(r"src/devenus/configs/([\w/]+\.yaml)", text)))
     assert named == ["select/own_data.yaml"], named
-    cfg = load_config(files("devenus.config") / "select" / "own_data.yaml")
+    cfg = load_config(files("devenus.configs") / "select" / "own_data.yaml")
     assert (cfg.generate.model, cfg.materialize.annotation) == ("smollm2", "simulation")
     assert cfg.route.signal in cfg.score.signals
     # samples as long as `devenus train --model smollm2` trains them, from the file the page's hide-labels writes
     assert cfg.generate.max_new_tokens == RESPONSE_LENGTH
     assert f"--out {cfg.pool}" in "".join(blocks("default"))
-    assert load_config(files("devenus.config") / "select" / "own_data.yaml", {"limit": 16}).limit == 16
+    assert load_config(files("devenus.configs") / "select" / "own_data.yaml", {"limit": 16}).limit == 16
 
 
 def test_the_full_size_commands_parse():

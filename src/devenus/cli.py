@@ -47,7 +47,7 @@ def _testbed_config(args):
 
 
 def cmd_testbed_build(args) -> int:
-    from devenus.report import accuracy_table
+    from devenus.tables import accuracy_table
     from devenus.testbed import build_testbed
     from devenus.testbed.shipped import describe_gap, model_hash, recipe_gap, shipped_dir
 
@@ -95,7 +95,7 @@ def cmd_demo(args) -> int:
     verl's real trainer on this machine, and report held-out accuracy before and after."""
     from tqdm import tqdm
 
-    from devenus.report import pm, table
+    from devenus.tables import pm, table
     from devenus.runs.testbed import RunConfig, accuracy_by_split, run
     from devenus.testbed import build_testbed
 

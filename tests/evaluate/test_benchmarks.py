@@ -153,3 +153,12 @@ def test_testbed_splits_as_benchmarks(base_testbed):
     assert it.messages[0]["role"] == "user" and it.messages[0]["content"].startswith("Compute ")
     assert it.key.startswith("testbed/test_id/add/") and it.target.isdigit()
     assert len(prepare(BENCHMARKS["testbed_ood"], base_testbed.split("test_ood"))) == 256
+
+
+def test_benchmarks_are_named_on_the_one_registry():
+    assert BENCHMARKS.names()[:3] == ["aime2024", "aime2025", "amc"]  # the order they are listed in
+    assert all(BENCHMARKS[n].name == n for n in BENCHMARKS)
+    with pytest.raises(KeyError) as e:
+        BENCHMARKS["aime24"]
+    assert str(e.value).startswith("unknown benchmark 'aime24' (did you mean 'aime2024'?)")
+    assert "\n" not in str(e.value)

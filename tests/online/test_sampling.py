@@ -1,4 +1,4 @@
-"""Dynamic sampling's verl-free rules (devenus.online.sampling) on hand-built RolloutBatches: the zero-variance
+"""Dynamic sampling's verl-free rules (devenus.online.sampling.dynamic_sampling) on hand-built RolloutBatches: the zero-variance
 group rule on verified, pseudo-label and confidence rewards, the slot composition with placeholders, the refill
 order and its cursor, the step metrics and the config."""
 
@@ -10,7 +10,7 @@ import pytest
 from batches import rollouts
 from devenus.config import ConfigError
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.sampling import (PLACEHOLDER_KEY, DynamicSamplingConfig, RefillOrder, SlotComposer, judge,
+from devenus.online.sampling.dynamic_sampling import (PLACEHOLDER_KEY, DynamicSamplingConfig, RefillOrder, SlotComposer, judge,
                                      refill_granule, refill_size, sampling_config, step_metrics)
 
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from devenus.online.skipping import (SkipConfig, SkipConfigError, SkipRule, _draw, history_from_evidence,
+from devenus.online.sampling.skipping import (SkipConfig, SkipConfigError, SkipRule, _draw, history_from_evidence,
                                      skip_config, visit_outcome)
 from devenus.records.evidence import EvidenceError, EvidenceWriter, read_evidence
 

@@ -114,15 +114,15 @@ def test_stage_identities_match_what_earlier_runs_recorded():
 
 
 def test_the_shipped_example_loads_and_the_docs_name_it():
-    """src/devenus/config/select/testbed.yaml, the config the README's `devenus select run` line names: a whole
+    """src/devenus/configs/select/testbed.yaml, the config the README's `devenus select run` line names: a whole
     run on the testbed pool through the mechanism (tests/test_config.py loads every shipped YAML too)."""
     from importlib.resources import files
     from pathlib import Path
 
-    rel = "src/devenus/config/select/testbed.yaml"
-    cfg = load_config(files("devenus.config") / "select" / "testbed.yaml")
+    rel = "src/devenus/configs/select/testbed.yaml"
+    cfg = load_config(files("devenus.configs") / "select" / "testbed.yaml")
     assert (cfg.pool, cfg.limit, cfg.route.selector, cfg.route.signal) == ("testbed-pool", None, "ratio", "consistency")
     assert cfg.route.signal in cfg.score.signals and cfg.materialize.annotation == "simulation"
-    assert load_config(files("devenus.config") / "select" / "testbed.yaml", {"limit": 64}).limit == 64  # a quick look
+    assert load_config(files("devenus.configs") / "select" / "testbed.yaml", {"limit": 64}).limit == 64  # a quick look
     root = Path(__file__).resolve().parents[2]
     assert f"devenus select run {rel}" in (root / "README.md").read_text()

@@ -1,5 +1,5 @@
-"""One config mechanism for everything a user types, and the package of the Hydra configs DE-Venus ships
-(``pkg://devenus.config``: the YAML files beside this module).
+"""One config mechanism for everything a user types (the config files DE-Venus ships are data, in
+:mod:`devenus.configs`).
 
 A config is a dataclass deriving from :class:`Config` whose keys are declared with :func:`option` (default,
 one line of help, bounds, choices) or :func:`section` (a nested config). Types come from the annotations:

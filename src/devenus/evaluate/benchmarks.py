@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from devenus.registry import Registry
+
 __all__ = [
     "Benchmark",
     "BenchmarkError",
@@ -225,7 +227,10 @@ def _records(rows: list[dict], path: str, bench: str) -> list[Item]:
 
 # ---------------------------------------------------------------------------------------------- registry
 _HF = "https://huggingface.co/datasets/"
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+#: benchmark name -> its :class:`Benchmark`, on the one registry helper (an unknown name: one line with a
+#: did-you-mean); listed in the order below
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", ordered=True)
+for _bench in (
     Benchmark("aime2024", "ID", 32, "avg@k", "math", ("aime2024.jsonl", "aime_2024.jsonl", "aime2024.parquet"),
               "problem, answer, id", _HF + "HuggingFaceH4/aime_2024 (train split, 30 problems)",
               _math("problem", "answer", "id")),
@@ -258,7 +263,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               source="the testbed's test_id split (built by `devenus testbed build`)", prepare_rows=_records),
     Benchmark("testbed_ood", "OOD", 4, "avg@k", "records", fields="record contract",
               source="the testbed's test_ood split (built by `devenus testbed build`)", prepare_rows=_records),
-)}
+):
+    BENCHMARKS.register(_bench.name, _bench)
+del _bench
 
 PROTOCOLS: dict[str, Protocol] = {
     "records": Protocol(

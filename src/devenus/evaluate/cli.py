@@ -14,8 +14,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from devenus.config import arg_type
+
+if TYPE_CHECKING:
+    from devenus.evaluate.benchmarks import Item, Protocol
 
 #: the --protocol choices (devenus.evaluate.benchmarks.PROTOCOLS, named here so the parser imports nothing heavy)
 PROTOCOL_NAMES = ("records", "paper", "testbed")
@@ -163,13 +167,54 @@ def _protocol_name(args, records: list[tuple[str, str, str]], names: list[str] |
 
 
 def _run(args) -> int:
-    from dataclasses import replace
-
     from devenus.evaluate.backends import Sampling, make_backend
-    from devenus.evaluate.benchmarks import PROTOCOLS, find_file, prepare, record_benchmark
-    from devenus.evaluate.report import format_table, write_outputs
+    from devenus.evaluate.outputs import format_table, write_outputs
     from devenus.evaluate.run import evaluate
     from devenus.progress import progress_bar
+
+    protocol, files, ks = _protocol_and_names(args)
+    max_new = args.max_new_tokens or protocol.max_new_tokens
+    if max_new is None:
+        raise ValueError(f"protocol {protocol.name!r} samples up to the training run's max response length: "
+                         f"pass --max-new-tokens (data.max_response_length of the run)")
+    sampling = Sampling(protocol.temperature if args.temperature is None else args.temperature,
+                        protocol.top_p if args.top_p is None else args.top_p, max_new, args.seed)
+
+    # prepare every benchmark before loading the model: a bad file fails in seconds, not after an hour
+    items = _prepare_items(args, protocol, files)
+    model_dir, how = resolve_model(args.model, args)
+    out = Path(args.out or Path("outputs") / "eval" / _default_name(args.model, model_dir))
+    print(f"model: {model_dir} ({how})")
+    print(_protocol_line(args, protocol, items, ks, max_new))
+
+    backend = make_backend(args.backend, model_dir, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+                           tensor_parallel_size=args.tensor_parallel_size, seed=args.seed,
+                           max_model_len=None)
+    bars = []
+
+    def progress(name: str, total: int):
+        # per question, and plain lines when stderr is a file (devenus.progress)
+        bar = progress_bar(total, desc=name, unit="q", file=sys.stderr)
+        bars.append(bar)
+        return bar.update
+
+    res = evaluate(backend, protocol, items, sampling, args.bootstrap, ks, progress, model=model_dir)
+    for bar in bars:
+        bar.close()
+    print()
+    print(format_table(res))
+    paths = write_outputs(res, out, plot=not args.no_plot)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _protocol_and_names(args) -> tuple[Protocol, dict[str, str], dict[str, int]]:
+    """The protocol this run evaluates (its benchmarks narrowed by --benchmarks, the --records files added),
+    the file of each benchmark named on the command line, and the --k samples per question by name; every
+    name checked against the run's benchmarks."""
+    from dataclasses import replace
+
+    from devenus.evaluate.benchmarks import PROTOCOLS, record_benchmark
 
     records = [record_spec(v) for v in args.records or []]
     names = [n.strip() for n in args.benchmarks.split(",") if n.strip()] if args.benchmarks else None
@@ -204,15 +249,13 @@ def _run(args) -> int:
         unknown = sorted(set(names_given) - known)
         if unknown:
             raise ValueError(f"{flag} names {', '.join(unknown)}, not among this run's benchmarks: {', '.join(sorted(known))}")
+    return protocol, files, ks
 
-    max_new = args.max_new_tokens or protocol.max_new_tokens
-    if max_new is None:
-        raise ValueError(f"protocol {protocol.name!r} samples up to the training run's max response length: "
-                         f"pass --max-new-tokens (data.max_response_length of the run)")
-    sampling = Sampling(protocol.temperature if args.temperature is None else args.temperature,
-                        protocol.top_p if args.top_p is None else args.top_p, max_new, args.seed)
 
-    # prepare every benchmark before loading the model: a bad file fails in seconds, not after an hour
+def _prepare_items(args, protocol: Protocol, files: dict[str, str]) -> dict[str, list[Item]]:
+    """Each benchmark's prepared questions (the testbed's splits built on first use)."""
+    from devenus.evaluate.benchmarks import find_file, prepare
+
     items = {}
     tb = None
     for b in protocol.benchmarks:
@@ -222,31 +265,13 @@ def _run(args) -> int:
         else:
             path = find_file(b, args.data_dir, files)
         items[b.name] = prepare(b, path, args.limit)
-    model_dir, how = resolve_model(args.model, args)
-    out = Path(args.out or Path("outputs") / "eval" / _default_name(args.model, model_dir))
+    return items
+
+
+def _protocol_line(args, protocol: Protocol, items: dict[str, list[Item]], ks: dict[str, int], max_new: int) -> str:
+    """The run's benchmarks and sample counts, and what departs from the protocol."""
     off = [f"{n} k={k}" for n, k in ks.items()] + (["temperature"] if args.temperature is not None else []) + \
           (["top-p"] if args.top_p is not None else []) + ([f"--limit {args.limit}"] if args.limit else []) + \
           ([f"max {max_new} new tokens"] if protocol.max_new_tokens not in (None, max_new) else [])
-    print(f"model: {model_dir} ({how})")
-    print(f"protocol {protocol.name}: {', '.join(f'{b.name} ({len(items[b.name])} x {ks.get(b.name, b.k)})' for b in protocol.benchmarks)}"
-          + (f"; off-protocol: {', '.join(off)}" if off else ""))
-
-    backend = make_backend(args.backend, model_dir, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-                           tensor_parallel_size=args.tensor_parallel_size, seed=args.seed,
-                           max_model_len=None)
-    bars = []
-
-    def progress(name: str, total: int):
-        # per question, and plain lines when stderr is a file (devenus.progress)
-        bar = progress_bar(total, desc=name, unit="q", file=sys.stderr)
-        bars.append(bar)
-        return bar.update
-
-    res = evaluate(backend, protocol, items, sampling, args.bootstrap, ks, progress, model=model_dir)
-    for bar in bars:
-        bar.close()
-    print()
-    print(format_table(res))
-    paths = write_outputs(res, out, plot=not args.no_plot)
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 0
+    benches = ", ".join(f"{b.name} ({len(items[b.name])} x {ks.get(b.name, b.k)})" for b in protocol.benchmarks)
+    return f"protocol {protocol.name}: {benches}" + (f"; off-protocol: {', '.join(off)}" if off else "")

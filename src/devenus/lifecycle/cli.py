@@ -10,14 +10,14 @@ def add_parser(subparsers) -> None:
         "lifecycle", help="run rounds of train on D(k) -> evidence -> transition -> D(k+1), with reports",
         description="Rounds of training (python -m devenus.train), probe evidence, devenus transition; a JSON and "
                     "Markdown report per round. Rerunning skips finished rounds. Config: YAML (see "
-                    "src/devenus/config/lifecycle/testbed.yaml and docs/lifecycle.md).")
+                    "src/devenus/configs/lifecycle/testbed.yaml and docs/lifecycle.md).")
     p.add_argument("config", help="the lifecycle YAML")
     p.set_defaults(fn=cmd_lifecycle)
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> int:
     from devenus.lifecycle.config import load_config
-    from devenus.lifecycle.report import markdown
+    from devenus.lifecycle.markdown import markdown
     from devenus.lifecycle.run import run_lifecycle
 
     cfg = load_config(args.config)

@@ -144,7 +144,7 @@ def run_lifecycle(cfg: LifecycleConfig, train: TrainFn | None = None, log: Calla
         reports.append(rep)
         log(f"round {k}: {change['accepted']} of {change['proposals']} proposed rows changed; "
             f"{rep['after']['labeled']}/{rep['after']['rows']} labeled in {rep['next']}")
-        from devenus.lifecycle.report import write_markdown
+        from devenus.lifecycle.markdown import write_markdown
 
         write_markdown(cfg, reports)
     return reports

@@ -1,7 +1,7 @@
 """``devenus methods [NAME]``: the registered online methods and every key of their configs.
 
 The same key path, type, default and help appear here, in config errors and in each method's config
-file (``config/method/<name>.yaml``, written by ``devenus methods NAME --yaml``).
+file (``configs/method/<name>.yaml``, written by ``devenus methods NAME --yaml``).
 """
 
 from __future__ import annotations

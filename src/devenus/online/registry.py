@@ -2,7 +2,7 @@
 
 The registry (on :mod:`devenus.registry`) is verl-free: trainers are named by import path and resolved only inside the adapter.
 Adding a method = one module with its class and typed config, one ``@WeakTrainerInterface.register``,
-one config file (``config/method/<name>.yaml``), tests and a doc page (docs/trainer.md, "Adding a method").
+one config file (``configs/method/<name>.yaml``), tests and a doc page (docs/trainer.md, "Adding a method").
 """
 
 from __future__ import annotations

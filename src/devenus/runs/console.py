@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from devenus.online.sampling import ROLLOUTS_GENERATED as ROLLOUTS
+from devenus.online.sampling.dynamic_sampling import ROLLOUTS_GENERATED as ROLLOUTS
 
 #: verl's headline validation metric: ``val-core/<data_source>/<acc or reward>/mean@<samples>``
 _VAL = re.compile(r"^val-core/(?P<source>.+)/(?:acc|reward)/mean@(?P<k>\d+)$")

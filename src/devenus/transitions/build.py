@@ -56,6 +56,27 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
     """Write D(k+1) = ``out`` from D(k) = ``data`` and the evidence directory; see the module docstring."""
     rule = rules.get(rule)(rule_config(rule, thresholds))
     parent = parent_of(data)
+    parts = _round_parts(evidence, round, parent)
+    rows = read_records(data)
+    by_key = {r["extra_info"]["index"]: i for i, r in enumerate(rows)}
+    proposals = _proposals(evidence, round, rule, by_key, parent.name)
+    out_rows, changes, refusals = _apply(rule, rows, by_key, proposals)
+    digest = hashlib.sha256(json.dumps([proposals[k] for k in sorted(proposals)], sort_keys=True,
+                                       default=str).encode()).hexdigest()
+    config = {"rule": rule.name, "method": rule.method, "round": round, "thresholds": asdict(rule.config),
+              "evidence": {"proposal_keys": len(proposals), "sha256": digest}}
+    # every input is a parent (hashed: the audit recipe re-verifies them) and an input the output may not be
+    manifest = write_version(out_rows, out, rule=f"transition-{rule.name}", config=config,
+                             parent=[parent, *parts], changes=changes, refusals=refusals, force=force,
+                             inputs=[data, *parts])
+    precision, recall = _truth(rule, rows, out_rows, {c.key for c in changes}, by_key)
+    return TransitionResult(manifest, proposals=len(proposals), accepted=len({c.key for c in changes}),
+                            rejected=len(refusals), precision=precision, recall=recall)
+
+
+def _round_parts(evidence: str | os.PathLike[str], round: int, parent) -> list:
+    """The evidence parts of round ``round``, refused as a whole when the round was collected on another
+    dataset than ``parent`` (its recorded parent hash differs) or wrote no part."""
     try:
         prov = read_provenance(evidence, round)
     except EvidenceProvenanceError as exc:
@@ -69,8 +90,13 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
     if not parts:
         raise TransitionError(f"no evidence part of round {round} in {evidence} (part-*-r{round}-*.parquet): "
                               f"nothing to apply; did the round's training write its evidence there?")
-    rows = read_records(data)
-    by_key = {r["extra_info"]["index"]: i for i, r in enumerate(rows)}
+    return parts
+
+
+def _proposals(evidence: str | os.PathLike[str], round: int, rule: rules.TransitionRule, by_key: dict[str, int],
+               parent_name: str) -> dict[str, list[dict[str, Any]]]:
+    """The round's proposals for ``rule`` by key, read with the writer's checks and the rule's schema;
+    corrupt evidence, or a key not in D(k), refuses the round as a whole."""
     fields = rule.proposal_fields()
 
     def schema(e: dict[str, Any]):  # this rule's proposals: as its method writes them (other rows: the writer's checks)
@@ -87,12 +113,18 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
         raise TransitionError(str(exc)) from None
     unknown = sorted({e["key"] for e in observed if e["key"] not in by_key})
     if unknown:
-        raise TransitionError(f"{len(unknown)} evidence key(s) of round {round} are not in {parent.name}, e.g. "
+        raise TransitionError(f"{len(unknown)} evidence key(s) of round {round} are not in {parent_name}, e.g. "
                               f"{unknown[:3]}: this evidence belongs to another dataset")
     proposals: dict[str, list[dict[str, Any]]] = {}
     for e in observed:
         if e["kind"] == "proposal" and e["values"]["rule"] == rule.name:
             proposals.setdefault(e["key"], []).append(e)
+    return proposals
+
+
+def _apply(rule: rules.TransitionRule, rows: list, by_key: dict[str, int],
+           proposals: dict[str, list[dict[str, Any]]]) -> tuple[list, list[Change], list[Refusal]]:
+    """D(k+1)'s rows, its changes and the refusals: per key (sorted) the latest proposal decides."""
     changes: list[Change] = []
     refusals: list[Refusal] = []
     out_rows = rows
@@ -109,17 +141,7 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
             out_rows = list(rows)  # copy on first change: D(k)'s rows stay as read
         out_rows[i], row_changes = rule.apply(p, rows[i], rule.summary(p, len(ps)))
         changes += row_changes
-    digest = hashlib.sha256(json.dumps([proposals[k] for k in sorted(proposals)], sort_keys=True,
-                                       default=str).encode()).hexdigest()
-    config = {"rule": rule.name, "method": rule.method, "round": round, "thresholds": asdict(rule.config),
-              "evidence": {"proposal_keys": len(proposals), "sha256": digest}}
-    # every input is a parent (hashed: the audit recipe re-verifies them) and an input the output may not be
-    manifest = write_version(out_rows, out, rule=f"transition-{rule.name}", config=config,
-                             parent=[parent, *parts], changes=changes, refusals=refusals, force=force,
-                             inputs=[data, *parts])
-    precision, recall = _truth(rule, rows, out_rows, {c.key for c in changes}, by_key)
-    return TransitionResult(manifest, proposals=len(proposals), accepted=len({c.key for c in changes}),
-                            rejected=len(refusals), precision=precision, recall=recall)
+    return out_rows, changes, refusals
 
 
 def _truth(rule: rules.TransitionRule, before: list, after: list, changed: set[str], by_key: dict[str, int]):

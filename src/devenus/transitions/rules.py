@@ -55,7 +55,7 @@ class TransitionRule:
     @classmethod
     def proposal_fields(cls) -> dict[str, "Field"]:
         """The schema of this rule's proposal rows: the method checks each proposal it writes against it
-        (:func:`devenus.online.refine.common.RefineMethod.propose`) and the builder refuses, before anything is
+        (:func:`devenus.online.refine.method.RefineMethod.propose`) and the builder refuses, before anything is
         written, a proposal row that fails it, naming part, row and field; so a value out of it is corrupt
         evidence, never a rejected proposal, and :meth:`check` decides on values of the declared types."""
         return {**BASE_PROPOSAL, **cls.proposal}

@@ -213,25 +213,14 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
     to_reap: set[int] = set()
     poller = select.poll()
     poller.register(ctl, select.POLLIN)
-    spare: tuple[int, socket.socket] | None = None
     try:
         # One worker is always forked ahead, so a request is answered without waiting for a fork.
-        try:
-            spare = _fork_worker(ctl, check, children)
-        except OSError:
-            spare = None
+        spare = _fork_spare(ctl, check, children)
         while True:
             events = poller.poll(100 if to_reap else 500)
             if os.getppid() != ppid:
                 return  # parent died; EOF may not come if a fork of it holds our peer
-            for pid in list(to_reap):
-                try:
-                    done, _ = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done = pid
-                if done:
-                    to_reap.discard(pid)
-                    children.discard(pid)
+            _reap(to_reap, children)
             if not events:
                 continue
             try:
@@ -246,30 +235,56 @@ def _zygote(ctl: socket.socket, check: Callable[[str, str], bool]) -> None:
                 if pid in children:
                     to_reap.add(pid)
             elif msg.get("op") == "fork":
-                if spare is None:
-                    try:
-                        spare = _fork_worker(ctl, check, children)
-                    except OSError as e:  # EAGAIN/ENOMEM: say so, keep serving
-                        ctl.send(json.dumps({"id": msg.get("id"), "error": f"fork failed: {e}"}).encode())
-                        continue
-                pid, theirs = spare
-                spare = None
-                try:
-                    socket.send_fds(ctl, [json.dumps({"id": msg.get("id"), "pid": pid}).encode()], [theirs.fileno()])
-                except OSError:
-                    return  # the parent is gone (or closed us) before taking the worker
-                finally:
-                    theirs.close()
-                try:
-                    spare = _fork_worker(ctl, check, children)  # after the reply: off the caller's path
-                except OSError:
-                    spare = None  # retried on the next request
+                spare, parent_alive = _hand_over(ctl, check, children, spare, msg.get("id"))
+                if not parent_alive:
+                    return
     finally:
         for pid in children:
             try:
                 os.kill(pid, signal.SIGKILL)  # still unreaped: the pid is certainly ours
             except OSError:
                 pass
+
+
+def _fork_spare(ctl: socket.socket, check: Callable[[str, str], bool],
+                children: set[int]) -> tuple[int, socket.socket] | None:
+    """The next spare worker; None when the fork fails (retried on the next request)."""
+    try:
+        return _fork_worker(ctl, check, children)
+    except OSError:
+        return None
+
+
+def _reap(to_reap: set[int], children: set[int]) -> None:
+    """Collect the workers the parent asked to reap that have exited."""
+    for pid in list(to_reap):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            to_reap.discard(pid)
+            children.discard(pid)
+
+
+def _hand_over(ctl: socket.socket, check: Callable[[str, str], bool], children: set[int],
+               spare: tuple[int, socket.socket] | None, rid: Any) -> tuple[tuple[int, socket.socket] | None, bool]:
+    """Answer fork request ``rid`` with the spare worker (forked now if there is none), then fork the next
+    spare off the caller's path. Returns the new spare and whether the parent is still there to serve."""
+    if spare is None:
+        try:
+            spare = _fork_worker(ctl, check, children)
+        except OSError as e:  # EAGAIN/ENOMEM: say so, keep serving
+            ctl.send(json.dumps({"id": rid, "error": f"fork failed: {e}"}).encode())
+            return None, True
+    pid, theirs = spare
+    try:
+        socket.send_fds(ctl, [json.dumps({"id": rid, "pid": pid}).encode()], [theirs.fileno()])
+    except OSError:
+        return None, False  # the parent is gone (or closed us) before taking the worker
+    finally:
+        theirs.close()
+    return _fork_spare(ctl, check, children), True
 
 
 def main() -> None:

@@ -916,7 +916,25 @@ class Verifier:
         self._count("checks")
         if a is None or b is None:
             return False
-        a, b = str(a), str(b)  # tolerate numeric ground truths
+        forms = self._screen(str(a), str(b))  # str: tolerate numeric ground truths
+        if isinstance(forms, bool):
+            return forms
+        na, nb = forms
+        decided = self._decide_cheaply(na, nb)
+        if decided is not None:
+            return decided
+        self._count("mathverify_calls")
+        result, reason = self._shared_check(forms, deadline)
+        if result is None:
+            self._undecided(na, nb, reason)
+            return False
+        self._cache.put(forms, result)
+        return result
+
+    def _screen(self, a: str, b: str) -> bool | tuple[str, str]:
+        """The decision of the checks on the raw strings (an unmatchable or oversize input, a multiple-choice
+        target, an empty form, different variables under ``strict``) when one decides; else the two
+        normalised forms."""
         if a.strip() == UNMATCHABLE or b.strip() == UNMATCHABLE:
             return False
         limit = self.config.max_input_chars
@@ -928,24 +946,28 @@ class Verifier:
             # A multiple-choice target: "(C)", "\\text{C}", "option C" and "c" all name C.
             self._count("choice_hits")
             return choice_letter(a) == letter
-        cfg = self.config
         # A percent sign is a unit, as math-verify reads "28\\%": 28% ~ 28, never 0.28.
         na, nb = drop_percent(normalize(a)), drop_percent(normalize(b))
         if not na or not nb:
             return False
-        if cfg.strict:
+        if self.config.strict:
             va, vb = assigned_variable(a), assigned_variable(b)
             if va is not None and vb is not None and _var_key(va) != _var_key(vb):
                 self._count("exact_hits")
                 return False  # x = 3 is not y = 3 (strict=False matches variables by position)
+        return na, nb
+
+    def _decide_cheaply(self, na: str, nb: str) -> bool | None:
+        """The checks on the normalised forms, cheapest first: equal strings, booleans, the cache, two
+        numbers, numeric evaluation, structure. None: only the symbolic check in a worker decides."""
+        cfg = self.config
         if na == nb:
             self._count("exact_hits")
             return True
         if na in _BOOLEANS or nb in _BOOLEANS:
             self._count("exact_hits")
             return False  # true is neither false nor 1
-        key = (na, nb)
-        cached = self._cache.get(key)
+        cached = self._cache.get((na, nb))
         if cached is not None:
             self._count("cache_hits")
             return bool(cached)
@@ -964,14 +986,7 @@ class Verifier:
         decided = decide_structure(na, nb, cfg.float_rounding, cfg.strict)
         if decided is not None:
             self._count("structure_hits")
-            return decided
-        self._count("mathverify_calls")
-        result, reason = self._shared_check(key, deadline)
-        if result is None:
-            self._undecided(na, nb, reason)
-            return False
-        self._cache.put(key, result)
-        return result
+        return decided
 
     def _shared_check(self, key: tuple[str, str], deadline: float) -> tuple[bool | None, str]:
         """One worker check per pair at a time: identical concurrent checks wait for the first."""

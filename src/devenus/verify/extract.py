@@ -305,10 +305,24 @@ def extract_answer(
         return None
     cfg = config or DEFAULT_EXTRACT_CONFIG
     empty_box = _empty_box_regex(cfg.boxed_commands)
-    # Answer statements: the one that starts last wins, so a response never gets two shots (a box,
-    # then "The final answer is" something else, is graded on the final statement). "the answer
-    # is" and the extra patterns are read only when the response makes no such statement.
-    # (getter, is a stated sentence: "The largest $n$ is 34" -> "34")
+    best, sentence = _last_statement(text, cfg, empty_box)
+    if best is _OVERLONG:
+        return None
+    if best is not None:
+        assert isinstance(best, tuple)
+        return _final(best[0], sentence, cfg)
+    return _weak_answer(text, cfg, empty_box)
+
+
+def _last_statement(
+    text: str, cfg: ExtractConfig, empty_box: re.Pattern
+) -> tuple[tuple[str, int] | object | None, bool]:
+    """The answer statement that starts last, and whether it is a stated sentence ("The largest $n$ is 34"
+    -> "34"); ``(None, False)`` without one, :data:`_OVERLONG` when it is a box too long to be an answer.
+
+    The one that starts last wins, so a response never gets two shots (a box, then "The final answer is"
+    something else, is graded on the final statement). "the answer is" and the extra patterns are read
+    only when the response makes no such statement (:func:`_weak_answer`)."""
     strong: list[tuple[Callable[[], tuple[str, int] | None | object], bool]] = []
     if cfg.use_boxed:
         strong.append((lambda: _last_boxed(text, cfg), False))
@@ -333,11 +347,12 @@ def extract_answer(
             at = found[1]
         if at > best_at:
             best, best_at, best_sentence = found, at, sentence
-    if best is _OVERLONG:
-        return None
-    if best is not None:
-        assert isinstance(best, tuple)
-        return _final(best[0], best_sentence, cfg)
+    return best, best_sentence
+
+
+def _weak_answer(text: str, cfg: ExtractConfig, empty_box: re.Pattern) -> str | None:
+    """The answer of a response that makes no answer statement: after "the answer is", else the first
+    extra pattern that matches."""
     weak: list[tuple[Callable[[], tuple[str, int] | None], bool]] = []
     if cfg.use_answer_is:
         weak.append((lambda: _after_answer_is(text), True))

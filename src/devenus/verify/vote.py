@@ -68,65 +68,62 @@ def majority_vote(
         min_agreement: minimum majority ratio for a target to be returned.
     """
     g = len(answers)
-    norms: list[str | None] = []
-    for a in answers:
-        n = normalize(a) if a is not None else ""
-        norms.append(n or None)
+    norms = [(normalize(a) if a is not None else "") or None for a in answers]
+    counts = _form_counts(norms)
+    cluster_of_form, sizes = _cluster_forms(counts, verifier)
 
-    # Distinct normalised forms, most frequent first (first appearance breaks ties).
+    cluster_of = tuple(cluster_of_form[n] if n is not None else None for n in norms)
+    largest = max(sizes, default=0)
+    ratio = largest / g if g else 0.0
+    tie = sizes.count(largest) > 1 if sizes else False
+    winner = sizes.index(largest) if sizes and not tie and ratio >= min_agreement else None
+    return VoteResult(
+        target=None if winner is None else _most_frequent_raw(answers, cluster_of, winner),
+        majority_ratio=ratio,
+        cluster_of=cluster_of,
+        cluster_sizes=tuple(sizes),
+        winner=winner,
+        tie=tie,
+        n_abstain=sum(1 for n in norms if n is None),
+        agrees=tuple(winner is not None and c == winner for c in cluster_of),
+    )
+
+
+def _form_counts(norms: Sequence[str | None]) -> dict[str, int]:
+    """Distinct normalised forms -> their count, in first-appearance order (abstentions left out)."""
     counts: dict[str, int] = {}
     for n in norms:
         if n is not None:
             counts[n] = counts.get(n, 0) + 1
-    forms = sorted(counts, key=lambda f: -counts[f])  # stable: keeps first-appearance order
+    return counts
 
+
+def _cluster_forms(counts: dict[str, int], verifier: Verifier | None) -> tuple[dict[str, int], list[int]]:
+    """Greedy clustering (module docstring): each form, most frequent first (first appearance breaks ties),
+    joins the first cluster whose representative it is equivalent to. Returns the cluster id of each form
+    and the size (answers, not forms) of each cluster."""
+    forms = sorted(counts, key=lambda f: -counts[f])  # stable: keeps first-appearance order
+    if len(forms) > 1 and verifier is None:
+        verifier = get_default_verifier()
     cluster_of_form: dict[str, int] = {}
     reps: list[str] = []  # representative normalised form of each cluster
     sizes: list[int] = []
-    if len(forms) > 1 and verifier is None:
-        verifier = get_default_verifier()
     for f in forms:
-        cid = None
-        for k, rep in enumerate(reps):
-            assert verifier is not None
-            if verifier.equivalent(f, rep):
-                cid = k
-                break
+        cid = next((k for k, rep in enumerate(reps) if verifier.equivalent(f, rep)), None)
         if cid is None:
             cid = len(reps)
             reps.append(f)
             sizes.append(0)
         cluster_of_form[f] = cid
         sizes[cid] += counts[f]
+    return cluster_of_form, sizes
 
-    cluster_of = tuple(cluster_of_form[n] if n is not None else None for n in norms)
-    n_abstain = sum(1 for n in norms if n is None)
-    largest = max(sizes, default=0)
-    ratio = largest / g if g else 0.0
-    tie = sizes.count(largest) > 1 if sizes else False
 
-    winner: int | None = None
-    if sizes and not tie and ratio >= min_agreement:
-        winner = sizes.index(largest)
-
-    target: str | None = None
-    if winner is not None:
-        # The most frequent raw string of the winning cluster (first appearance breaks ties).
-        raw_counts: dict[str, int] = {}
-        for a, c in zip(answers, cluster_of):
-            if c == winner:
-                assert a is not None
-                raw_counts[a] = raw_counts.get(a, 0) + 1
-        target = max(raw_counts, key=lambda r: raw_counts[r])
-
-    agrees = tuple(winner is not None and c == winner for c in cluster_of)
-    return VoteResult(
-        target=target,
-        majority_ratio=ratio,
-        cluster_of=cluster_of,
-        cluster_sizes=tuple(sizes),
-        winner=winner,
-        tie=tie,
-        n_abstain=n_abstain,
-        agrees=agrees,
-    )
+def _most_frequent_raw(answers: Sequence[str | None], cluster_of: Sequence[int | None], winner: int) -> str:
+    """The most frequent raw string of the winning cluster (first appearance breaks ties)."""
+    raw_counts: dict[str, int] = {}
+    for a, c in zip(answers, cluster_of):
+        if c == winner:
+            assert a is not None
+            raw_counts[a] = raw_counts.get(a, 0) + 1
+    return max(raw_counts, key=lambda r: raw_counts[r])

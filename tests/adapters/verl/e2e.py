@@ -87,5 +87,5 @@ def compose(*extra: str):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    with initialize_config_module(config_module="devenus.config", version_base=None):
+    with initialize_config_module(config_module="devenus.configs", version_base=None):
         return hydra_compose("devenus_trainer", overrides=list(extra))

@@ -28,7 +28,7 @@ TWO_NODES = ["trainer.n_gpus_per_node=8", "trainer.nnodes=2"]
 
 
 def _config(*overrides):
-    with initialize_config_module(config_module="devenus.config", version_base=None):
+    with initialize_config_module(config_module="devenus.configs", version_base=None):
         return compose("devenus_trainer", overrides=list(overrides))
 
 

@@ -17,7 +17,7 @@ DYNAMIC = ["actor_rollout_ref.actor.use_dynamic_bsz=True", "actor_rollout_ref.ro
 
 
 def _config(*overrides):
-    with initialize_config_module(config_module="devenus.config", version_base=None):
+    with initialize_config_module(config_module="devenus.configs", version_base=None):
         return compose("devenus_trainer", overrides=list(overrides))
 
 

@@ -12,8 +12,8 @@ from devenus.online.config import describe
 from devenus.online.method import DATA_NEEDS, STEP_NEEDS
 from e2e import compose
 
-SHIPPED = sorted(p.name for p in files("devenus.config").iterdir() if p.name.endswith(".yaml"))
-METHOD_FILES = sorted(p.name for p in (files("devenus.config") / "method").iterdir() if p.name.endswith(".yaml"))
+SHIPPED = sorted(p.name for p in files("devenus.configs").iterdir() if p.name.endswith(".yaml"))
+METHOD_FILES = sorted(p.name for p in (files("devenus.configs") / "method").iterdir() if p.name.endswith(".yaml"))
 
 
 def test_shipped_configs_are_the_ones_tested_here():
@@ -31,7 +31,7 @@ def test_trainer_config_composes_on_verl_ppo_trainer():
 
 
 def test_agent_loop_entries_point_at_importable_classes():
-    entries = OmegaConf.to_container(OmegaConf.load(str(files("devenus.config") / "agent_loops.yaml")))
+    entries = OmegaConf.to_container(OmegaConf.load(str(files("devenus.configs") / "agent_loops.yaml")))
     assert entries
     for e in entries:
         module, _, name = e["_target_"].rpartition(".")
@@ -47,8 +47,8 @@ def test_every_registered_method_builds_from_defaults_and_composes(name):
 
 @pytest.mark.parametrize("name", WeakTrainerInterface.names())
 def test_every_method_config_file_loads_and_matches_its_config_class(name):
-    text = (files("devenus.config") / "method" / f"{name}.yaml").read_text()
-    assert text == method_yaml(name), f"config/method/{name}.yaml is stale: regenerate with `devenus methods {name} --yaml`"
+    text = (files("devenus.configs") / "method" / f"{name}.yaml").read_text()
+    assert text == method_yaml(name), f"configs/method/{name}.yaml is stale: regenerate with `devenus methods {name} --yaml`"
     cfg = compose(f"+method={name}")  # the file is a Hydra config group of the trainer config
     assert cfg.devenus.method == name
     loaded = OmegaConf.to_container(cfg.devenus.method_config, resolve=True)

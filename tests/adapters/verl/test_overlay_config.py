@@ -36,7 +36,7 @@ def test_a_misspelt_or_bad_devenus_key_is_refused_before_ray(override, message):
 
 def test_the_shipped_overlay_is_the_declared_one():
     assert check_overlay(compose()) == DevenusConfig()
-    shipped = OmegaConf.to_container(OmegaConf.load(str(files("devenus.config") / "devenus_trainer.yaml")))["devenus"]
+    shipped = OmegaConf.to_container(OmegaConf.load(str(files("devenus.configs") / "devenus_trainer.yaml")))["devenus"]
     declared = {k: v for k, v in DevenusConfig().__dict__.items() if k in shipped}
     assert shipped == declared  # the YAML's defaults are the config class's
     cfg = check_overlay(compose("+devenus.probe.every_k_steps=2", "+devenus.round=1", "devenus.method=ttrl"))

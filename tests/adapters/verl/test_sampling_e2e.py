@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from devenus.online.sampling import refill_size
+from devenus.online.sampling.dynamic_sampling import refill_size
 from devenus.runs.testbed import RunConfig
 from e2e import train, train_steps
 from verl_cpu_fixtures import parse_weight_syncs

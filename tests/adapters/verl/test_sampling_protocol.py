@@ -30,7 +30,7 @@ from verl.utils.dataset.rl_dataset import collate_fn  # noqa: E402
 
 from devenus.adapters.verl.trainer import DeVenusTrainer  # noqa: E402
 from devenus.online.registry import WeakTrainerInterface  # noqa: E402
-from devenus.online.sampling import DynamicSamplingConfig  # noqa: E402
+from devenus.online.sampling.dynamic_sampling import DynamicSamplingConfig  # noqa: E402
 from devenus.online.step import StepRules  # noqa: E402
 
 P, R, N, PROMPTS, ROWS = 3, 4, 4, 4, 16

@@ -11,7 +11,7 @@ import torch
 from verl import DataProto
 
 from devenus.adapters.verl.sampling import prompt_keys, replace_rows, score_view, with_placeholders
-from devenus.online.sampling import PLACEHOLDER_KEY, judge
+from devenus.online.sampling.dynamic_sampling import PLACEHOLDER_KEY, judge
 
 
 def rows(n, tag, width=3, score=None):
@@ -160,7 +160,7 @@ def test_the_generate_wrapper_generates_only_kept_prompts_and_counts_every_respo
 def test_rollouts_generated_is_logged_every_step_with_sampling_off_and_reset_after():
     from test_votes import GROUPS, prompts_for, trainer_with
 
-    from devenus.online.sampling import ROLLOUTS_GENERATED
+    from devenus.online.sampling.dynamic_sampling import ROLLOUTS_GENERATED
 
     t, _ = trainer_with("grpo", 2, GROUPS)
     assert not t.sampling_config.enabled and t.pre_rollout_filter is None

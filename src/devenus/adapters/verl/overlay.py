@@ -12,8 +12,8 @@ from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.online.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
 from devenus.online.collapse_guard import CollapseGuardConfig
-from devenus.online.sampling import DynamicSamplingConfig
-from devenus.online.skipping import SkipConfig
+from devenus.online.sampling.dynamic_sampling import DynamicSamplingConfig
+from devenus.online.sampling.skipping import SkipConfig
 
 
 #: where verl's task runner runs (``devenus.task_runner``): its own Ray actor, or the launching process
@@ -25,13 +25,13 @@ class SetupError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- the devenus overlay
-#: the overlay's keys that config/devenus_trainer.yaml sets (overridden without a ``+``)
+#: the overlay's keys that configs/devenus_trainer.yaml sets (overridden without a ``+``)
 _IN_TRAINER_YAML = ("backend", "method", "method_config", "plugins", "validate_data", "task_runner")
 
 
 @dataclass
 class DevenusConfig(Config):
-    """Every ``devenus.*`` key of the training config (``config/devenus_trainer.yaml``); a key not declared
+    """Every ``devenus.*`` key of the training config (``configs/devenus_trainer.yaml``); a key not declared
     here is an error before Ray starts, not a setting nobody reads. The method's own keys are checked by
     its config class (``devenus.method_config``), once the method is known."""
 

@@ -1,4 +1,4 @@
-"""Dynamic sampling with refill on verl's legacy trainer: the adapter half of :mod:`devenus.online.sampling`.
+"""Dynamic sampling with refill on verl's legacy trainer: the adapter half of :mod:`devenus.online.sampling.dynamic_sampling`.
 
 Runs inside ``DeVenusTrainer._compute_old_log_prob`` (:func:`compose_step`), where fit()'s ``batch`` already
 holds the step's rewards: ``reward_tensor`` IS ``batch.batch["rm_scores"]`` and the reward's extra arrays ARE
@@ -24,7 +24,7 @@ import torch
 from verl import DataProto
 
 from devenus.adapters.verl import surfaces
-from devenus.online import sampling as rule
+from devenus.online.sampling import dynamic_sampling as rule
 from devenus.online.rollouts import RolloutBatch
 
 

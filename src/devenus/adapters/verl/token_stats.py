@@ -115,7 +115,7 @@ def hidden_state_modules(model) -> list:
 
 def _engine_class():
     from verl.utils import tensordict_utils as tu
-    from verl.workers.engine.fsdp.transformer_impl import DTensor, FSDPEngineWithLMHead
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
     class TokenStatsFSDPEngine(FSDPEngineWithLMHead):
         """verl's FSDP LM engine, plus ``self_certainty`` / ``hidden_pooled`` when the batch asks for them."""
@@ -130,61 +130,70 @@ def _engine_class():
                 # all-reduce over the SP group at the slice's global positions (not built yet)
                 raise NotImplementedError("hidden_pooled with Ulysses sequence parallelism (set "
                                           "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1)")
-            self._hidden_pool = self._response_pool(micro_batch).hook(hidden_state_modules(self.module))
+            self._hidden_pool = _response_pool(micro_batch).hook(hidden_state_modules(self.module))
             try:
                 return super().forward_step(micro_batch, loss_function, forward_only)
             finally:
                 self._hidden_pool.remove()
                 self._hidden_pool = None
 
-        def _response_pool(self, micro_batch) -> ResponsePool:
-            packed = tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True)
-            seq_lens = micro_batch["input_ids"].offsets().diff()
-            prompts, am = micro_batch["prompts"], micro_batch["attention_mask"]
-            # response lengths as verl's no_padding_2_padding reads them
-            response_lens = (micro_batch["responses"].offsets().diff() if prompts.is_nested
-                             else am[:, prompts.shape[1]:].sum(dim=1))
-            mask = micro_batch["response_mask"]
-            if mask.is_nested:
-                mask = torch.nested.to_padded_tensor(mask, 0.0)
-            return ResponsePool(seq_lens, response_lens, mask, bool(packed))
-
         def prepare_model_outputs(self, output, output_args, micro_batch, logits_processor_func):
             model_output = super().prepare_model_outputs(output, output_args, micro_batch, logits_processor_func)
             if tu.get_non_tensor_data(data=micro_batch, key=FLAG, default=False):
                 chunk = int(tu.get_non_tensor_data(data=micro_batch, key=CHUNK_KEY, default=DEFAULT_CHUNK_SIZE))
-                model_output[SELF_CERTAINTY] = self._self_certainty(output, output_args, micro_batch, chunk, DTensor)
+                model_output[SELF_CERTAINTY] = _self_certainty(self, output, output_args, micro_batch, chunk)
             if self._hidden_pool is not None:
                 model_output[HIDDEN_POOLED] = self._hidden_pool.means()  # [rows, L+1, d], one entry per row
             return model_output
 
-        def _self_certainty(self, output, output_args, micro_batch, chunk: int, dtensor_cls):
-            use_rmpad = tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True)
-            if tu.get_non_tensor_data(data=micro_batch, key="use_fused_kernels", default=False):
-                raise NotImplementedError(
-                    "self-certainty needs the full logits; fused kernels never materialise them "
-                    "(set actor_rollout_ref.model.use_fused_kernels=False)")
-            is_one = output_args.get("temperature_is_one", False)
-            cu_seqlens = micro_batch["input_ids"].offsets()
-            logits = output.logits
-            if isinstance(logits, dtensor_cls):  # vocab-sharded under TP: the same gather verl does
-                logits = logits.full_tensor()
-            if use_rmpad:
-                temp = None if is_one else output_args["temperature_rmpad"]
-                sc = self_certainty_from_logits(logits.squeeze(0), chunk, temp)  # ((nnz / sp) + pad,)
-                sc = self._gather_and_unpad_packed(sc, output_args["pad_size"])
-            else:  # padded [bsz, seqlen, V], sequences left-aligned: only each row's valid prefix
-                temp = output_args["temperature"]
-                lengths = cu_seqlens.diff().tolist()
-                sc = torch.cat([
-                    self_certainty_from_logits(logits[b, :n], chunk, None if is_one else temp[b])
-                    for b, n in enumerate(lengths)
-                ])
-            return torch.nested.nested_tensor_from_jagged(sc, cu_seqlens)
-
     TokenStatsFSDPEngine.__module__ = __name__
     TokenStatsFSDPEngine.__qualname__ = "TokenStatsFSDPEngine"
     return TokenStatsFSDPEngine
+
+
+def _response_pool(micro_batch) -> ResponsePool:
+    """The pool of a micro-batch's response tokens, in the layout (packed or padded) of its forward."""
+    from verl.utils import tensordict_utils as tu
+
+    packed = tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True)
+    seq_lens = micro_batch["input_ids"].offsets().diff()
+    prompts, am = micro_batch["prompts"], micro_batch["attention_mask"]
+    # response lengths as verl's no_padding_2_padding reads them
+    response_lens = (micro_batch["responses"].offsets().diff() if prompts.is_nested
+                     else am[:, prompts.shape[1]:].sum(dim=1))
+    mask = micro_batch["response_mask"]
+    if mask.is_nested:
+        mask = torch.nested.to_padded_tensor(mask, 0.0)
+    return ResponsePool(seq_lens, response_lens, mask, bool(packed))
+
+
+def _self_certainty(engine, output, output_args, micro_batch, chunk: int) -> torch.Tensor:
+    """Per-token self-certainty of ``engine``'s forward ``output``, as a nested tensor over the batch's rows."""
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.fsdp.transformer_impl import DTensor
+
+    use_rmpad = tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True)
+    if tu.get_non_tensor_data(data=micro_batch, key="use_fused_kernels", default=False):
+        raise NotImplementedError(
+            "self-certainty needs the full logits; fused kernels never materialise them "
+            "(set actor_rollout_ref.model.use_fused_kernels=False)")
+    is_one = output_args.get("temperature_is_one", False)
+    cu_seqlens = micro_batch["input_ids"].offsets()
+    logits = output.logits
+    if isinstance(logits, DTensor):  # vocab-sharded under TP: the same gather verl does
+        logits = logits.full_tensor()
+    if use_rmpad:
+        temp = None if is_one else output_args["temperature_rmpad"]
+        sc = self_certainty_from_logits(logits.squeeze(0), chunk, temp)  # ((nnz / sp) + pad,)
+        sc = engine._gather_and_unpad_packed(sc, output_args["pad_size"])
+    else:  # padded [bsz, seqlen, V], sequences left-aligned: only each row's valid prefix
+        temp = output_args["temperature"]
+        lengths = cu_seqlens.diff().tolist()
+        sc = torch.cat([
+            self_certainty_from_logits(logits[b, :n], chunk, None if is_one else temp[b])
+            for b, n in enumerate(lengths)
+        ])
+    return torch.nested.nested_tensor_from_jagged(sc, cu_seqlens)
 
 
 def install() -> type:

@@ -1,6 +1,6 @@
 """``python -m devenus.train <verl overrides> devenus.method=<name>``: DE-Venus's training entry point.
 
-verl's own Hydra config (``ppo_trainer``) plus the ``devenus`` overlay (``config/devenus_trainer.yaml``);
+verl's own Hydra config (``ppo_trainer``) plus the ``devenus`` overlay (``configs/devenus_trainer.yaml``);
 every verl override works as it does with ``python -m verl.trainer.main_ppo``. On a machine with no
 accelerator the CPU backend's environment and overrides are applied first (user overrides win).
 Bad input fails here, before Ray starts, with a message that names what is wrong.
@@ -211,7 +211,7 @@ def preflight(overrides: list[str]):
     except OverrideError as e:
         raise SetupError(str(e)) from None
     try:
-        with initialize_config_module(config_module="devenus.config", version_base=None):
+        with initialize_config_module(config_module="devenus.configs", version_base=None):
             config = compose("devenus_trainer", overrides=list(overrides))
     except HydraException as e:  # an override that does not fit the config tree
         raise SetupError(f"the overrides do not compose: {e}") from None
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     result: dict = {}
 
-    @hydra.main(config_path="pkg://devenus.config", config_name="devenus_trainer", version_base=None)
+    @hydra.main(config_path="pkg://devenus.configs", config_name="devenus_trainer", version_base=None)
     def _run(config) -> None:
         from verl.trainer.main_ppo import run_ppo
         from verl.utils.device import auto_set_device

@@ -44,7 +44,7 @@ from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard 
 from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online import diagnostics
 from devenus.online import probe as probes
-from devenus.online import sampling, skipping
+from devenus.online.sampling import dynamic_sampling as sampling, skipping
 from devenus.online.method import OnlineMethod
 from devenus.online.step import RowDecisions, StepRules
 

@@ -5,7 +5,7 @@ verl 0.9.1's agent loop takes the sampling temperature from the rollout config f
 row to the row's agent loop (picked by the ``agent_name`` column). This single-turn loop reads the
 row's ``devenus_temperature`` and samples at it; everything else is verl's ``SingleTurnAgentLoop``.
 It is registered in the agent-loop workers through ``actor_rollout_ref.rollout.agent.agent_loop_config_path``
-(``devenus/config/agent_loops.yaml``), which DeVenusTrainer sets when a method asks for such votes.
+(``devenus/configs/agent_loops.yaml``), which DeVenusTrainer sets when a method asks for such votes.
 """
 
 from __future__ import annotations

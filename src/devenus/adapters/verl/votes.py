@@ -27,7 +27,7 @@ ADDED_KEYS = (TEMPERATURE_KEY,)
 
 
 def agent_loops_yaml() -> str:
-    return str(importlib.resources.files("devenus.config") / "agent_loops.yaml")
+    return str(importlib.resources.files("devenus.configs") / "agent_loops.yaml")
 
 
 def check_group_layout(prompts: DataProto, n: int) -> int:

@@ -20,10 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import Histories, RefineMethod
+from devenus.online.refine.method import Histories, RefineMethod
 from devenus.online.rollouts import Visit, observe_groups
 from devenus.signals.trajectory import EPS
 from devenus.signals.votes import equivalent

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import RefineMethod
+from devenus.online.refine.method import RefineMethod
 from devenus.online.rollouts import observe_groups
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.common import Histories, RefineMethod
+from devenus.online.refine.method import Histories, RefineMethod
 from devenus.online.rollouts import Visit, observe_groups
 from devenus.signals.trajectory import EPS, ls_slope
 from devenus.signals.votes import equivalent, unique_mode

@@ -53,8 +53,6 @@ class CoRewarding(VotingMethod):
     data_needs = frozenset({"unlabeled", "paraphrases"})
 
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
-        from devenus.verify import get_default_verifier
-
         cfg: CoRewardingConfig = self.config
         groups = batch.groups()
         pk = pair_keys(batch)
@@ -91,25 +89,34 @@ class CoRewarding(VotingMethod):
             if vote.target is not None:
                 new[unl] = vote.target
 
-        # do the two views of a question reach the same majority?
-        v = get_default_verifier()
-        both = agree = pairs = 0
-        for gs in by_pair.values():
-            if len(gs) != 2:
-                continue
-            pairs += 1
-            a, b = votes[gs[0]].target, votes[gs[1]].target
-            if a is not None and b is not None:
-                both += 1
-                agree += bool(v.equivalent(a, b))
         metrics = stats.metrics()
         if unlabeled_groups:
             metrics["missing_partner_share"] = missing / unlabeled_groups
             metrics["partner_label_share"] = partner_label / unlabeled_groups
-        if pairs:
-            metrics["pairs"] = pairs
-            metrics["both_majority_share"] = both / pairs
-        if both:
-            metrics["view_agreement"] = agree / both
+        metrics.update(_view_agreement(votes, by_pair))
         self.log(**metrics)
         return new
+
+
+def _view_agreement(votes: list, by_pair: dict[str, list[int]]) -> dict[str, float]:
+    """Do the two views of a question reach the same majority? The pairs, the share where both views have a
+    majority, and the share of those whose majorities are equivalent (each only where it has a denominator)."""
+    from devenus.verify import get_default_verifier
+
+    v = get_default_verifier()
+    both = agree = pairs = 0
+    for gs in by_pair.values():
+        if len(gs) != 2:
+            continue
+        pairs += 1
+        a, b = votes[gs[0]].target, votes[gs[1]].target
+        if a is not None and b is not None:
+            both += 1
+            agree += bool(v.equivalent(a, b))
+    out: dict[str, float] = {}
+    if pairs:
+        out["pairs"] = pairs
+        out["both_majority_share"] = both / pairs
+    if both:
+        out["view_agreement"] = agree / both
+    return out

@@ -114,47 +114,65 @@ def process_validation_metrics(
         var2vals = grouped[source][sample_uids[i]]
         for var_name, var_vals in infos_dict.items():
             var2vals[var_name].append(var_vals[i])
-
-    # per source: uid -> var -> metric dict, filled group by group (same sample count, same vote rule)
-    per_uid: dict = {}
-    last_n = 0  # sample count of the last bootstrapped variable, in verl's order
     try:
-        for source, uid2var2vals in grouped.items():
-            uid_dict = per_uid.setdefault(source, {})
-            blocks: dict[tuple, list] = defaultdict(list)  # (n_resps, votes) -> [(uid, var, values, codes)]
-            for uid, var2vals in uid2var2vals.items():
-                pred_vals = var2vals.get("pred")
-                uid_dict[uid] = {}
-                for var_name, var_vals in var2vals.items():
-                    var_vals = [v for v in var_vals if v is not None]
-                    if not var_vals or isinstance(var_vals[0], str):
-                        continue
-                    arr = np.asarray(var_vals, dtype=np.float64)
-                    if arr.ndim != 1 or np.isnan(arr).any():  # NaN orders differently in object maxima
-                        raise TypeError("not a flat list of non-NaN numbers")
-                    has_pred = (pred_vals is not None and len(pred_vals) == len(var_vals)
-                                and all(p is not None for p in pred_vals))
-                    codes = None
-                    if has_pred:
-                        table: dict = {}
-                        codes = np.asarray([table.setdefault(p, len(table)) for p in pred_vals], dtype=np.int64)
-                    uid_dict[uid][var_name] = None  # placeholder: keeps verl's variable order
-                    if len(var_vals) > 1:
-                        last_n = len(var_vals)
-                    blocks[(len(var_vals), has_pred)].append((uid, var_name, var_vals, arr, codes))
-            for (_, has_pred), items in blocks.items():
-                arr = np.stack([it[3] for it in items])
-                codes = np.stack([it[4] for it in items]) if has_pred else None
-                metrics = _group_metrics([it[2] for it in items], arr, codes, seed)
-                for (uid, var_name, *_), m in zip(items, metrics, strict=True):
-                    uid_dict[uid][var_name] = m
+        per_uid, last_n = _per_uid_metrics(grouped, seed)
     except (TypeError, ValueError):  # values this version does not vectorise: verl's own function
         return _verl_original()(data_sources, sample_uids, infos_dict, seed=seed)
-
     if last_n:  # leave NumPy's global RNG where verl's last bootstrap leaves it
         np.random.seed(seed)
         np.random.choice(last_n, size=(N_BOOTSTRAP, last_n), replace=True)
+    return _mean_over_uids(per_uid)
 
+
+def _per_uid_metrics(grouped: dict, seed: int) -> tuple[dict, int]:
+    """Per source: uid -> var -> metric dict, filled block by block (same sample count, same vote rule); and
+    the sample count of the last bootstrapped variable, in verl's order. TypeError: values not vectorised."""
+    per_uid: dict = {}
+    last_n = 0
+    for source, uid2var2vals in grouped.items():
+        uid_dict = per_uid.setdefault(source, {})
+        blocks, n = _blocks(uid2var2vals, uid_dict)
+        last_n = n or last_n
+        for (_, has_pred), items in blocks.items():
+            arr = np.stack([it[3] for it in items])
+            codes = np.stack([it[4] for it in items]) if has_pred else None
+            metrics = _group_metrics([it[2] for it in items], arr, codes, seed)
+            for (uid, var_name, *_), m in zip(items, metrics, strict=True):
+                uid_dict[uid][var_name] = m
+    return per_uid, last_n
+
+
+def _blocks(uid2var2vals: dict, uid_dict: dict) -> tuple[dict[tuple, list], int]:
+    """One source's variables by (sample count, has a majority vote) -> [(uid, var, values, floats, codes)],
+    with a placeholder per (uid, var) in ``uid_dict`` that keeps verl's variable order; and the sample
+    count of its last variable with more than one sample (0: none)."""
+    blocks: dict[tuple, list] = defaultdict(list)
+    last_n = 0
+    for uid, var2vals in uid2var2vals.items():
+        pred_vals = var2vals.get("pred")
+        uid_dict[uid] = {}
+        for var_name, var_vals in var2vals.items():
+            var_vals = [v for v in var_vals if v is not None]
+            if not var_vals or isinstance(var_vals[0], str):
+                continue
+            arr = np.asarray(var_vals, dtype=np.float64)
+            if arr.ndim != 1 or np.isnan(arr).any():  # NaN orders differently in object maxima
+                raise TypeError("not a flat list of non-NaN numbers")
+            has_pred = (pred_vals is not None and len(pred_vals) == len(var_vals)
+                        and all(p is not None for p in pred_vals))
+            codes = None
+            if has_pred:
+                table: dict = {}
+                codes = np.asarray([table.setdefault(p, len(table)) for p in pred_vals], dtype=np.int64)
+            uid_dict[uid][var_name] = None  # placeholder: keeps verl's variable order
+            if len(var_vals) > 1:
+                last_n = len(var_vals)
+            blocks[(len(var_vals), has_pred)].append((uid, var_name, var_vals, arr, codes))
+    return blocks, last_n
+
+
+def _mean_over_uids(per_uid: dict) -> dict:
+    """source -> var -> metric -> the metric's mean over the source's uids (verl's reduction)."""
     collected: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for source, uid2var2metric in per_uid.items():
         for var2metric in uid2var2metric.values():

@@ -68,7 +68,7 @@ def sampling_config(values) -> DynamicSamplingConfig:
 
 
 class PreRolloutFilter(Protocol):
-    """A rule that skips prompts before rollout (:class:`devenus.online.skipping.SkipRule`, ``devenus.skip``).
+    """A rule that skips prompts before rollout (:class:`devenus.online.sampling.skipping.SkipRule`, ``devenus.skip``).
     Skipped prompts' slots become placeholders that refill fills. Its metrics go to verl's trackers and its
     evidence rows to the run's evidence table after every step; its state is saved with each checkpoint."""
 

@@ -1,8 +1,10 @@
-"""What the refinement methods share (not a method itself): the bounded per-sample history of visits,
-the evidence rows a method hands to the adapter, and the probe hook. One visit's observation of a group
-(:class:`devenus.online.rollouts.Visit`, :func:`devenus.online.rollouts.observe_groups`) lives in the
-online core, since the adapter's probe pass observes groups too and never imports a method package; the
-statistics of a history (slope, unique mode, answer equivalence) are in :mod:`devenus.signals`.
+"""The refinement methods' base class, :class:`RefineMethod` (the evidence rows a method hands to the
+adapter, and the probe hook), and :class:`Histories`, the bounded per-sample history of visits it keeps.
+
+One visit's observation of a group (:class:`devenus.online.rollouts.Visit`,
+:func:`devenus.online.rollouts.observe_groups`) lives in the online core, since the adapter's probe pass
+observes groups too and never imports a method package; the statistics of a history (slope, unique mode,
+answer equivalence) are in :mod:`devenus.signals`.
 
 Memory per sample is bounded: a history keeps at most ``window`` visits (older ones are dropped, and the
 evidence table keeps every visit for offline use).

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from devenus.evaluate.run import EvalResult
-from devenus.report import table
+from devenus.tables import table
 
 __all__ = ["format_table", "to_json", "write_outputs", "atomic_write"]
 
