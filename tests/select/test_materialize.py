@@ -15,8 +15,7 @@ import pytest
 from devenus.records import make_row, read_records, write_records
 from devenus.records.versions import manifest_path, verify_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import run_materialize
-from devenus.select.work import stage
+from devenus.select.stages import SelectionRun, run_materialize
 from devenus.select.shards import write_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +59,7 @@ def setup_run(tmp_path, rows, decisions, labels=None, limit=None, annotation="si
         over["limit"] = limit
     cfg = load_config(None, over)
     n = len(decisions)
-    st = stage(cfg, "route").open()
+    st = SelectionRun(cfg).stage("route").open()
     write_table(pa.table({"index": [r["extra_info"]["index"] for r in rows[:n]], "decision": list(decisions),
                           "u": np.zeros(n), "rank": np.arange(n), "label": pa.array(labels or [None] * n, pa.string())}),
                 st.shard_path(0))
