@@ -146,3 +146,18 @@ def test_answer_file_source(tmp_path):
     ans.write_text(json.dumps({"index": "p/3", "answer": "x"}) + "\n")
     with pytest.raises(ValueError, match=r"has no answer for question 'p/4'"):
         run_materialize(cfg, progress=False)
+
+
+def test_a_run_hashes_its_pool_once(tmp_path, monkeypatch):
+    # the stage identities and the version's parent all read the one hash a SelectionRun keeps
+    import devenus.records.versions as versions
+
+    cfg = setup_run(tmp_path, pool_rows(12), ["annotate", "weak", "discard", "keep"] * 3)
+    pool = Path(cfg.pool).resolve()
+    real, seen = versions.sha256_file, []
+    monkeypatch.setattr(versions, "sha256_file", lambda p: (seen.append(Path(p).resolve()), real(p))[1])
+    run = SelectionRun(cfg)
+    run.stage("route").check()
+    m = run_materialize(run, progress=False)
+    assert seen.count(pool) == 1
+    assert [p.sha256 for p in m.parents] == [real(pool)] and m.config["pool"]["pool_sha256"] == real(pool)
