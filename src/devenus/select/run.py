@@ -55,8 +55,12 @@ class SelectionRun:
 
     @classmethod
     def of(cls, run: "SelectionRun | SelectConfig", model=None) -> "SelectionRun":
-        """``run`` itself, or a new run of the config ``run``."""
-        return run if isinstance(run, SelectionRun) else cls(run, model)
+        """``run`` itself, or a new run of the config ``run`` (a run's model is given when the run is made)."""
+        if isinstance(run, SelectionRun):
+            if model is not None:
+                raise TypeError("a model for an existing SelectionRun: give it as SelectionRun(cfg, model=...)")
+            return run
+        return cls(run, model)
 
     # -- the pool
     @cached_property
