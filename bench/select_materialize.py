@@ -27,8 +27,7 @@ def main() -> None:
 
     from devenus.records import make_row, read_records, write_records
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_materialize
-    from devenus.select.work import stage
+    from devenus.select.stages import SelectionRun, run_materialize
     from devenus.select.shards import write_table
 
     n = a.questions
@@ -41,7 +40,7 @@ def main() -> None:
         pool = write_records(rows, tmp / "pool.parquet")
         del rows
         cfg = load_config(None, {"pool": str(pool), "out": str(tmp / "run")})
-        st = stage(cfg, "route").open()
+        st = SelectionRun(cfg).stage("route").open()
         dec = np.random.default_rng(0).choice(["annotate", "discard", "weak"], size=n, p=[0.293, 0.421, 0.286])
         write_table(pa.table({"index": [f"pool/{i:07d}" for i in range(n)], "decision": dec.tolist(),
                               "u": np.zeros(n), "rank": np.arange(n), "label": pa.nulls(n, pa.string())}),

@@ -29,8 +29,8 @@ def main() -> None:
     import torch
 
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_generate
-    from devenus.select.pool import build_pool
+    from devenus.select.stages import run_generate
+    from devenus.testbed.pool import build_pool
 
     torch.set_num_threads(1)
     build_pool()

@@ -34,7 +34,7 @@ def main() -> None:
     import torch
 
     from devenus.select.config import MODEL_SIGNALS, load_config
-    from devenus.select.pipeline import run_generate, run_route, run_score
+    from devenus.select.stages import run_generate, run_route, run_score
     from devenus.select.report import run_report, summary_lines
 
     torch.set_num_threads(1)

@@ -70,11 +70,12 @@ def build_scores(cfg, n: int, g: int) -> None:
     """A finished score stage: per-sample and per-question tables, as ``run_score`` writes them."""
     import pyarrow as pa
 
-    from devenus.select.work import questions_path, shard_ranges, stage
+    from devenus.select.run import SelectionRun, shard_ranges
+    from devenus.select.stages.score import questions_path
     from devenus.select.shards import write_table
 
     rng = np.random.default_rng(0)
-    st = stage(cfg, "score").open(force=True)
+    st = SelectionRun(cfg).stage("score").open(force=True)
     keys = np.char.add("pool/", np.char.zfill(np.arange(n).astype(str), 7)).astype(object)
     for i, sh in enumerate(shard_ranges(n, cfg.shard_size)):
         m = len(sh)
@@ -103,11 +104,12 @@ def reference_materialize(cfg, force: bool = True):
     from devenus.records.versions import VersionWriter, check_output, parent_of, row_changes
     from devenus.select.annotate import annotation_source
     from devenus.select.config import fingerprint
-    from devenus.select.pipeline import output_path
-    from devenus.select.work import pool_identity, pool_path, stage
+    from devenus.select.run import SelectionRun
+    from devenus.select.stages.materialize import output_path
 
-    route_st = stage(cfg, "route").check()
-    out, src = output_path(cfg), pool_path(cfg)
+    run = SelectionRun(cfg)
+    route_st = run.stage("route").check()
+    out, src = output_path(cfg), run.pool
     check_output(out, [src], force=force)
     dec = pq.read_table(str(route_st.shard_path(0))).to_pydict()
     decision = dict(zip(dec["index"], dec["decision"]))
@@ -119,7 +121,7 @@ def reference_materialize(cfg, force: bool = True):
     answers = dict(zip([r["extra_info"]["index"] for r in annotate],
                        annotation_source(cfg.materialize.annotation)(annotate) if annotate else []))
     answers.update(known)
-    config = {"pool": pool_identity(cfg), "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
+    config = {"pool": run.pool_identity, "model": cfg.generate.model, "generation": dataclasses.asdict(cfg.generate),
               "score": dataclasses.asdict(cfg.score), "route": dataclasses.asdict(cfg.route),
               "annotation": cfg.materialize.annotation, "routing": route_st.summary(),
               "run_fingerprint": fingerprint(route_st.config)}
@@ -186,7 +188,7 @@ def main() -> None:
     import devenus.signals  # noqa: F401
     from devenus.records.versions import manifest_path
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_materialize, run_route
+    from devenus.select.stages import run_materialize, run_route
 
     n, g = a.questions, a.samples
     with tempfile.TemporaryDirectory() as tmp:

@@ -77,8 +77,8 @@ def main() -> None:
     import torch
 
     from devenus.select.config import MODEL_SIGNALS, load_config
-    from devenus.select.pipeline import read_questions, run_generate, run_score
-    from devenus.select.work import stage
+    from devenus.select.stages import SelectionRun, run_generate, run_score
+    from devenus.select.stages.score import read_questions
     from devenus.signals import auroc_interval
 
     torch.set_num_threads(1)
@@ -92,20 +92,21 @@ def main() -> None:
         sets["generate.max_new_tokens"] = a.max_new_tokens
     cfg = load_config(None, sets)
     t0 = time.perf_counter()
-    run_generate(cfg, progress=False)
+    run = SelectionRun(cfg)
+    run_generate(run, progress=False)
     t1 = time.perf_counter()
-    run_score(cfg, progress=False)
+    run_score(run, progress=False)
     t2 = time.perf_counter()
-    q = read_questions(stage(cfg, "score")).to_pydict()
+    q = read_questions(run.stage("score")).to_pydict()
     pre = "" if a.pool else "sim_"
     y = targets(q[f"{pre}majority_correct"], q[f"{pre}pass_rate"])
     truth = y.pop("truth")
     p = np.array(q[f"{pre}pass_rate"], dtype=float)[truth]
     n = len(p)
     cut = np.concatenate([pq.read_table(f).column("truncated").to_numpy(zero_copy_only=False)
-                          for f in sorted(stage(cfg, "generate").folder.glob("shard-*.parquet"))])
+                          for f in sorted(run.stage("generate").folder.glob("shard-*.parquet"))])
     no_answer = np.concatenate([np.array([x is None for x in pq.read_table(f).column("pred").to_pylist()])
-                                for f in sorted(stage(cfg, "score").folder.glob("shard-*.parquet"))])
+                                for f in sorted(run.stage("score").folder.glob("shard-*.parquet"))])
     balance = {t: float(v.mean()) for t, v in y.items()}
     print(f"{n} questions with a truth x {a.samples} samples ({a.model}): generate {t1 - t0:.0f} s, score {t2 - t1:.0f} s "
           "(0 s = reused shards)")

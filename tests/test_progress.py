@@ -69,7 +69,7 @@ def test_a_file_gets_lines_a_terminal_a_bar_and_off_is_silent():
 
 def test_select_stage_bars_print_lines_into_a_log(capsys):
     # `devenus select run ... > log 2>&1` used to leave no progress at all in the log
-    from devenus.select.pipeline import _bar
+    from devenus.select.run import bar as _bar
 
     bar = _bar(4, "generate", None)
     bar.update(2)

@@ -122,7 +122,7 @@ def test_rules_unknown_name():
 
 
 def test_sources_unknown_name():
-    from devenus.select.sources import MODELS, POOLS
+    from devenus.sources import MODELS, POOLS
 
     with pytest.raises(KeyError, match=r"^unknown pool 'smollm2-pol' \(did you mean 'smollm2-pool'\?\); the pools: "):
         POOLS.get("smollm2-pol")
@@ -143,7 +143,7 @@ def test_generators_and_backends_unknown_name():
     from devenus.config import ConfigError
     from devenus.evaluate.backends import make_backend
     from devenus.select.config import load_config
-    from devenus.select.work import hf_generator
+    from devenus.select.stages.generate import hf_generator
 
     with pytest.raises(ConfigError, match=r"^generate.generator: unknown generator 'vlm' \(did you mean 'vllm'\?\); "
                                           r"the generators: hf, vllm \(set it with --set generate.generator=<value>\)$"):

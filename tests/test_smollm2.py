@@ -9,7 +9,7 @@ import pytest
 
 from devenus import smollm2
 from devenus.cli import main
-from devenus.select.sources import model_names, pool_names, resolve_model
+from devenus.sources import model_names, pool_names, resolve_model
 
 
 @pytest.fixture

@@ -139,14 +139,14 @@ def cmd_demo(args) -> int:
 
 
 def cmd_model_path(args) -> int:
-    from devenus.select.sources import resolve_model
+    from devenus.sources import resolve_model
 
     print(resolve_model(args.name))  # stdout holds only the folder: model.path=$(devenus model path smollm2)
     return 0
 
 
 def cmd_model_list(args) -> int:
-    from devenus.select.sources import model_sources
+    from devenus.sources import model_sources
 
     for src in model_sources():
         print(f"{src.name}: {src.help}")

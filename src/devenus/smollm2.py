@@ -120,7 +120,7 @@ def chat_rows(rows: list[dict]) -> list[dict]:
 
 def chat_pool_rows(size: int = 32, digits: tuple[int, ...] = (1, 2), seed: int = 0) -> list[dict]:
     """The testbed's candidate questions phrased for a chat model (unlabeled; answers in ``simulation``)."""
-    from devenus.select.pool import PoolConfig, pool_rows
+    from devenus.testbed.pool import PoolConfig, pool_rows
 
     return chat_rows(pool_rows(config=PoolConfig(size=size, digits=tuple(digits), seed=seed)))
 

@@ -16,9 +16,8 @@ import pytest
 from devenus.records import make_row, write_records
 from devenus.records.versions import read_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import run_generate, run_materialize, run_route
+from devenus.select.stages import SelectionRun, run_generate, run_materialize, run_route
 from devenus.select.shards import StageError, write_table
-from devenus.select.work import stage
 
 
 def rows(n: int = 8) -> list[dict]:
@@ -37,7 +36,7 @@ def scored_run(tmp_path, u, majority_correct=None, pass_rate=None, **over):
     n = len(u)
     pool = write_records(rows(n), tmp_path / "pool.parquet")
     cfg = load_config(None, {"pool": str(pool), "out": str(tmp_path / "run"), "route.signal": "entropy", **over})
-    st = stage(cfg, "score").open()
+    st = SelectionRun(cfg).stage("score").open()
     mc = majority_correct if majority_correct is not None else [None] * n
     cols = {"index": pa.array([f"p/{i}" for i in range(n)]), "majority": pa.array(["1"] * n),
             "pass_rate": pa.array([0.5] * n if pass_rate is None else pass_rate, pa.float64()), "majority_correct": pa.array(mc, pa.bool_())}

@@ -6,8 +6,8 @@ import pytest
 from devenus.records import read_records, write_records
 from devenus.records.versions import verify_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import read_questions, run_all, run_materialize, run_route
-from devenus.select.work import stage
+from devenus.select.stages import SelectionRun, run_all, run_materialize, run_route
+from devenus.select.stages.score import read_questions
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ def test_interval_routing_on_a_labeled_pool(base_testbed, tmp_path):
     cfg = load_config(None, over)
     m = run_all(cfg, progress=False, model=base_testbed.load_model())
     verify_manifest(m.output_path)
-    q = read_questions(stage(cfg, "score")).to_pydict()
+    q = read_questions(SelectionRun(cfg).stage("score")).to_pydict()
     inside = {k for k, p in zip(q["index"], q["pass_rate"]) if 0 < p < 1}
     rows = read_records(m.output_path)
     assert {r["extra_info"]["index"] for r in rows} == inside

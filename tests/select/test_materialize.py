@@ -15,8 +15,7 @@ import pytest
 from devenus.records import make_row, read_records, write_records
 from devenus.records.versions import manifest_path, verify_manifest
 from devenus.select.config import load_config
-from devenus.select.pipeline import run_materialize
-from devenus.select.work import stage
+from devenus.select.stages import SelectionRun, run_materialize
 from devenus.select.shards import write_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +59,7 @@ def setup_run(tmp_path, rows, decisions, labels=None, limit=None, annotation="si
         over["limit"] = limit
     cfg = load_config(None, over)
     n = len(decisions)
-    st = stage(cfg, "route").open()
+    st = SelectionRun(cfg).stage("route").open()
     write_table(pa.table({"index": [r["extra_info"]["index"] for r in rows[:n]], "decision": list(decisions),
                           "u": np.zeros(n), "rank": np.arange(n), "label": pa.array(labels or [None] * n, pa.string())}),
                 st.shard_path(0))
@@ -147,3 +146,18 @@ def test_answer_file_source(tmp_path):
     ans.write_text(json.dumps({"index": "p/3", "answer": "x"}) + "\n")
     with pytest.raises(ValueError, match=r"has no answer for question 'p/4'"):
         run_materialize(cfg, progress=False)
+
+
+def test_a_run_hashes_its_pool_once(tmp_path, monkeypatch):
+    # the stage identities and the version's parent all read the one hash a SelectionRun keeps
+    import devenus.records.versions as versions
+
+    cfg = setup_run(tmp_path, pool_rows(12), ["annotate", "weak", "discard", "keep"] * 3)
+    pool = Path(cfg.pool).resolve()
+    real, seen = versions.sha256_file, []
+    monkeypatch.setattr(versions, "sha256_file", lambda p: (seen.append(Path(p).resolve()), real(p))[1])
+    run = SelectionRun(cfg)
+    run.stage("route").check()
+    m = run_materialize(run, progress=False)
+    assert seen.count(pool) == 1
+    assert [p.sha256 for p in m.parents] == [real(pool)] and m.config["pool"]["pool_sha256"] == real(pool)

@@ -33,7 +33,7 @@ def select(*args, timeout=600):
 
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory, base_testbed):
-    from devenus.select.pool import build_pool
+    from devenus.testbed.pool import build_pool
 
     build_pool()  # once, before any subprocess (they would otherwise race on the lock)
     p = tmp_path_factory.mktemp("cfg") / "select.yaml"
@@ -83,7 +83,7 @@ def test_output_is_a_valid_version_that_says_what_was_decided(full_run):
 
 
 def _pool():
-    from devenus.select.pool import build_pool
+    from devenus.testbed.pool import build_pool
 
     return build_pool()
 

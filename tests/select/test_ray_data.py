@@ -6,13 +6,13 @@ import pytest
 pytest.importorskip("ray")
 
 from devenus.select.config import load_config  # noqa: E402
-from devenus.select.pipeline import run_generate, run_score  # noqa: E402
+from devenus.select.stages import run_generate, run_score  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # the default suite selects in one process (test_pipeline.py)
 
 
 def test_ray_data_matches_single_process(base_testbed, tmp_path):
-    from devenus.select.pool import build_pool
+    from devenus.testbed.pool import build_pool
 
     build_pool()
     over = {"limit": 8, "shard_size": 2, "generate.samples": 2, "generate.max_new_tokens": 64}

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from devenus.select.config import load_config
-from devenus.select.pipeline import route_scores
+from devenus.select.stages.route import route_scores
 from devenus.select.route import ANNOTATE, DISCARD, KEEP, WEAK, interval_mask, interval_route, ratio_route, tiebreak
 from devenus.select.route.ratios import ratio_counts
 

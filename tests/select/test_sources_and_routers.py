@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from devenus.config import ConfigError
-from devenus.select import sources
+from devenus import sources
 from devenus.select.config import load_config
-from devenus.select.pipeline import route_scores
+from devenus.select.stages.route import route_scores
 from devenus.select.route.router import BUILTIN, Router, get_router, register, router_names
 
 
@@ -30,16 +30,19 @@ def test_a_model_rewritten_in_place_has_another_identity(tmp_path):
     assert second["model_sha256"] != first["model_sha256"]
 
 
-def test_the_stage_identity_holds_the_model_hash(tmp_path, monkeypatch):
-    from devenus.select.work import stage
+def test_the_stage_identity_holds_the_model_hash(tmp_path):
+    from devenus.select.run import SelectionRun
+
+    def generate_identity(cfg):
+        run = SelectionRun(cfg)
+        run.pool_identity = {"pool": "pool.parquet"}  # the pool's part is the pipeline's own test's
+        return run.stage("generate").config
 
     d = _folder(tmp_path, b"a" * 64)
-    # the pool's part of the identity is the pipeline's own test's; here only the model's changes
-    monkeypatch.setattr("devenus.select.work.pool_identity", lambda cfg: {"pool": "pool.parquet"})
     cfg = load_config(None, {"generate.model": str(d), "out": str(tmp_path / "run")})
-    before = stage(cfg, "generate").config
+    before = generate_identity(cfg)
     (d / "model.safetensors").write_bytes(b"c" * 64)
-    after = stage(cfg, "generate").config
+    after = generate_identity(cfg)
     assert before["model"]["model_sha256"] != after["model"]["model_sha256"]
 
 

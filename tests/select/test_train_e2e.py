@@ -11,7 +11,7 @@ pytest.importorskip("verl")
 from devenus.records import read_records  # noqa: E402
 from devenus.runs.testbed import RunConfig, overrides  # noqa: E402
 from devenus.select.config import load_config  # noqa: E402
-from devenus.select.pipeline import run_all  # noqa: E402
+from devenus.select.stages import run_all  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the selection itself generates and scores with the base model
 

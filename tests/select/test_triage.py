@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from devenus.select.config import load_config
-from devenus.select.pipeline import route_scores
+from devenus.select.stages.route import route_scores
 from devenus.select.route import ANNOTATE, DISCARD, WEAK, calibrate, draw_probes, triage_route
 from devenus.select.route.triage import isotonic_decreasing
 

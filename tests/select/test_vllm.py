@@ -36,7 +36,7 @@ class RequestOutput:  # vllm.RequestOutput's
 
 def test_importing_selection_never_imports_vllm():
     code = ("import sys, devenus.select, devenus.select.generate, devenus.select.generate.vllm, "
-            "devenus.select.pipeline, devenus.select.generate.ray_data, devenus.select.cli; "
+            "devenus.select.stages, devenus.select.generate.ray_data, devenus.select.cli; "
             "from devenus.select.config import load_config; load_config(None, {'generate.generator': 'vllm'}); "
             "print('vllm' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -178,7 +178,7 @@ def test_one_seeded_request_per_question_with_the_configured_sampling(fake_vllm)
 
 def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm, tmp_path):
     from devenus.select.config import load_config
-    from devenus.select.work import generate_shard
+    from devenus.select.stages.generate import generate_shard
 
     class Fixed:  # the HF generator's output shape, without a model
         def generate(self, prompts, keys):
@@ -187,8 +187,8 @@ def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm
     cfg = load_config(None, {"generate.samples": 2, "generate.generator": "vllm"})
     rows = [{"prompt": p, "extra_info": {"index": k}} for p, k in zip(PROMPTS, KEYS)]
     gen = VLLMGenerator("m", samples=2, max_new_tokens=4, llm=FakeLLM(), tokenizer=FakeTokenizer())
-    generate_shard(cfg, gen, rows, tmp_path / "v.parquet")
-    generate_shard(cfg, Fixed(), rows, tmp_path / "h.parquet")
+    generate_shard(gen, rows, tmp_path / "v.parquet")
+    generate_shard(Fixed(), rows, tmp_path / "h.parquet")
     v, h = pq.read_table(tmp_path / "v.parquet"), pq.read_table(tmp_path / "h.parquet")
     assert v.schema == h.schema and v.column("index").to_pylist() == h.column("index").to_pylist()
     assert v.column("n_tokens").to_pylist() == [len(x) for x in v.column("response_ids").to_pylist()]
@@ -196,13 +196,14 @@ def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm
 
 def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monkeypatch, tmp_path):
     import devenus.select.generate.ray_data as rd
-    from devenus.select import pipeline, work
     from devenus.select.config import load_config
+    from devenus.select.run import SelectionRun
+    from devenus.select.stages.generate import make_generator, run_generate
     from devenus.select.generate.vllm import VLLMGenerator as V
 
     cfg = load_config(None, {"generate.generator": "vllm", "generate.model": "/models/x", "generate.top_p": 0.5,
                              "generate.actor_gpus": 1, "generate.max_new_tokens": 7})
-    gen = work.make_generator(cfg)
+    gen = make_generator(cfg)
     assert isinstance(gen, V) and gen.model_dir == "/models/x" and gen.top_p == 0.5 and gen.max_new_tokens == 7
     # the stage identity: vllm and top_p count, the GPU share does not
     base = load_config(None, {}).generate_identity()["generate"]
@@ -216,10 +217,10 @@ def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monke
         return iter(())
 
     monkeypatch.setattr(rd, "run_shards", run_shards)
-    monkeypatch.setattr(pipeline, "pool_rows", lambda cfg: [{}])  # one question (an empty pool is refused)
-    monkeypatch.setattr(work, "pool_identity", lambda cfg: {"pool": "p"})
     cfg.out = str(tmp_path)
-    pipeline.run_generate(cfg, actors=2, progress=False)
+    run = SelectionRun(cfg)
+    run.rows, run.pool_identity = [{}], {"pool": "p"}  # one question (an empty pool is refused)
+    run_generate(run, actors=2, progress=False)
     assert seen == {"stage": "generate", "actors": 2, "num_gpus": 1, "num_cpus": 1.0}
 
 
@@ -293,8 +294,8 @@ def test_one_process_run_releases_vllm_before_the_scorer_loads(fake_vllm, monkey
     """``select run`` with ``--actors 0`` and ``generator: vllm``: the stages in order, the engine shut down
     and its memory freed before the HF scorer is loaded onto the same device."""
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_all
-    from devenus.select.pool import build_pool
+    from devenus.select.stages import run_all
+    from devenus.testbed.pool import build_pool
 
     build_pool()
     model, tok = base_testbed.load_model()
@@ -324,11 +325,12 @@ def test_testbed_model_through_vllm(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("vLLM is installed but no CUDA GPU is visible")
     from devenus.select.config import load_config
-    from devenus.select.work import generate_shard, make_generator, pool_rows
+    from devenus.select.run import SelectionRun
+    from devenus.select.stages.generate import generate_shard, make_generator
 
     cfg = load_config(None, {"limit": 6, "generate.generator": "vllm", "generate.samples": 4,
                              "generate.max_new_tokens": 24, "generate.gpu_memory_utilization": 0.3})
-    rows = pool_rows(cfg)
+    rows = SelectionRun(cfg).rows
     gen = make_generator(cfg)
     prompts, keys = [r["prompt"] for r in rows], [r["extra_info"]["index"] for r in rows]
     first = gen.generate(prompts, keys)
@@ -341,7 +343,7 @@ def test_testbed_model_through_vllm(tmp_path):
             assert s.truncated == (eos not in s.response_ids)
             assert s.truncated <= (len(s.response_ids) == 24)
             assert s.text == gen.tok.decode(s.response_ids, skip_special_tokens=True)
-    generate_shard(cfg, gen, rows, tmp_path / "v.parquet")
+    generate_shard(gen, rows, tmp_path / "v.parquet")
     t = pq.read_table(tmp_path / "v.parquet")
     assert t.column_names == ["index", "sample", "response_ids", "response", "truncated", "n_tokens"]
     assert t.num_rows == 24 and t.column("sample").to_pylist()[:4] == [0, 1, 2, 3]

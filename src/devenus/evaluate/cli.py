@@ -121,7 +121,7 @@ def resolve_model(model: str, args) -> tuple[str, str]:
     """(HF folder, how it was found)."""
     if model == "testbed":
         return str(_testbed(args).model_dir), "testbed base model"
-    from devenus.select.sources import model_names, resolve_model as resolve_named
+    from devenus.sources import model_names, resolve_model as resolve_named
 
     if model in model_names():  # another embedded model (smollm2): its folder, converted on first use
         return resolve_named(model), f"embedded model {model!r}"

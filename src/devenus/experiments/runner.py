@@ -240,7 +240,7 @@ class Experiment:
     def model_dir(self) -> str:
         """The base model's folder (resolved once)."""
         if getattr(self, "_model_dir", None) is None:
-            from devenus.select.sources import resolve_model
+            from devenus.sources import resolve_model
 
             self._model_dir = str(self._testbed().model_dir if self.model == "testbed" else resolve_model(self.model))
         return self._model_dir

@@ -131,7 +131,7 @@ def add_parser(subparsers) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from devenus.runs.console import step_line, summary_lines
     from devenus.runs.launch import launch
-    from devenus.select.sources import resolve_model
+    from devenus.sources import resolve_model
 
     extra = [o for o in args.overrides if o != "--"]
     if args.steps is not None and args.steps < 1:

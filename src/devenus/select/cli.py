@@ -34,18 +34,19 @@ def cmd_select(args) -> int:
         cfg.check_sources()  # the answers are needed: a missing file fails now, not after the model ran
     import torch  # after the config: a bad value fails in a second, before torch loads
 
-    from devenus.select import pipeline
+    from devenus.select import stages
 
     torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1") or 1))
     progress = False if args.no_progress else None
+    run = stages.SelectionRun(cfg)
     if stage == "generate":
-        st = pipeline.run_generate(cfg, force=args.force, progress=progress, actors=args.actors)
+        st = stages.run_generate(run, force=args.force, progress=progress, actors=args.actors)
         print(f"generate: {st.summary()} in {st.folder}")
     elif stage == "score":
-        st = pipeline.run_score(cfg, force=args.force, progress=progress, actors=args.actors)
+        st = stages.run_score(run, force=args.force, progress=progress, actors=args.actors)
         print(f"score: {st.summary()} in {st.folder}")
     elif stage == "route":
-        st = pipeline.run_route(cfg, force=args.force, progress=progress)
+        st = stages.run_route(run, force=args.force, progress=progress)
         s = st.summary()
         print(f"route ({s['selector']} on {s['signal']}): {s['counts']} in {st.folder}")
         _routing_warnings(s)
@@ -58,9 +59,9 @@ def cmd_select(args) -> int:
             print(f"wrote {p}")
     else:
         if stage == "materialize":
-            m = pipeline.run_materialize(cfg, force=args.force, progress=progress)
+            m = stages.run_materialize(run, force=args.force, progress=progress)
         else:
-            m = pipeline.run_all(cfg, force=args.force, progress=progress, actors=args.actors)
+            m = stages.run_all(run, force=args.force, progress=progress, actors=args.actors)
         c = m.config["routing"]["counts"]
         print(f"wrote {m.output_path}: {m.output['rows']} rows ({m.output['labeled']} labeled); routing {c}; "
               f"manifest {m.path}")
@@ -70,7 +71,7 @@ def cmd_select(args) -> int:
 
 def _routing_warnings(summary: dict) -> None:
     """One line each: a routing signal routed on although constant (route.on_constant_signal=warn), labels demoted."""
-    from devenus.select.pipeline import demoted_line
+    from devenus.select.stages.route import demoted_line
 
     if summary.get("signal_warning"):
         print(f"warning: {summary['signal_warning']}")

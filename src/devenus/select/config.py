@@ -23,10 +23,10 @@ AGGREGATIONS = ("mean", "median", "majority")
 #: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random
 #: order, drawn by ``route.seed``), the baseline every signal is measured against
 RANDOM = "random"
-#: generator name -> ``build(cfg, model) -> Generator`` (``select/work.py``; imported when a run starts, so the
+#: generator name -> ``build(cfg, model) -> Generator`` (``select/stages/generate.py``; imported when a run starts, so the
 #: config imports no torch). A plugin registers its own; ``generate.generator`` is checked against it at load.
-GENERATORS: Registry = Registry("generator", lazy={"hf": "devenus.select.work:hf_generator",
-                                                   "vllm": "devenus.select.work:vllm_generator"})
+GENERATORS: Registry = Registry("generator", lazy={"hf": "devenus.select.stages.generate:hf_generator",
+                                                   "vllm": "devenus.select.stages.generate:vllm_generator"})
 
 
 class _Section(Config):

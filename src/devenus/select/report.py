@@ -79,10 +79,11 @@ def windowed(y: np.ndarray, w: int) -> np.ndarray:
 
 
 def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
-    from devenus.select.pipeline import read_questions
-    from devenus.select.work import stage
+    from devenus.select.run import SelectionRun
+    from devenus.select.stages.score import read_questions
 
-    st = stage(cfg, "score").check().require_done("report")
+    run = SelectionRun(cfg)
+    st = run.stage("score").check().require_done("report")
     q = read_questions(st).to_pydict()
     pass_rate, majority_correct, truth = _truth(q)
     ok = np.isfinite(majority_correct)
@@ -120,7 +121,7 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
     rep: dict[str, Any] = {"truth": truth, "questions": n, "wrong_majority_share": float(wrong[ok].mean()),
                            "zero_variance_share": float(((pr <= 0.0) | (pr >= 1.0)).mean()) if len(pr) else float("nan"),
                            "signals": signals}
-    rst = stage(cfg, "route")
+    rst = run.stage("route")
     if rst.done:
         rep["routing"] = {k: v for k, v in rst.summary().items()}
     return rep
@@ -169,11 +170,7 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
         for x, label, style in rank_cuts(routing, name, len(c["rank"]) + s["window"] - 1):
             ax.axvline(x, color="k", linestyle=style, label=label)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = out / f"calibration_{name}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(plt, fig, out / f"calibration_{name}.png"))
     fig, ax = plt.subplots(figsize=(6, 3.6))
     names = list(sig)
     aucs = [sig[k]["auroc_wrong_majority"] for k in names]
@@ -187,21 +184,20 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
     ax.set_ylim(0, 1)
     ax.tick_params(axis="x", rotation=30)
     ax.set_title(f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9)
-    fig.tight_layout()
-    p = out / "auroc.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(plt, fig, out / "auroc.png"))
     if routing.get("counts"):
         fig, ax = plt.subplots(figsize=(4.5, 3))
         ax.bar(list(routing["counts"]), list(routing["counts"].values()))
         ax.set_title(f"routing: {routing['selector']} on {routing['signal']}", fontsize=9)
-        fig.tight_layout()
-        p = out / "routing.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(plt, fig, out / "routing.png"))
     return paths
+
+
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def run_report(cfg, out: str | Path | None = None, pictures: bool = True) -> tuple[dict[str, Any], list[Path]]:

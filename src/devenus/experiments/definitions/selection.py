@@ -67,7 +67,7 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The arm's routed version of the pool. Generation and scoring run once (resumable shards under
     ``<work>/select``); each (routing, seed) is routed and materialized into its own dataset version, one
     at a time, before any training run starts."""
-    from devenus.select.pipeline import run_generate, run_materialize, run_route, run_score
+    from devenus.select.stages import SelectionRun, run_generate, run_materialize, run_route, run_score
 
     routing = {k: (v.format(seed=seed) if isinstance(v, str) else v) for k, v in ROUTES[arm.name].items()}
     if "route.seed" in routing:
@@ -79,10 +79,11 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     cfg = select_config(exp.work, routing, path)
-    run_generate(cfg)
-    run_score(cfg)
-    route = run_route(cfg, force=True)  # the shared folder's route stage is this arm's until the next one
-    run_materialize(cfg)
+    run = SelectionRun(cfg)
+    run_generate(run)
+    run_score(run)
+    route = run_route(run, force=True)  # the shared folder's route stage is this arm's until the next one
+    run_materialize(run)
     _record_route(exp, arm.name, seed, route)
     return path
 
@@ -94,10 +95,11 @@ def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
     import pyarrow.parquet as pq
 
     from devenus.records.io import write_text_atomic
-    from devenus.select.pipeline import read_questions, stage
+    from devenus.select.stages import SelectionRun
+    from devenus.select.stages.score import read_questions
 
     cfg = select_config(exp.work)
-    q = read_questions(stage(cfg, "score")).to_pydict()
+    q = read_questions(SelectionRun(cfg).stage("score")).to_pydict()
     r = pq.read_table(str(route.shard_path(0))).to_pydict()
     sim = dict(zip(q["index"], q.get("sim_pass_rate") or [None] * len(q["index"])))
     out = {"arm": arm, "seed": seed, "counts": route.summary().get("counts")}

@@ -1,11 +1,11 @@
-"""Where a selection run's pool and model come from: named sources, or a path.
+"""Named models and pools, or paths: what selection, training and evaluation load a model or a pool from.
 
-``pool``: a records Parquet, or a registered pool name (``testbed-pool``: the testbed's candidate pool,
-built and cached on first use). ``generate.model``: an HF model folder (or hub id), or a registered
-model name (``testbed``: the testbed's base model; ``smollm2``: SmolLM2-135M-Instruct, :mod:`devenus.smollm2`). The
-pipeline asks only this module; the names are two registries on :mod:`devenus.registry` (:data:`POOLS`,
+A pool is a records Parquet, or a registered pool name (``testbed-pool``: the testbed's candidate pool,
+built and cached on first use). A model is an HF model folder (or hub id), or a registered model name
+(``testbed``: the testbed's base model; ``smollm2``: SmolLM2-135M-Instruct, :mod:`devenus.smollm2`). Callers
+ask only this module; the names are two registries on :mod:`devenus.registry` (:data:`POOLS`,
 :data:`MODELS`), and a new named source is one :func:`register_pool` / :func:`register_model` call, never a
-string in the pipeline.
+string in a caller.
 
 A model's identity (:func:`model_identity`) is the content hash of its weight files, so a stage made
 with other weights (a folder rewritten in place) is never reused.
@@ -38,7 +38,7 @@ def _testbed_model() -> Path:
 
 #: pool name -> the function building its records Parquet (a "module:function" is imported on first use)
 POOLS: Registry[Callable[[], Path]] = Registry("pool", lazy={
-    "testbed-pool": "devenus.select.pool:build_pool",
+    "testbed-pool": "devenus.testbed.pool:build_pool",
     "smollm2-pool": "devenus.smollm2:chat_pool",
 })
 #: model name -> the function giving its HF folder
