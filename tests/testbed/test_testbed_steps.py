@@ -10,6 +10,7 @@ from devenus.config import ConfigError, config_from_dict
 from devenus.testbed import ModelConfig, SFTConfig, SplitSizes, TestbedConfig, build_testbed, tasks
 from devenus.testbed.build import STEPS, question_sets
 from devenus.verify import extract_answer
+from test_testbed_build import TINY
 
 COLUMN = re.compile(r"(wait )?(\d)\+(\d)\+([01])=(\d+) ->(\d+)")
 CHECK = re.compile(r"check (\d+)-(\d+)=(\d+)")
@@ -113,6 +114,8 @@ def test_default_key_and_questions_unchanged():
     assert TestbedConfig().key() == "55b08013686d" and TestbedConfig(answer_style="line").key() == "55b08013686d"
     assert shipped.SHIPPED_BASE_MODELS["55b08013686d"] == "28a1c599b142fd02"
     assert shipped.questions_digest(question_sets(TestbedConfig())) == shipped.build_record("55b08013686d")["questions_digest"]
+    # the default SFT solutions, as the generator wrote them before the steps style existed
+    assert shipped.solutions_digest(question_sets(TestbedConfig()), "line") == "ac280f2db6c0149c"
     assert STEPS.key() != TestbedConfig().key()
     assert STEPS.key() != dataclasses.replace(STEPS, answer_style="line").key()  # the style alone moves the key
     assert STEPS.key() not in shipped.SHIPPED_BASE_MODELS or shipped.shipped_dir(STEPS.key()).is_dir()
@@ -155,16 +158,7 @@ def test_tokenizer_covers_steps_text_and_newline_is_one_token():
     assert longest <= STEPS.max_new_tokens, longest
 
 
-TINY_STEPS = dataclasses.replace(
-    STEPS,
-    seed=5,
-    model=ModelConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                      intermediate_size=64),
-    sft=SFTConfig(max_steps=12, batch_size=8, warmup_steps=2, min_steps=6, eval_every=6, hi=1.1),
-    sizes=SplitSizes(train=40, dev_id=8, test_id=8, test_ood_per_family=4, sft_id=60, sft_ood_per_family=10),
-    max_new_tokens=24,
-    report_samples=2,
-)
+TINY_STEPS = dataclasses.replace(TINY, answer_style="steps", ood_difficulties=STEPS.ood_difficulties)
 
 
 @pytest.mark.slow

@@ -211,7 +211,7 @@ def _build_into(out: Path, cfg: TestbedConfig, log: Callable[[str], None], train
         report = _train_base(out, cfg, qs, log)
         report["base_model"] = {"hash": model_hash(out / "model"), "source": "sft"}
     else:
-        rec = install(cfg.key(), qs, out / "model")
+        rec = install(cfg.key(), qs, out / "model", cfg.answer_style)
         log(f"[testbed] base model = shipped weights {rec['base_model']} (SFT step {rec['sft']['chosen_step']}, "
             f"built on {rec['built_on'].split(',')[0]}); no SFT run")
         # the accuracies are those the weights' own build measured; `--rebuild` re-measures the recipe

@@ -53,18 +53,28 @@ def _column_line(a: int, b: int, carry: int, s: int, partial: str) -> str:
     return f"{a}+{b}+{carry}={s} ->{partial}"
 
 
-def _add_solution(x: int, y: int) -> str:
-    """One line per column, right to left: ``a+b+carry_in=s ->partial``; the last partial is the sum."""
+def _columns(x: int, y: int):
+    """Per column, right to left: ``(a, b, carry_in, s, running result before it, last column?)``."""
     xs, ys = str(x)[::-1], str(y)[::-1]
     n = max(len(xs), len(ys))
-    lines, carry, partial = [], 0, ""
+    carry, partial = 0, ""
     for i in range(n):
         a = int(xs[i]) if i < len(xs) else 0
         b = int(ys[i]) if i < len(ys) else 0
         s = a + b + carry
-        partial = (str(s) if i == n - 1 else str(s % 10)) + partial
-        lines.append(_column_line(a, b, carry, s, partial))
+        yield a, b, carry, s, partial, i == n - 1
+        partial = _running(s, partial, i == n - 1)
         carry = s // 10
+
+
+def _running(s: int, before: str, last: bool) -> str:
+    """The running result after a column of sum ``s``: its digit (the whole sum in the last column) first."""
+    return (str(s) if last else str(s % 10)) + before
+
+
+def _add_solution(x: int, y: int) -> str:
+    """One line per column, right to left: ``a+b+carry_in=s ->partial``; the last partial is the sum."""
+    lines = [_column_line(a, b, c, s, _running(s, before, last)) for a, b, c, s, before, last in _columns(x, y)]
     lines.append(_boxed(str(x + y)))
     return "\n".join(lines)
 
@@ -200,19 +210,12 @@ def add_steps_solution(x: int, y: int, wrong_column: int | None = None, slip: in
     result it implies), and the next line is ``wait `` + the right line; the columns after it carry on
     from the right one. The check line reads the question's operands again: the sum minus the second
     one is the first."""
-    xs, ys = str(x)[::-1], str(y)[::-1]
-    n = max(len(xs), len(ys))
-    lines, carry, partial = [], 0, ""
-    for i in range(n):
-        a = int(xs[i]) if i < len(xs) else 0
-        b = int(ys[i]) if i < len(ys) else 0
-        s = a + b + carry
+    lines = []
+    for i, (a, b, c, s, before, last) in enumerate(_columns(x, y)):
         if i == wrong_column:
             bad = s + slip if s + slip >= 0 else s - slip
-            lines.append(_column_line(a, b, carry, bad, (str(bad) if i == n - 1 else str(bad % 10)) + partial))
-        partial = (str(s) if i == n - 1 else str(s % 10)) + partial
-        lines.append(("wait " if i == wrong_column else "") + _column_line(a, b, carry, s, partial))
-        carry = s // 10
+            lines.append(_column_line(a, b, c, bad, _running(bad, before, last)))
+        lines.append(("wait " if i == wrong_column else "") + _column_line(a, b, c, s, _running(s, before, last)))
     lines.append(f"check {x + y}-{y}={x}")
     lines.append(_boxed(str(x + y)))
     return "\n".join(lines)
