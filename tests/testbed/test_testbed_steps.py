@@ -2,6 +2,7 @@
 field and key, the default testbed left as it was, and (slow) a tiny build of the variant."""
 
 import dataclasses
+import json
 import re
 
 import pytest
@@ -118,7 +119,6 @@ def test_default_key_and_questions_unchanged():
     assert shipped.solutions_digest(question_sets(TestbedConfig()), "line") == "ac280f2db6c0149c"
     assert STEPS.key() != TestbedConfig().key()
     assert STEPS.key() != dataclasses.replace(STEPS, answer_style="line").key()  # the style alone moves the key
-    assert STEPS.key() not in shipped.SHIPPED_BASE_MODELS or shipped.shipped_dir(STEPS.key()).is_dir()
 
 
 def test_answer_style_loads_from_a_mapping_and_is_checked():
@@ -156,6 +156,32 @@ def test_tokenizer_covers_steps_text_and_newline_is_one_token():
     assert len(tok.encode("\n")) == 1  # PivotTrace's steps start after each newline token
     longest = max(len(tok.encode(q.solution(v))) + 1 for q in qs for v in tasks.VIEWS)
     assert longest <= STEPS.max_new_tokens, longest
+
+
+def test_steps_weights_are_shipped_and_install_without_sft(tmp_path, monkeypatch):
+    import shutil
+
+    from devenus.testbed import build as build_mod
+    from devenus.testbed import shipped
+
+    assert shipped.SHIPPED_BASE_MODELS[STEPS.key()] == "26b9be880000ed57"
+    rec = shipped.build_record(STEPS.key())
+    assert rec["testbed_key"] == STEPS.key() and shipped.model_hash(shipped.shipped_dir(STEPS.key())) == rec["base_model"]
+    assert (shipped.shipped_dir(STEPS.key()) / "model.safetensors").stat().st_size < 8 * 2**20  # small like the default's
+    monkeypatch.setattr(build_mod, "_train_base", lambda *a, **k: pytest.fail("trained SFT although weights ship"))
+    tb = build_testbed(STEPS, cache_dir=tmp_path / "a", log=lambda s: None)
+    assert tb.report["base_model"] == {"hash": "26b9be880000ed57", "source": "shipped", "built_on": rec["built_on"]}
+    assert set(tb.report["base_accuracy"]) == {"ID", "OOD/count", "OOD/max", "OOD/add_long", "OOD"}
+
+    # weights trained on other steps solutions (tasks.styled changed, STEPS_VERSION not bumped) are refused
+    d = tmp_path / "weights"
+    shutil.copytree(shipped.WEIGHTS_DIR, d)
+    monkeypatch.setattr(shipped, "WEIGHTS_DIR", d)
+    path = d / "base-26b9be880000ed57" / "build.json"
+    path.write_text(json.dumps(rec | {"solutions_digest": "0" * 16}))
+    with pytest.raises(ValueError, match="STEPS_VERSION") as err:
+        build_testbed(STEPS, cache_dir=tmp_path / "b", log=lambda s: None)
+    assert "\n" not in str(err.value) and "0" * 16 in str(err.value) and rec["solutions_digest"] in str(err.value)
 
 
 TINY_STEPS = dataclasses.replace(TINY, answer_style="steps", ood_difficulties=STEPS.ood_difficulties)

@@ -21,8 +21,9 @@ from devenus.testbed import tasks
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 
-#: testbed config key -> content hash of its shipped base model (a folder ``weights/base-<hash>/``)
-SHIPPED_BASE_MODELS = {"55b08013686d": "28a1c599b142fd02"}
+#: testbed config key -> content hash of its shipped base model (a folder ``weights/base-<hash>/``): the
+#: default testbed, and the steps testbed (``build.STEPS``, docs/testbed.md "Stepped answers")
+SHIPPED_BASE_MODELS = {"55b08013686d": "28a1c599b142fd02", "2e86dd516813": "26b9be880000ed57"}
 
 
 def model_hash(model_dir: str | Path) -> str:
