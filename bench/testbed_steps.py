@@ -10,7 +10,8 @@ Builds the steps testbed on first use (SFT, minutes), then for each testbed: its
 x ``--samples`` at T = 1 with the testbed's own answer budget, and every model signal with ``pivot_trace`` at
 ``score.pivot_window = --window``. The default window (256) is longer than any testbed response, so it
 counts no pivot on either testbed; ``--window`` is the far-back distance scaled to these responses (about
-2-3 steps of 12 tokens), ``--sweep`` re-scores the same samples at other windows. Truth: the pool's hidden
+2-3 steps of 12 tokens), ``--sweep`` re-scores the same samples at other windows. Where the pivots fall
+(which kind of line, which step) is traced for ``--window`` and ``--steps-at``. Truth: the pool's hidden
 answers. Writes ``bench/results/testbed_steps.json`` (commit, machine, date; ``--no-save``: print only).
 """
 
@@ -96,7 +97,10 @@ def measure(tb, out: Path, a) -> dict:
         "accuracy_without_pivot": float(reward[pivots == 0].mean()) if (pivots == 0).any() else None,
         "signals": {s: auc(q[f"u_{s}"]) for s in SIGNALS},
         "pivot_sweep": {},
+        "pivot_steps": pivot_steps(tb, gen, cfg.pool, a.window),
     }
+    assert res["pivot_steps"]["pivot_counts"] == pivots.astype(int).tolist()  # the score stage's own counts
+    del res["pivot_steps"]["pivot_counts"]
     for w in a.sweep:  # the same samples, re-scored at another window
         dst = out / f"w{w}"
         if not (dst / "generate").exists():
@@ -104,9 +108,70 @@ def measure(tb, out: Path, a) -> dict:
         c2 = select_run(tb, dst, a.questions, a.samples, w, ["consistency", "pivot_trace"])
         piv = np.array(shards(stage(c2, "score"), "pivot_trace"), dtype=float)
         q2 = read_questions(stage(c2, "score")).to_pydict()
+        where = pivot_steps(tb, gen, cfg.pool, w) if w in a.steps_at else None
+        if where:
+            assert where.pop("pivot_counts") == piv.astype(int).tolist()
         res["pivot_sweep"][str(w)] = {"share_with_pivot": float((piv > 0).mean()), "pivots_per_response_mean": float(piv.mean()),
-                                      "pivot_trace": auc(q2["u_pivot_trace"])}
+                                      "pivot_trace": auc(q2["u_pivot_trace"]), "pivot_steps": where}
     return res
+
+
+def pivot_steps(tb, gen, pool: str, window: int, first: int = 8, history: int = 8, z: float = 2.0) -> dict:
+    """Where the pivots fall: each response's far-back mass (PivotTrace's own hooks, one response per forward),
+    its steps split as the scorer splits them, and the steps whose score passes PivotTrace's rule, by the
+    kind of line they start (column, ``wait`` correction, ``check``, box) and by step number. The counts
+    must equal the score stage's ``pivot_trace`` (asserted): this is the same rule, kept step by step."""
+    import torch
+
+    from devenus.select.forward.pivot import far_mass, pivot_layer_ids
+    from devenus.select.generate.hf import HFGenerator
+    from devenus.select.score import newline_token_ids, step_starts_of
+    from devenus.signals.attention import pivot_count
+
+    model, tok = tb.load_model()
+    model.eval()
+    from devenus.records import read_records
+
+    rows = {r["extra_info"]["index"]: r for r in read_records(pool)}
+    h = HFGenerator(model, tok)
+    nl = newline_token_ids(tok)
+    layers = pivot_layer_ids(len(model.model.layers))
+    kinds = ("column", "wait", "check", "box")
+    steps_by, pivots_by, by_index, counts = dict.fromkeys(kinds, 0), dict.fromkeys(kinds, 0), {}, []
+    for idx, ids in zip(shards(gen, "index"), shards(gen, "response_ids")):
+        p = tok(h.prompt_text(rows[idx]["prompt"]))["input_ids"]
+        x = torch.tensor([p + list(ids)])
+        masses = []
+        hooks = [model.model.layers[li].self_attn.register_forward_pre_hook(
+            lambda mod, args, kwargs: masses.append(far_mass(mod, args, kwargs, torch.ones_like(x), window, 256)),
+            with_kwargs=True) for li in layers]
+        with torch.no_grad():
+            model(input_ids=x)
+        for hk in hooks:
+            hk.remove()
+        m = torch.stack(masses).float().mean(0)[0, len(p):].numpy()
+        starts = step_starts_of(ids, nl)
+        scores = [float(m[a: min(a + first, m.size if i + 1 == len(starts) else starts[i + 1])].mean())
+                  for i, a in enumerate(starts) if a < m.size]
+        texts = [tok.decode(ids[a: starts[i + 1] if i + 1 < len(starts) else len(ids)]) for i, a in enumerate(starts)]
+        kind = ["wait" if t.startswith("wait") else "check" if t.startswith("check") else
+                "box" if t.startswith("\\boxed") else "column" for t in texts]
+        n = 0
+        for i in range(len(scores)):
+            steps_by[kind[i]] += i >= 2  # steps that can be pivots (two earlier steps needed)
+            prev = np.asarray(scores[max(0, i - history): i])
+            if i >= 2 and scores[i] > prev.mean() + z * prev.std():
+                n += 1
+                pivots_by[kind[i]] += 1
+                by_index[i] = by_index.get(i, 0) + 1
+        assert n == pivot_count(m, starts, first, history, z)
+        counts.append(n)
+    total = max(sum(pivots_by.values()), 1)
+    return {"window": window, "pivots": sum(pivots_by.values()), "pivot_counts": counts,
+            "eligible_steps_by_kind": steps_by, "pivots_by_kind": pivots_by,
+            "pivot_rate_by_kind": {k: pivots_by[k] / steps_by[k] if steps_by[k] else None for k in kinds},
+            "pivots_by_step_number": {str(k): v for k, v in sorted(by_index.items())},
+            "share_of_pivots_at_first_eligible_step": by_index.get(2, 0) / total}
 
 
 _CHECK = re.compile(r"check (\d+)-(\d+)=(\d+)")
@@ -124,6 +189,8 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=4)
     ap.add_argument("--window", type=int, default=32, help="score.pivot_window of the main run")
     ap.add_argument("--sweep", type=int, nargs="*", default=[16, 64, 256], help="other windows, same samples")
+    ap.add_argument("--steps-at", type=int, nargs="*", default=[64], help="sweep windows whose pivots are also "
+                                                                             "located step by step")
     ap.add_argument("--out", default="outputs/testbed_steps")
     ap.add_argument("--boot", type=int, default=2000)
     ap.add_argument("--testbeds", nargs="+", default=["steps", "default"], choices=["steps", "default"])
@@ -149,10 +216,14 @@ def main() -> None:
               f"self-correction {r['share_with_self_correction']:.3f}; pivot (w={a.window}) {r['share_with_pivot']:.3f}")
         for s, v in r["signals"].items():
             print(f"  {s:<15} AUROC {v['auroc']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]  distinct {v['distinct']}")
+        ps = r["pivot_steps"]
+        print(f"  pivots (w={a.window}) by kind {ps['pivots_by_kind']} of eligible steps {ps['eligible_steps_by_kind']}; "
+              f"at the first eligible step {ps['share_of_pivots_at_first_eligible_step']:.3f}")
         for w, v in r["pivot_sweep"].items():
             pt = v["pivot_trace"]
             print(f"  pivot w={w:<4} share {v['share_with_pivot']:.3f}  AUROC {pt['auroc']:.3f} "
-                  f"[{pt['ci95'][0]:.3f}, {pt['ci95'][1]:.3f}]  distinct {pt['distinct']}")
+                  f"[{pt['ci95'][0]:.3f}, {pt['ci95'][1]:.3f}]  distinct {pt['distinct']}"
+                  + (f"; pivot rate by kind {v['pivot_steps']['pivot_rate_by_kind']}" if v["pivot_steps"] else ""))
     if not a.no_save:
         from _results import write_result
 
