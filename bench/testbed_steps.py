@@ -96,6 +96,8 @@ def measure(tb, out: Path, a) -> dict:
         "accuracy_with_pivot": float(reward[pivots > 0].mean()) if (pivots > 0).any() else None,
         "accuracy_without_pivot": float(reward[pivots == 0].mean()) if (pivots == 0).any() else None,
         "signals": {s: auc(q[f"u_{s}"]) for s in SIGNALS},
+        # a reference, not a signal of the pipeline: the mean response length per question (long = hard here)
+        "response_tokens_reference": auc(np.array([len(r) for r in ids], dtype=float).reshape(len(p), -1).mean(1).tolist()),
         "pivot_sweep": {},
         "pivot_steps": pivot_steps(tb, gen, cfg.pool, a.window),
     }
@@ -216,6 +218,8 @@ def main() -> None:
               f"self-correction {r['share_with_self_correction']:.3f}; pivot (w={a.window}) {r['share_with_pivot']:.3f}")
         for s, v in r["signals"].items():
             print(f"  {s:<15} AUROC {v['auroc']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]  distinct {v['distinct']}")
+        v = r["response_tokens_reference"]
+        print(f"  {'(length)':<15} AUROC {v['auroc']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]  mean response tokens")
         ps = r["pivot_steps"]
         print(f"  pivots (w={a.window}) by kind {ps['pivots_by_kind']} of eligible steps {ps['eligible_steps_by_kind']}; "
               f"at the first eligible step {ps['share_of_pivots_at_first_eligible_step']:.3f}")
