@@ -16,8 +16,9 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
+from devenus.config import Config, option
 from devenus.testbed import tasks
 from devenus.testbed.model import ModelConfig
 from devenus.testbed.sft import SFTConfig
@@ -40,10 +41,18 @@ class SplitSizes:
 
 
 @dataclass(frozen=True)
-class TestbedConfig:
+class TestbedConfig(Config):
+    """The testbed's config. ``answer_style`` picks the worked solutions the SFT data writes (``line``: the
+    default testbed; ``steps``: :data:`STEPS`, worked steps with a self-check and occasional
+    self-corrections, :func:`tasks.styled`). From a mapping: ``config_from_dict(TestbedConfig, {...})``."""
+
     __test__ = False  # not a pytest class
+    key_path: ClassVar[str] = "testbed"
 
     seed: int = 0
+    answer_style: str = option("line", "worked solutions of the SFT data: line (one line per column) or steps "
+                                       "(steps, a self-check, occasional self-corrections)",
+                               choices=tasks.ANSWER_STYLES)
     vocab_size: int = 384
     model: ModelConfig = field(default_factory=ModelConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -56,9 +65,25 @@ class TestbedConfig:
     dev_samples: int = 2  # samples per dev question in the stopping rule
     report_samples: int = 4  # avg@k on the test splits in the build report
 
-    def key(self) -> str:
-        blob = json.dumps({"v": BUILD_VERSION, "cfg": dataclasses.asdict(self)}, sort_keys=True, default=list)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    @property
+    def ood_families(self) -> tuple[str, ...]:
+        return tuple(self.ood_difficulties)
+
+    def key(self) -> str:  # type: ignore[override]  # the cache key (Config.key names a config key)
+        cfg = dataclasses.asdict(self)
+        blob = {"v": BUILD_VERSION, "cfg": cfg}
+        if cfg["answer_style"] == "line":  # the default style keeps the key it had before the field existed
+            del cfg["answer_style"]
+        else:
+            blob["steps_v"] = tasks.STEPS_VERSION
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, default=list).encode()).hexdigest()[:12]
+
+
+#: The testbed whose answers have steps (docs/testbed.md, "Stepped answers"): SFT on worked solutions
+#: with a self-check line and 15% self-corrections; ``add_long`` (5 digits) in the SFT data and the OOD
+#: split but never in the RL pool (d in {2, 3, 4}), so RL can move it either way; 144 tokens of answer (a 6-digit sum takes ~135).
+STEPS = TestbedConfig(answer_style="steps", max_new_tokens=144,
+                      ood_difficulties={"count": (3, 4, 5, 6, 7, 8), "max": (2, 3, 4, 5), "add_long": (5,)})
 
 
 @dataclass(frozen=True)
@@ -106,12 +131,12 @@ def question_sets(cfg: TestbedConfig) -> dict[str, list[tasks.Question]]:
 
     out = {
         "test_id": draw("add", (cfg.mid_difficulty,), s.test_id, "test"),
-        "test_ood": [q for fam in tasks.OOD_FAMILIES for q in draw(fam, cfg.ood_difficulties[fam], s.test_ood_per_family, "test")],
+        "test_ood": [q for fam in cfg.ood_families for q in draw(fam, cfg.ood_difficulties[fam], s.test_ood_per_family, "test")],
         "dev_id": draw("add", (cfg.mid_difficulty,), s.dev_id, "dev"),
         "train": draw("add", cfg.train_difficulties, s.train, "train"),
     }
     out["sft"] = draw("add", cfg.sft_id_difficulties, s.sft_id, "sft") + [
-        q for fam in tasks.OOD_FAMILIES for q in draw(fam, cfg.ood_difficulties[fam], s.sft_ood_per_family, "sft")
+        q for fam in cfg.ood_families for q in draw(fam, cfg.ood_difficulties[fam], s.sft_ood_per_family, "sft")
     ]
     return out
 
@@ -186,7 +211,7 @@ def _build_into(out: Path, cfg: TestbedConfig, log: Callable[[str], None], train
         report = _train_base(out, cfg, qs, log)
         report["base_model"] = {"hash": model_hash(out / "model"), "source": "sft"}
     else:
-        rec = install(cfg.key(), qs, out / "model")
+        rec = install(cfg.key(), qs, out / "model", cfg.answer_style)
         log(f"[testbed] base model = shipped weights {rec['base_model']} (SFT step {rec['sft']['chosen_step']}, "
             f"built on {rec['built_on'].split(',')[0]}); no SFT run")
         # the accuracies are those the weights' own build measured; `--rebuild` re-measures the recipe
@@ -207,7 +232,8 @@ def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], No
     from devenus.testbed.tokenizer import build_tokenizer
 
     torch.set_num_threads(1)
-    corpus = [q.text(v) + "\n" + q.solution(v) for q in qs["sft"] for v in tasks.VIEWS]
+    sft_pool = [tasks.styled(q, cfg.answer_style) for q in qs["sft"]]
+    corpus = [q.text(v) + "\n" + q.solution(v) for q in sft_pool for v in tasks.VIEWS]
     corpus += ["<|im_start|>user\n", "<|im_start|>assistant\n"]
     tok = build_tokenizer(corpus, cfg.vocab_size)
     model = build_model(cfg.model, tok, cfg.seed)
@@ -223,7 +249,7 @@ def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], No
     def progress(p: dict) -> None:
         log(f"[testbed] SFT step {p['step']:4d}  loss {p['loss']:.3f}  dev pass@1 {p['dev_acc']:.3f}  ({p['elapsed_s']:.0f}s)")
 
-    res = train_sft(model, tok, qs["sft"], cfg.sft, cfg.seed, dev_accuracy, progress)
+    res = train_sft(model, tok, sft_pool, cfg.sft, cfg.seed, dev_accuracy, progress)
     model.load_state_dict(res.state_dict)
     log(f"[testbed] base model = SFT step {res.step} (dev sampled pass@1 {res.dev_acc:.3f})")
     model.save_pretrained(out / "model")
@@ -242,7 +268,7 @@ def evaluate_splits(model, tok, qs: dict, cfg: TestbedConfig) -> dict:
 
     from devenus.testbed.evaluate import summarize
 
-    groups = {"ID": qs["test_id"]} | {f"OOD/{f}": [q for q in qs["test_ood"] if q.family == f] for f in tasks.OOD_FAMILIES}
+    groups = {"ID": qs["test_id"]} | {f"OOD/{f}": [q for q in qs["test_ood"] if q.family == f] for f in cfg.ood_families}
     per_q: dict[str, dict[str, tuple]] = {}
     for name, group in groups.items():
         qtext, ans = [q.text() for q in group], [q.answer for q in group]
@@ -250,7 +276,7 @@ def evaluate_splits(model, tok, qs: dict, cfg: TestbedConfig) -> dict:
             "sampled": accuracy(model, tok, qtext, ans, cfg.report_samples, 1.0, cfg.max_new_tokens, seed=cfg.seed + 1).per_question,
             "greedy": accuracy(model, tok, qtext, ans, 1, 0.0, cfg.max_new_tokens).per_question,
         }
-    per_q["OOD"] = {m: sum((per_q[f"OOD/{f}"][m] for f in tasks.OOD_FAMILIES), ()) for m in ("sampled", "greedy")}
+    per_q["OOD"] = {m: sum((per_q[f"OOD/{f}"][m] for f in cfg.ood_families), ()) for m in ("sampled", "greedy")}
     table = {}
     for name, d in per_q.items():
         s, g = summarize(d["sampled"], cfg.report_samples), summarize(d["greedy"], 1)

@@ -21,8 +21,9 @@ from devenus.testbed import tasks
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 
-#: testbed config key -> content hash of its shipped base model (a folder ``weights/base-<hash>/``)
-SHIPPED_BASE_MODELS = {"55b08013686d": "28a1c599b142fd02"}
+#: testbed config key -> content hash of its shipped base model (a folder ``weights/base-<hash>/``): the
+#: default testbed, and the steps testbed (``build.STEPS``, docs/testbed.md "Stepped answers")
+SHIPPED_BASE_MODELS = {"55b08013686d": "28a1c599b142fd02", "2e86dd516813": "26b9be880000ed57"}
 
 
 def model_hash(model_dir: str | Path) -> str:
@@ -73,11 +74,23 @@ def questions_digest(qs: dict[str, list[tasks.Question]]) -> str:
     return h.hexdigest()[:16]
 
 
-def install(key: str, qs: dict[str, list[tasks.Question]], model_out: Path) -> dict:
+def solutions_digest(qs: dict[str, list[tasks.Question]], style: str) -> str:
+    """Digest of the SFT worked solutions of answer ``style`` (both views): what a ``steps`` testbed's
+    weights were trained on beyond the questions themselves."""
+    h = hashlib.sha256()
+    for q in qs["sft"]:
+        s = tasks.styled(q, style)
+        h.update(json.dumps([s.key, [s.solution(v) for v in tasks.VIEWS]]).encode())
+    return h.hexdigest()[:16]
+
+
+def install(key: str, qs: dict[str, list[tasks.Question]], model_out: Path, style: str = "line") -> dict:
     """Copy the shipped model folder for ``key`` into ``model_out``, checked; return its build record.
 
     Checked twice: the packaged file against the recorded hash (a corrupted install), then the copy
-    (what every later load reads). The question sets must be those the weights were trained on."""
+    (what every later load reads). The question sets must be those the weights were trained on, and so
+    must the SFT solutions where the record has their digest (the ``steps`` weights; the default's record
+    predates it, and its solutions are fixed by ``BUILD_VERSION``)."""
     src = shipped_dir(key)
     assert src is not None, key
     expected = SHIPPED_BASE_MODELS[key]
@@ -86,6 +99,9 @@ def install(key: str, qs: dict[str, list[tasks.Question]], model_out: Path) -> d
     if questions_digest(qs) != record["questions_digest"]:
         raise ValueError(f"testbed {key}: question digest {questions_digest(qs)}, the shipped weights were trained on "
                          f"{record['questions_digest']}: a generator changed without a BUILD_VERSION bump")
+    if "solutions_digest" in record and solutions_digest(qs, style) != record["solutions_digest"]:
+        raise ValueError(f"testbed {key}: {style} solutions digest {solutions_digest(qs, style)}, the shipped weights were "
+                         f"trained on {record['solutions_digest']}: tasks.styled changed without a STEPS_VERSION bump")
     shutil.copytree(src, model_out, ignore=shutil.ignore_patterns("build.json"))
     check_hash(model_out, expected, "installed weights")
     return record
