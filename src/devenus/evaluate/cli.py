@@ -165,7 +165,7 @@ def _protocol_name(args, records: list[tuple[str, str, str]], names: list[str] |
 def _run(args) -> int:
     from dataclasses import replace
 
-    from devenus.evaluate.backends import Sampling, make_backend
+    from devenus.generate import Sampling, make_backend
     from devenus.evaluate.benchmarks import PROTOCOLS, find_file, prepare, record_benchmark
     from devenus.evaluate.report import format_table, write_outputs
     from devenus.evaluate.run import evaluate

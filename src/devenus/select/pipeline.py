@@ -69,7 +69,7 @@ def run_generate(cfg: SelectConfig, *, force: bool = False, progress: bool | Non
                  actors: int = 0) -> Stage:
     """The generate stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
     if cfg.generate.generator == "vllm" and not actors:  # (Ray actors import it where they run)
-        from devenus.select.generate.vllm import import_vllm
+        from devenus.generate.vllm import import_vllm
 
         import_vllm()  # a missing vLLM is one line now, before the pool is read
 

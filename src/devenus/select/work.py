@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from devenus.select.config import MODEL_SIGNALS, SelectConfig
+from devenus.select.generate import make_generator  # noqa: F401 (the stages and the Ray actors build it here)
 from devenus.select.route.router import get_router
 from devenus.select.shards import Stage, write_table
-from devenus.select.sources import load_model, model_identity, resolve_model, resolve_pool
+from devenus.select.sources import load_model, model_identity, resolve_pool
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -54,35 +55,6 @@ def stage(cfg: SelectConfig, name: str) -> Stage:
 
 
 # ------------------------------------------------------------------------------ generate
-def make_generator(cfg: SelectConfig, model=None):
-    """The configured generator (``generate.generator``, looked up in :data:`~devenus.select.config.GENERATORS`).
-    ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF generator only; vLLM loads the
-    model folder itself, so no HF copy of the model is loaded for it)."""
-    from devenus.select.config import GENERATORS
-
-    return GENERATORS.get(cfg.generate.generator)(cfg, model)
-
-
-def hf_generator(cfg: SelectConfig, model=None):
-    """``generate.generator: hf``: Hugging Face on the model the config names (or ``model``)."""
-    from devenus.select.generate import HFGenerator
-
-    g = cfg.generate
-    m, tok = model_pair(model, cfg)
-    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                       max_new_tokens=g.max_new_tokens, batch_size=g.batch_size, seed=g.seed)
-
-
-def vllm_generator(cfg: SelectConfig, model=None):
-    """``generate.generator: vllm``: one vLLM engine on the model folder (``model`` is not used)."""
-    from devenus.select.generate.vllm import VLLMGenerator
-
-    g = cfg.generate
-    return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                         max_new_tokens=g.max_new_tokens, seed=g.seed, gpu_memory_utilization=g.gpu_memory_utilization,
-                         tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
-
-
 def generate_shard(cfg: SelectConfig, gen, part: list[dict], path: Path) -> int:
     """Generate one shard's samples and write them to ``path``; returns the tokens generated."""
     import pyarrow as pa
@@ -129,11 +101,10 @@ def score_shard(cfg: SelectConfig, model_tok, part: list[dict], gen_path: Path, 
         raise ValueError(f"{gen_path} does not match the pool's questions of shard {i}: rerun generate with --force")
     raw: dict[str, np.ndarray] = {}
     if want_model:
-        from devenus.select.generate.hf import HFGenerator
+        from devenus.generate.hf import prompt_text
 
         model, tok = model_tok
-        h = HFGenerator(model, tok)
-        pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
+        pids = [tok(prompt_text(tok, r["prompt"]))["input_ids"] for r in part]
         steps = None
         if "pivot_trace" in want_model:
             from devenus.select.score import newline_token_ids, step_starts_of
