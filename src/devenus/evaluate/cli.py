@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from devenus.config import arg_type
+from devenus.generate import BACKENDS
 
 #: the --protocol choices (devenus.evaluate.benchmarks.PROTOCOLS, named here so the parser imports nothing heavy)
 PROTOCOL_NAMES = ("records", "paper", "testbed")
@@ -91,8 +92,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=arg_type(float, ge=0.0), default=None,
                    help="override the protocol's (off-protocol; 0: greedy)")
     p.add_argument("--top-p", type=arg_type(float, gt=0.0, le=1.0), default=None, help="override the protocol's (off-protocol)")
-    p.add_argument("--backend", choices=("auto", "hf", "vllm"), default="auto",
-                   help="auto: vllm where importable with a GPU, else hf")
+    p.add_argument("--backend", choices=("auto", *BACKENDS.names()), default="auto",
+                   help="a generation backend (docs/generate.md); auto: vllm where importable with a GPU, else hf")
     p.add_argument("--batch-size", type=arg_type(int, ge=1), default=256, help="hf: sequences per generate call")
     p.add_argument("--device", default="cpu", help="hf: torch device")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="hf: compute dtype")
