@@ -157,7 +157,8 @@ def test_only_the_verl_adapter_imports_verl():
 #: offline modules, which reach verl through a process (``python -m devenus.train``), never by import.
 #: Above it, the entry point (train.py), recipes, experiments and lifecycle drive it and may import it.
 BELOW_THE_ADAPTER = ("devenus.online", "devenus.signals", "devenus.records", "devenus.verify", "devenus.config",
-                     "devenus.select", "devenus.transitions", "devenus.runs", "devenus.testbed", "devenus.generate")
+                     "devenus.select", "devenus.transitions", "devenus.runs", "devenus.testbed",
+                     "devenus.generate")
 
 
 @pytest.mark.parametrize("package", BELOW_THE_ADAPTER)

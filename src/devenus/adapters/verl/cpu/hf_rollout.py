@@ -256,7 +256,8 @@ class HFRolloutServer:
         if self._occurrence_step != self.global_steps:
             self._occurrences.clear()
             self._occurrence_step = self.global_steps
-        ident = f"{self.global_steps}|{request_id}|{key!r}|{hashlib.sha256(','.join(map(str, prompt_ids)).encode()).hexdigest()}"
+        prompt = hashlib.sha256(",".join(map(str, prompt_ids)).encode()).hexdigest()
+        ident = f"{self.global_steps}|{request_id}|{key!r}|{prompt}"
         occurrence = self._occurrences.get(ident, 0)
         self._occurrences[ident] = occurrence + 1
         return row_seed(self.seed, ident, occurrence)
