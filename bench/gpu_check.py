@@ -35,8 +35,8 @@ recorded with its one-line error and the next section runs), skipped once ``--bu
   (``coe_pool_error_rel``: what the pooling itself loses) and against the fp32 run
   (``coe_bf16_vs_fp32_rel``), each as the largest difference over responses divided by the fp32 CoE's
   spread (standard deviation) over the responses, the scale on which responses are ranked.
-- ``generate`` / ``generate_plain``: HF generation with the selection generator's per-row sampler
-  (:class:`devenus.select.generate.hf._RowSampler`) and with transformers' own sampling: new tokens/s.
+- ``generate`` / ``generate_plain``: HF generation with the generation package's per-row sampler
+  (:class:`devenus.generate.sampler.RowSampler`) and with transformers' own sampling: new tokens/s.
 - ``geomin_pool``: GeoMin's hidden-state pooling (:class:`devenus.adapters.verl.token_stats.ResponsePool`
   on every ``hidden_states`` module) in one forward: time, peak memory, finite means.
 
@@ -188,7 +188,7 @@ class Checks:
 def check_imports() -> dict:
     import devenus
     import devenus.adapters.verl.token_stats  # noqa: F401  (ResponsePool; verl is imported only by install())
-    import devenus.select.generate.hf  # noqa: F401
+    import devenus.generate.hf  # noqa: F401
     import devenus.select.score  # noqa: F401
     import devenus.signals  # noqa: F401
 
@@ -412,16 +412,16 @@ def coe(device, bounds: dict, shapes: dict, n: int, prompt: int, response: int) 
 
 
 def generate(model, device, batch: int, prompt: int, new: int, sampler: bool = True) -> dict:
-    """``sampler``: the selection generator's per-row sampler; without it, transformers' own sampling
+    """``sampler``: the generation package's per-row sampler; without it, transformers' own sampling
     (the baseline, and a figure even where the sampler fails on the device)."""
     import torch
     from transformers import LogitsProcessorList
 
-    from devenus.select.generate.hf import _RowSampler
+    from devenus.generate.sampler import RowSampler
 
     ids = torch.tensor(random_ids(batch, prompt, model.config.vocab_size, 3), device=device)
     if sampler:
-        how = dict(do_sample=False, logits_processor=LogitsProcessorList([_RowSampler(list(range(batch)), 1.0, 1.0)]),
+        how = dict(do_sample=False, logits_processor=LogitsProcessorList([RowSampler(list(range(batch)), 1.0, 1.0)]),
                    temperature=None, top_p=None, top_k=None)
     else:
         how = dict(do_sample=True, temperature=1.0, top_p=1.0, top_k=0)

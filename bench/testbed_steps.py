@@ -6,7 +6,7 @@ majority, on a small ``devenus select`` run (generate + score) of each testbed's
         [--window 32] [--sweep 16 64 256] [--out outputs/testbed_steps]
 
 Builds the steps testbed on first use (SFT, minutes), then for each testbed: its candidate pool
-(``select.pool.build_pool``: addition of 1-6 digits, none in the testbed's splits), the first ``--questions``
+(``testbed.pool.build_pool``: addition of 1-6 digits, none in the testbed's splits), the first ``--questions``
 x ``--samples`` at T = 1 with the testbed's own answer budget, and every model signal with ``pivot_trace`` at
 ``score.pivot_window = --window``. The default window (256) is longer than any testbed response, so it
 counts no pivot on either testbed; ``--window`` is the far-back distance scaled to these responses (about
@@ -31,8 +31,9 @@ SIGNALS = ["consistency", "entropy", "self_certainty", "coe_r", "coe_c", "cot_ki
 def select_run(tb, out: Path, questions: int, samples: int, window: int, signals: list[str]):
     """generate + score of ``tb``'s base model on its pool; returns the config (stages in ``out``)."""
     from devenus.select.config import load_config
-    from devenus.select.pipeline import run_generate, run_score
-    from devenus.select.pool import build_pool
+    from devenus.select.stages.generate import run_generate
+    from devenus.select.stages.score import run_score
+    from devenus.testbed.pool import build_pool
 
     cfg = load_config(None, {"out": str(out), "pool": str(build_pool(tb.config)), "limit": questions, "shard_size": 64,
                              "generate.model": str(tb.model_dir), "generate.samples": samples,
@@ -50,15 +51,16 @@ def shards(st, column: str) -> list:
 
 
 def measure(tb, out: Path, a) -> dict:
-    from devenus.select.pipeline import read_questions
+    from devenus.select.run import SelectionRun
     from devenus.select.score import newline_token_ids, step_starts_of
-    from devenus.select.work import stage
+    from devenus.select.stages.score import read_questions
     from devenus.signals import auroc_interval
 
     t0 = time.perf_counter()
     cfg = select_run(tb, out / "w{}".format(a.window), a.questions, a.samples, a.window, SIGNALS)
     wall = time.perf_counter() - t0
-    gen, sco = stage(cfg, "generate"), stage(cfg, "score")
+    run = SelectionRun(cfg)
+    gen, sco = run.stage("generate"), run.stage("score")
     _, tok = tb.load_model()
     nl = newline_token_ids(tok)
     text, ids, cut = shards(gen, "response"), shards(gen, "response_ids"), shards(gen, "truncated")
@@ -108,8 +110,8 @@ def measure(tb, out: Path, a) -> dict:
         if not (dst / "generate").exists():
             shutil.copytree(gen.folder, dst / "generate")
         c2 = select_run(tb, dst, a.questions, a.samples, w, ["consistency", "pivot_trace"])
-        piv = np.array(shards(stage(c2, "score"), "pivot_trace"), dtype=float)
-        q2 = read_questions(stage(c2, "score")).to_pydict()
+        piv = np.array(shards(SelectionRun(c2).stage("score"), "pivot_trace"), dtype=float)
+        q2 = read_questions(SelectionRun(c2).stage("score")).to_pydict()
         where = pivot_steps(tb, gen, cfg.pool, w) if w in a.steps_at else None
         if where:
             assert where.pop("pivot_counts") == piv.astype(int).tolist()
@@ -126,7 +128,7 @@ def pivot_steps(tb, gen, pool: str, window: int, first: int = 8, history: int = 
     import torch
 
     from devenus.select.forward.pivot import far_mass, pivot_layer_ids
-    from devenus.select.generate.hf import HFGenerator
+    from devenus.generate.hf import prompt_text
     from devenus.select.score import newline_token_ids, step_starts_of
     from devenus.signals.attention import pivot_count
 
@@ -135,13 +137,12 @@ def pivot_steps(tb, gen, pool: str, window: int, first: int = 8, history: int = 
     from devenus.records import read_records
 
     rows = {r["extra_info"]["index"]: r for r in read_records(pool)}
-    h = HFGenerator(model, tok)
     nl = newline_token_ids(tok)
     layers = pivot_layer_ids(len(model.model.layers))
     kinds = ("column", "wait", "check", "box")
     steps_by, pivots_by, by_index, counts = dict.fromkeys(kinds, 0), dict.fromkeys(kinds, 0), {}, []
     for idx, ids in zip(shards(gen, "index"), shards(gen, "response_ids")):
-        p = tok(h.prompt_text(rows[idx]["prompt"]))["input_ids"]
+        p = tok(prompt_text(tok, rows[idx]["prompt"]))["input_ids"]
         x = torch.tensor([p + list(ids)])
         masses = []
         hooks = [model.model.layers[li].self_attn.register_forward_pre_hook(

@@ -219,7 +219,8 @@ def screen(modules: list[str], splits: list[str], n: int, k: int, temperature: f
 
     import torch
 
-    from devenus.evaluate.backends import HFBackend, Sampling
+    from devenus.generate import Sampling
+    from devenus.generate.hf import HFBackend
     from devenus.records import read_records
     from devenus.smollm2 import model_dir
     from devenus.verify import grade
@@ -246,7 +247,7 @@ def screen(modules: list[str], splits: list[str], n: int, k: int, temperature: f
             for module in modules:
                 mine = [r for r in rows if r["extra_info"]["family"] == module]
                 t0 = time.perf_counter()
-                comps = backend.generate([r["prompt"] for r in mine], k,
+                comps = backend.generate([r["prompt"] for r in mine], [r["extra_info"]["index"] for r in mine], k,
                                          Sampling(temperature, 1.0, max_new_tokens, seed))
                 scores, cut, none = [], 0, 0
                 for r, cs in zip(mine, comps):

@@ -157,7 +157,8 @@ def test_only_the_verl_adapter_imports_verl():
 #: offline modules, which reach verl through a process (``python -m devenus.train``), never by import.
 #: Above it, the entry point (train.py), recipes, experiments and lifecycle drive it and may import it.
 BELOW_THE_ADAPTER = ("devenus.online", "devenus.signals", "devenus.records", "devenus.verify", "devenus.config",
-                     "devenus.select", "devenus.transitions", "devenus.runs", "devenus.testbed")
+                     "devenus.select", "devenus.transitions", "devenus.runs", "devenus.testbed",
+                     "devenus.generate")
 
 
 @pytest.mark.parametrize("package", BELOW_THE_ADAPTER)
@@ -262,3 +263,44 @@ def test_nothing_outside_the_bottom_io_module_renames_a_file():
 def test_the_registry_helper_is_at_the_bottom():
     # every package registers its units on devenus.registry: it imports no devenus module
     assert [m for m in imports(SRC / "registry.py") if under(m, "devenus")] == []
+
+
+# ------------------------------------------------------------------------------ sampling
+#: the one package that samples tokens (docs/generate.md): its seeded per-row sampler is the only sampler
+SAMPLERS = "devenus/generate/"
+#: keywords of HF's ``model.generate`` (our backends' ``generate(prompts, keys, n, sampling)`` takes none)
+HF_GENERATE_KEYWORDS = {"max_new_tokens", "do_sample", "generation_config", "logits_processor"}
+SAMPLING_IMPORTS = {"transformers.GenerationConfig", "transformers.LogitsProcessor", "transformers.LogitsProcessorList"}
+
+
+def samples_tokens(tree: ast.AST) -> list[int]:
+    """Lines that sample tokens: ``.multinomial(...)``, anything named ``*gumbel*``, HF's ``model.generate(...)``
+    (a ``.generate`` call with one of its keywords) and imports of its generation config or logits processors."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr == "multinomial" or (node.func.attr == "generate" and any(
+                    k.arg in HF_GENERATE_KEYWORDS for k in node.keywords))):
+            found.append(node.lineno)
+        elif isinstance(node, (ast.Name, ast.Attribute, ast.FunctionDef, ast.ClassDef)):
+            name = getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", "")
+            if "gumbel" in name.lower():
+                found.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "transformers" and any(
+                f"transformers.{a.name}" in SAMPLING_IMPORTS for a in node.names):
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_sampling_finder_finds_each_form():
+    code = ("torch.multinomial(p, 1); model.generate(ids, max_new_tokens=4); m.generate(**enc, do_sample=True)\n"
+            "class SeededGumbelSampler: pass\nfrom transformers import LogitsProcessorList\n"
+            "backend.generate(prompts, keys, n, sampling); tasks.generate('add', 3)\n")
+    assert samples_tokens(ast.parse(code)) == [1, 2, 3]
+
+
+def test_only_the_generation_package_samples():
+    assert samples_tokens(ast.parse((SRC / "generate" / "sampler.py").read_text()))  # the finder sees the sampler
+    offenders = [f"{rel(p)}:{line}" for p in modules() if not rel(p).startswith(SAMPLERS)
+                 for line in samples_tokens(ast.parse(p.read_text()))]
+    assert offenders == []

@@ -141,17 +141,17 @@ def test_signals_unknown_name_and_order():
 
 def test_generators_and_backends_unknown_name():
     from devenus.config import ConfigError
-    from devenus.evaluate.backends import make_backend
+    from devenus.generate import BACKENDS, make_backend
+    from devenus.generate.hf import HFBackend
     from devenus.select.config import load_config
-    from devenus.select.stages.generate import hf_generator
 
-    with pytest.raises(ConfigError, match=r"^generate.generator: unknown generator 'vlm' \(did you mean 'vllm'\?\); "
-                                          r"the generators: hf, vllm \(set it with --set generate.generator=<value>\)$"):
+    with pytest.raises(ConfigError, match=r"^generate.generator: unknown generation backend 'vlm' \(did you mean "
+                                          r"'vllm'\?\); the generation backends: hf, vllm \(set it with "
+                                          r"--set generate.generator=<value>\)$"):
         load_config(None, {"generate.generator": "vlm"})
-    from devenus.select.config import GENERATORS
-
-    assert GENERATORS.get("hf") is hf_generator
-    with pytest.raises(ValueError, match=r"^unknown backend 'vlm' \(did you mean 'vllm'\?\); the backends: hf, vllm, auto$"):
+    assert BACKENDS.get("hf") is HFBackend
+    with pytest.raises(ValueError, match=r"^unknown generation backend 'vlm' \(did you mean 'vllm'\?\); the generation "
+                                         r"backends: hf, vllm, auto$"):
         make_backend("vlm", "/nowhere")
 
 

@@ -7,9 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from devenus.select.generate import HFGenerator
+from devenus.generate import Sampling
+from devenus.generate.hf import HFBackend, prompt_text
+from devenus.select.generate import StageGenerator
 from devenus.select.score import forward_signals
 from test_signals_hidden_ref import coe_reference, kinetics_reference
+
+
+def _gen(model, tok, samples, max_new_tokens, seed):
+    return StageGenerator(HFBackend(model=(model, tok)), samples, Sampling(max_new_tokens=max_new_tokens, seed=seed))
 
 
 @pytest.fixture(scope="module")
@@ -19,13 +25,13 @@ def model_tok(base_testbed):
 
 def test_forward_signals_match_full_logits_and_hidden_states(model_tok):
     model, tok = model_tok
-    gen = HFGenerator(model, tok, samples=3, max_new_tokens=40, seed=0)
+    gen = _gen(model, tok, samples=3, max_new_tokens=40, seed=0)
     prompts = [[{"role": "user", "content": "Compute 12 + 345."}], [{"role": "user", "content": "Compute 7 + 8."}]]
     samples = gen.generate(prompts, ["a", "b"])
     pids, rids = [], []
     for p, ss in zip(prompts, samples):
         for s in ss:
-            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            pids.append(tok(prompt_text(tok, p))["input_ids"])
             rids.append(s.response_ids)
     got = forward_signals(model, pids, rids, batch_size=4, token_chunk=5, vocab_chunk=50)
     model.eval()
@@ -48,71 +54,19 @@ def test_forward_signals_match_full_logits_and_hidden_states(model_tok):
         assert got["cot_kinetics"][i] == pytest.approx(kin, rel=1e-4, abs=1e-6)
 
 
-def test_samples_are_seeded_per_question_not_per_batch(model_tok):
-    model, tok = model_tok
-    q = [{"role": "user", "content": "Compute 41 + 18."}]
-    other = [{"role": "user", "content": "Compute 23 + 56."}]  # same token length: no padding difference
-    g = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=3, batch_size=8)
-    alone = g.generate([q], ["k"])[0]
-    together = g.generate([other, q], ["other", "k"])[1]
-    assert [s.response_ids for s in alone] == [s.response_ids for s in together]
-    again = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=4, batch_size=8).generate([q], ["k"])[0]
-    assert [s.response_ids for s in again] != [s.response_ids for s in alone]  # the seed matters
-    hard = HFGenerator(model, tok, samples=4, max_new_tokens=60, seed=3).generate(
-        [[{"role": "user", "content": "Compute 48213 + 97764."}]], ["h"])[0]
-    assert len({tuple(s.response_ids) for s in hard}) > 1  # samples of one question differ from each other
-
-
-def test_row_sampler_draws_from_the_softmax():
-    from devenus.select.generate.hf import _RowSampler
-
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
-    for temperature in (1.0, 0.5):
-        s = _RowSampler([123], temperature)
-        picks = [int(s(None, logits).argmax()) for _ in range(20000)]
-        freq = np.bincount(picks, minlength=4) / len(picks)
-        want = torch.softmax(logits[0] / temperature, -1).numpy()
-        assert np.abs(freq - want).max() < 0.015
-
-
-def test_top_p_draws_from_the_renormalised_nucleus():
-    from devenus.select.generate.hf import _RowSampler, nucleus
-
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
-    p = torch.softmax(logits[0], -1).numpy()  # 0.64, 0.24, 0.09, 0.03
-    kept = torch.isfinite(nucleus(logits, 0.7))[0].tolist()
-    assert kept == [True, True, False, False]  # 0.64 < 0.7 <= 0.64 + 0.24
-    assert torch.isfinite(nucleus(logits, 0.5))[0].tolist() == [True, False, False, False]  # the top token always
-    s = _RowSampler([7], 1.0, top_p=0.7)
-    picks = [int(s(None, logits).argmax()) for _ in range(20000)]
-    freq = np.bincount(picks, minlength=4) / len(picks)
-    want = np.array([p[0], p[1], 0, 0]) / (p[0] + p[1])
-    assert freq[2:].sum() == 0 and np.abs(freq - want).max() < 0.015
-    # top_p = 1 is the plain draw, stream for stream
-    a, b = _RowSampler([5], 1.0), _RowSampler([5], 1.0, top_p=1.0)
-    assert all(torch.equal(a(None, logits), b(None, logits)) for _ in range(50))
-
-
-def test_truncated_samples_have_no_eos(model_tok):
-    model, tok = model_tok
-    g = HFGenerator(model, tok, samples=2, max_new_tokens=3, seed=0)
-    for s in g.generate([[{"role": "user", "content": "Compute 123456 + 654321."}]], ["t"])[0]:
-        assert s.truncated and len(s.response_ids) == 3 and tok.eos_token_id not in s.response_ids
-
-
 def test_pivot_trace_matches_eager_attention_maps(model_tok):
     from devenus.select.score import newline_token_ids, pivot_layer_ids, step_starts_of
     from devenus.signals.attention import pivot_count
 
     model, tok = model_tok
-    gen = HFGenerator(model, tok, samples=4, max_new_tokens=80, seed=1)
+    gen = _gen(model, tok, samples=4, max_new_tokens=80, seed=1)
     prompts = [[{"role": "user", "content": "Compute 4821 + 9776."}], [{"role": "user", "content": "Compute 35 + 8."}]]
     samples = gen.generate(prompts, ["p", "q"])
     nl = newline_token_ids(tok)
     pids, rids = [], []
     for p, ss in zip(prompts, samples):
         for s in ss:
-            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            pids.append(tok(prompt_text(tok, p))["input_ids"])
             rids.append(s.response_ids)
     steps = [step_starts_of(r, nl) for r in rids]
     window = 6
@@ -149,10 +103,10 @@ def test_every_signal_in_bfloat16_comes_back_as_float64_close_to_float32(model_t
     from devenus.select.score import newline_token_ids, step_starts_of
 
     model, tok = model_tok
-    gen = HFGenerator(model, tok, samples=3, max_new_tokens=40, seed=2)
+    gen = _gen(model, tok, samples=3, max_new_tokens=40, seed=2)
     prompts = [[{"role": "user", "content": "Compute 123 + 45."}]]
     rids = [s.response_ids for s in gen.generate(prompts, ["c"])[0]]
-    pids = [tok(gen.prompt_text(prompts[0]))["input_ids"]] * len(rids)
+    pids = [tok(prompt_text(tok, prompts[0]))["input_ids"]] * len(rids)
     steps = [step_starts_of(r, newline_token_ids(tok)) for r in rids]
     kw = dict(batch_size=2, token_chunk=5, vocab_chunk=50, step_starts=steps, pivot_window=6)
     fp32 = forward_signals(model, pids, rids, MODEL_SIGNALS, **kw)
@@ -224,13 +178,13 @@ def test_scores_do_not_depend_on_the_token_budget(model_tok):
     from devenus.select.score import newline_token_ids, step_starts_of
 
     model, tok = model_tok
-    gen = HFGenerator(model, tok, samples=3, max_new_tokens=50, seed=5)
+    gen = _gen(model, tok, samples=3, max_new_tokens=50, seed=5)
     prompts = [[{"role": "user", "content": "Compute 12 + 345."}], [{"role": "user", "content": "Compute 4821 + 9776."}],
                [{"role": "user", "content": "Compute 7 + 8."}]]
     pids, rids = [], []
     for p, ss in zip(prompts, gen.generate(prompts, ["a", "b", "c"])):
         for s in ss:
-            pids.append(tok(gen.prompt_text(p))["input_ids"])
+            pids.append(tok(prompt_text(tok, p))["input_ids"])
             rids.append(s.response_ids)
     assert len({len(p) + len(r) for p, r in zip(pids, rids)}) >= 3  # lengths differ: batches are padded
     steps = [step_starts_of(r, newline_token_ids(tok)) for r in rids]

@@ -1,6 +1,7 @@
-"""The vLLM generator: lazy import, the install hint, the conversion of vLLM's outputs into our rows,
-one seeded request per question (checked with a stand-in engine), and, where vLLM and a GPU are
-there, the testbed model through the real engine (schema and reruns)."""
+"""The vLLM generation backend in the generate stage: lazy import, the install hint, the conversion of vLLM's
+outputs into our rows, one seeded request per question (checked with a stand-in engine), and, where vLLM and
+a GPU are there, the testbed model through the real engine (schema and reruns; never run so far: no GPU in
+this project's sessions)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from dataclasses import dataclass, field
 import pyarrow.parquet as pq
 import pytest
 
-from devenus.select.generate import Sample
-from devenus.select.generate.vllm import INSTALL_HINT, VLLMGenerator, VLLMUnavailable, question_seed, to_samples
+from devenus.generate import Sample, Sampling
+from devenus.generate.vllm import INSTALL_HINT, VLLMBackend, VLLMUnavailable, request_seed, to_samples
+from devenus.select.generate import StageGenerator
 
 EOS = 2
 
@@ -35,7 +37,7 @@ class RequestOutput:  # vllm.RequestOutput's
 
 
 def test_importing_selection_never_imports_vllm():
-    code = ("import sys, devenus.select, devenus.select.generate, devenus.select.generate.vllm, "
+    code = ("import sys, devenus.select, devenus.select.generate, devenus.generate, devenus.generate.vllm, "
             "devenus.select.stages, devenus.select.generate.ray_data, devenus.select.cli; "
             "from devenus.select.config import load_config; load_config(None, {'generate.generator': 'vllm'}); "
             "print('vllm' in sys.modules)")
@@ -47,7 +49,7 @@ def test_importing_selection_never_imports_vllm():
 def test_missing_vllm_is_one_line_with_the_install_hint(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail, installed or not
     with pytest.raises(VLLMUnavailable, match=r"pip install 'devenus\[vllm\]'") as e:
-        VLLMGenerator("some/model")
+        VLLMBackend("some/model")
     assert isinstance(e.value, ImportError) and isinstance(e.value, ValueError) and "\n" not in str(e.value)
     assert INSTALL_HINT in str(e.value)
     # the command line: an `error:` line and exit 1, before any pool is read (the pool does not exist)
@@ -75,7 +77,7 @@ def test_vllm_is_an_optional_extra_only():
 def test_unknown_generator_is_a_config_error():
     from devenus.select.config import load_config
 
-    with pytest.raises(ValueError, match=r"generate.generator: unknown generator .tgi.; the generators: hf, vllm"):
+    with pytest.raises(ValueError, match=r"generate.generator: unknown generation backend .tgi.; the generation backends: hf, vllm"):
         load_config(None, {"generate.generator": "tgi"})
     with pytest.raises(ValueError, match="top_p"):
         load_config(None, {"generate.top_p": 0.0})
@@ -99,6 +101,7 @@ def test_request_output_becomes_our_rows_truncation_included():
 # ------------------------------------------------------------------ a stand-in engine
 class FakeTokenizer:
     eos_token_id = EOS
+    chat_template = "<role>content ... <assistant>"
 
     def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
         return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
@@ -140,6 +143,12 @@ class FakeLLM:
         return outs
 
 
+def vllm_stage(model_dir, *, samples, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=0, **kw):
+    """The generate stage's generator on the vllm backend."""
+    return StageGenerator(VLLMBackend(model_dir, seed=seed, **kw), samples,
+                          Sampling(temperature, top_p, max_new_tokens, seed))
+
+
 @pytest.fixture
 def fake_vllm(monkeypatch):
     mod = types.ModuleType("vllm")
@@ -155,13 +164,13 @@ KEYS = [f"pool/{i}" for i in range(5)]
 
 def test_one_seeded_request_per_question_with_the_configured_sampling(fake_vllm):
     llm = FakeLLM()
-    gen = VLLMGenerator("m", samples=4, temperature=0.7, top_p=0.9, max_new_tokens=6, seed=3, llm=llm,
+    gen = vllm_stage("m", samples=4, temperature=0.7, top_p=0.9, max_new_tokens=6, seed=3, llm=llm,
                         tokenizer=FakeTokenizer())
     together = gen.generate(PROMPTS, KEYS)
     requests, params = llm.calls[0]
     assert len(requests) == 5 and len(llm.calls) == 1
     assert requests[0]["prompt_token_ids"] == FakeTokenizer()(FakeTokenizer().apply_chat_template(PROMPTS[0]))["input_ids"]
-    assert params[0] == FakeParams(n=4, temperature=0.7, top_p=0.9, max_tokens=6, seed=question_seed(3, KEYS[0]))
+    assert params[0] == FakeParams(n=4, temperature=0.7, top_p=0.9, max_tokens=6, seed=request_seed(3, KEYS[0]))
     assert len({p.seed for p in params}) == 5
     # a question's samples depend on its key and the seed, not on the batch it is in
     apart = gen.generate(PROMPTS[3:], KEYS[3:]) + gen.generate(PROMPTS[:3], KEYS[:3])
@@ -172,7 +181,7 @@ def test_one_seeded_request_per_question_with_the_configured_sampling(fake_vllm)
     for s in flat:
         assert s.truncated == (s.response_ids[-1:] != [EOS]) and (not s.truncated or len(s.response_ids) == 6)
         assert s.text == FakeTokenizer().decode(s.response_ids)
-    other = VLLMGenerator("m", samples=4, seed=4, llm=FakeLLM(), tokenizer=FakeTokenizer())
+    other = vllm_stage("m", samples=4, seed=4, llm=FakeLLM(), tokenizer=FakeTokenizer())
     assert other.generate(PROMPTS, KEYS) != together
 
 
@@ -186,7 +195,7 @@ def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm
 
     cfg = load_config(None, {"generate.samples": 2, "generate.generator": "vllm"})
     rows = [{"prompt": p, "extra_info": {"index": k}} for p, k in zip(PROMPTS, KEYS)]
-    gen = VLLMGenerator("m", samples=2, max_new_tokens=4, llm=FakeLLM(), tokenizer=FakeTokenizer())
+    gen = vllm_stage("m", samples=2, max_new_tokens=4, llm=FakeLLM(), tokenizer=FakeTokenizer())
     generate_shard(gen, rows, tmp_path / "v.parquet")
     generate_shard(Fixed(), rows, tmp_path / "h.parquet")
     v, h = pq.read_table(tmp_path / "v.parquet"), pq.read_table(tmp_path / "h.parquet")
@@ -199,12 +208,12 @@ def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monke
     from devenus.select.config import load_config
     from devenus.select.run import SelectionRun
     from devenus.select.stages.generate import make_generator, run_generate
-    from devenus.select.generate.vllm import VLLMGenerator as V
 
     cfg = load_config(None, {"generate.generator": "vllm", "generate.model": "/models/x", "generate.top_p": 0.5,
                              "generate.actor_gpus": 1, "generate.max_new_tokens": 7})
     gen = make_generator(cfg)
-    assert isinstance(gen, V) and gen.model_dir == "/models/x" and gen.top_p == 0.5 and gen.max_new_tokens == 7
+    assert isinstance(gen.backend, VLLMBackend) and gen.backend.model_dir == "/models/x"
+    assert gen.sampling.top_p == 0.5 and gen.sampling.max_new_tokens == 7
     # the stage identity: vllm and top_p count, the GPU share does not
     base = load_config(None, {}).generate_identity()["generate"]
     assert "generator" not in base and "top_p" not in base and "actor_gpus" not in base
@@ -275,7 +284,7 @@ def test_close_shuts_the_engine_down_then_frees_memory(fake_vllm, monkeypatch):
     for llm_shutdown, stop in ((False, "engine-core shutdown"), (True, "LLM.shutdown")):
         rec = Recorder()
         _fake_release_api(monkeypatch, fake_vllm, rec, FakeTokenizer(), llm_shutdown=llm_shutdown)
-        gen = VLLMGenerator("m", samples=2, max_new_tokens=4)
+        gen = vllm_stage("m", samples=2, max_new_tokens=4)
         gen.close()  # no engine yet: nothing to release
         gen.generate(PROMPTS[:1], KEYS[:1])
         gen.close()
@@ -284,10 +293,10 @@ def test_close_shuts_the_engine_down_then_frees_memory(fake_vllm, monkeypatch):
         gen.close()  # twice: nothing more
         assert len(rec.events) == 7
     given = FakeLLM()
-    gen = VLLMGenerator("m", samples=2, max_new_tokens=4, llm=given, tokenizer=FakeTokenizer())
+    gen = vllm_stage("m", samples=2, max_new_tokens=4, llm=given, tokenizer=FakeTokenizer())
     gen.generate(PROMPTS[:1], KEYS[:1])
     gen.close()  # the caller's engine: let go, not shut down
-    assert gen._llm is None and len(rec.events) == 7
+    assert gen.backend._llm is None and len(rec.events) == 7
 
 
 def test_one_process_run_releases_vllm_before_the_scorer_loads(fake_vllm, monkeypatch, tmp_path, base_testbed):
@@ -336,13 +345,14 @@ def test_testbed_model_through_vllm(tmp_path):
     first = gen.generate(prompts, keys)
     again = gen.generate(prompts[3:], keys[3:]) + gen.generate(prompts[:3], keys[:3])
     assert again[3:] + again[:3] == first  # seeded per question: reruns and other batchings reproduce
-    eos = gen.tok.eos_token_id
+    tok = gen.backend.tokenizer
+    eos = tok.eos_token_id
     for ss in first:
         assert len(ss) == 4
         for s in ss:
             assert s.truncated == (eos not in s.response_ids)
             assert s.truncated <= (len(s.response_ids) == 24)
-            assert s.text == gen.tok.decode(s.response_ids, skip_special_tokens=True)
+            assert s.text == tok.decode(s.response_ids, skip_special_tokens=True)
     generate_shard(gen, rows, tmp_path / "v.parquet")
     t = pq.read_table(tmp_path / "v.parquet")
     assert t.column_names == ["index", "sample", "response_ids", "response", "truncated", "n_tokens"]

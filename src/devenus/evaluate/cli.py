@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from devenus.config import arg_type
+from devenus.generate import BACKENDS
 
 if TYPE_CHECKING:
     from devenus.evaluate.benchmarks import Item, Protocol
@@ -95,8 +96,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=arg_type(float, ge=0.0), default=None,
                    help="override the protocol's (off-protocol; 0: greedy)")
     p.add_argument("--top-p", type=arg_type(float, gt=0.0, le=1.0), default=None, help="override the protocol's (off-protocol)")
-    p.add_argument("--backend", choices=("auto", "hf", "vllm"), default="auto",
-                   help="auto: vllm where importable with a GPU, else hf")
+    p.add_argument("--backend", choices=("auto", *BACKENDS.names()), default="auto",
+                   help="a generation backend (docs/generate.md); auto: vllm where importable with a GPU, else hf")
     p.add_argument("--batch-size", type=arg_type(int, ge=1), default=256, help="hf: sequences per generate call")
     p.add_argument("--device", default="cpu", help="hf: torch device")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="hf: compute dtype")
@@ -167,8 +168,8 @@ def _protocol_name(args, records: list[tuple[str, str, str]], names: list[str] |
 
 
 def _run(args) -> int:
-    from devenus.evaluate.backends import Sampling, make_backend
     from devenus.evaluate.outputs import format_table, write_outputs
+    from devenus.generate import Sampling, make_backend
     from devenus.evaluate.run import evaluate
     from devenus.progress import progress_bar
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from devenus.evaluate.backends import Backend, Completion, Sampling
+from devenus.generate import Backend, Sample, Sampling
 from devenus.evaluate.benchmarks import Item, Protocol
 from devenus.evaluate.metrics import (
     Interval,
@@ -67,7 +66,7 @@ class EvalResult:
     seconds: float = 0.0
 
 
-def grade_samples(item: Item, completions: Sequence[Completion], verifier=None) -> QuestionResult:
+def grade_samples(item: Item, completions: Sequence[Sample], verifier=None) -> QuestionResult:
     from devenus.verify import grade
 
     res = [grade(c.text, item.target, verifier=verifier, truncated=c.truncated) for c in completions]
@@ -139,10 +138,9 @@ def evaluate(
         qs = items[bench.name]
         tick = progress(bench.name, len(qs)) if progress else None
         t = time.perf_counter()
-        # each benchmark gets its own seed stream, so dropping one benchmark does not change another's samples
-        s = Sampling(sampling.temperature, sampling.top_p, sampling.max_new_tokens,
-                     sampling.seed * 1009 + zlib.crc32(bench.name.encode()) % 1009)
-        comps = backend.generate([it.messages for it in qs], k, s, tick)
+        # a sample is drawn from (seed, benchmark and question key, sample index): dropping one benchmark or
+        # question does not change another's samples
+        comps = backend.generate([it.messages for it in qs], [f"{bench.name}/{it.key}" for it in qs], k, sampling, tick)
         graded = [grade_samples(it, c) for it, c in zip(qs, comps)]
         results.append(BenchmarkResult(bench.name, bench.group, k, bench.headline, graded,
                                        seconds=time.perf_counter() - t))

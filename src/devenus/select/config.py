@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from devenus.config import Config, ConfigError, load_config_file, option, suggest
 from devenus.config import section as nested
-from devenus.registry import Registry
+from devenus.generate import BACKENDS
 from devenus.select.route.router import ROUTERS, RouteConfig, get_router
 from devenus.select.signal_table import DEFAULT_SIGNALS, MODEL_SIGNALS, SIGNALS  # noqa: F401 (re-exported)
 
@@ -23,10 +23,6 @@ AGGREGATIONS = ("mean", "median", "majority")
 #: ``route.signal: random``: no score; questions ranked by the seeded tie-breaker alone (a uniform random
 #: order, drawn by ``route.seed``), the baseline every signal is measured against
 RANDOM = "random"
-#: generator name -> ``build(cfg, model) -> Generator`` (``select/stages/generate.py``; imported when a run starts, so the
-#: config imports no torch). A plugin registers its own; ``generate.generator`` is checked against it at load.
-GENERATORS: Registry = Registry("generator", lazy={"hf": "devenus.select.stages.generate:hf_generator",
-                                                   "vllm": "devenus.select.stages.generate:vllm_generator"})
 
 
 class _Section(Config):
@@ -43,7 +39,7 @@ class GenerateConfig(_Section):
 
     model: str = option("testbed", "a HF model folder, or testbed for the testbed's base model")
     generator: str = option("hf", "hf (CPU, the default) or vllm (GPUs; the optional extra devenus[vllm]), or "
-                                  "one registered in devenus.select.config.GENERATORS")
+                                  "another backend registered in devenus.generate.BACKENDS")
     samples: int = option(8, "G: responses sampled per question", ge=1)
     temperature: float = option(1.0, "sampling temperature", gt=0.0)
     top_p: float = option(1.0, "nucleus sampling mass", gt=0.0, le=1.0)
@@ -61,8 +57,8 @@ class GenerateConfig(_Section):
                                        "running Ray cluster to join (auto, <host>:6379)")
 
     def check(self) -> None:
-        if self.generator not in GENERATORS:
-            raise ConfigError(f"{self.key('generator')}: {GENERATORS.unknown(self.generator)} "
+        if self.generator not in BACKENDS:
+            raise ConfigError(f"{self.key('generator')}: {BACKENDS.unknown(self.generator)} "
                               f"(set it with {self.override('generator')})")
 
 

@@ -110,8 +110,8 @@ def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int 
                          max_new_tokens: int = 96, progress: bool | None = None) -> dict[str, list[str]]:
     """Wrong (parseable, non-equivalent) answers the policy samples at T=1, keyed by sample key.
 
-    Questions are sampled in chunks of :data:`SAMPLE_CHUNK`, chunk ``i`` with seed
-    ``seed * 1_000_003 + i``, so the result depends on (seed, rows) only and a progress bar
+    Each sample is drawn from (seed, its question, its index) (:mod:`devenus.generate`), so the result
+    depends on (seed, rows) only; questions go in chunks of :data:`SAMPLE_CHUNK` so that a progress bar
     (``progress``: None = when stderr is a terminal) can follow the minutes this takes.
     """
     from tqdm import tqdm
@@ -124,9 +124,9 @@ def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int 
     comps = []
     with tqdm(total=len(questions), desc="sampling", unit=" questions", mininterval=0.5, leave=False,
               disable=None if progress is None else not progress) as bar:
-        for i, start in enumerate(range(0, len(questions), SAMPLE_CHUNK)):
+        for start in range(0, len(questions), SAMPLE_CHUNK):
             chunk = questions[start : start + SAMPLE_CHUNK]
-            comps += sample(model, tokenizer, chunk, n_samples, 1.0, max_new_tokens, seed=seed * 1_000_003 + i)
+            comps += sample(model, tokenizer, chunk, n_samples, 1.0, max_new_tokens, seed=seed)
             bar.update(len(chunk))
     out: dict[str, list[str]] = {}
     for row, cs in zip(rows, comps):

@@ -1,5 +1,6 @@
 """The hf rollout server samples from per-request seeds (no Ray): a request's sample does not depend on
-its batch companions, repeats differ, the rollout seed matters, and the sampler is exact."""
+its batch companions, repeats differ, the rollout seed matters. The sampler and the decoding loop are
+devenus.generate's (tests/generate)."""
 
 import asyncio
 
@@ -75,37 +76,6 @@ def test_identity_parts_change_the_sample(server, verl_cpu_fx):
     assert asyncio.run(go(other_seed, 1, "det-0"))[0].token_ids != base  # another rollout.seed
 
 
-def test_warping_matches_transformers():
-    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
-
-    from devenus.adapters.verl.cpu.hf_rollout import SeededGumbelSampler
-
-    torch.manual_seed(0)
-    scores = torch.randn(6, 50) * 3
-    for t, p, k in [(1.0, 1.0, -1), (0.7, 0.9, -1), (1.3, 1.0, 5), (0.5, 0.5, 10), (1.0, 0.99, 49)]:
-        ref = TemperatureLogitsWarper(t)(None, scores.clone()) if t != 1.0 else scores.clone()
-        if k > 0:
-            ref = TopKLogitsWarper(k)(None, ref)
-        if p < 1.0:
-            ref = TopPLogitsWarper(p)(None, ref)
-        ours = SeededGumbelSampler([0] * 6, t, p, k).warp(scores.clone())
-        assert torch.equal(torch.isinf(ours), torch.isinf(ref))
-        assert torch.allclose(ours[~torch.isinf(ours)], ref[~torch.isinf(ref)])
-
-
-def test_gumbel_max_draws_follow_the_distribution():
-    from devenus.adapters.verl.cpu.hf_rollout import SeededGumbelSampler
-
-    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]])
-    n = 4000
-    sampler = SeededGumbelSampler(list(range(n)), temperature=0.8, top_p=1.0, top_k=-1)
-    picks = sampler(None, logits.expand(n, -1)).argmax(-1)
-    freq = torch.bincount(picks, minlength=5).double() / n
-    probs = torch.softmax(logits[0].double() / 0.8, -1)
-    sigma = (probs * (1 - probs) / n).sqrt()
-    assert ((freq - probs).abs() <= 4 * sigma + 1e-9).all(), (freq, probs)
-
-
 def test_batches_are_cut_by_sample_index_not_by_arrival(verl_cpu_fx):
     from omegaconf import OmegaConf
     from verl.workers.config import RolloutConfig
@@ -137,54 +107,6 @@ def test_batches_are_cut_by_sample_index_not_by_arrival(verl_cpu_fx):
     outs = asyncio.run(go())
     assert len(outs) == 9 and all(o.token_ids for o in outs)
     assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]  # full slots at once, the partial one when quiet
-
-
-def test_dropping_finished_rows_keeps_every_draw(base_testbed):
-    """The testbed model ends its answers at different lengths, so the decoder drops finished rows as
-    it goes: each row still gets the tokens model.generate gives it (same per-row draws), and its
-    log-probs are those of a teacher-forced forward."""
-    from omegaconf import OmegaConf
-    from verl.workers.config import RolloutConfig
-
-    from devenus.adapters.verl.cpu.hf_rollout import HFRolloutServer, SeededGumbelSampler
-    from devenus.records import read_records
-
-    cfg = RolloutConfig(name="hf", prompt_length=64, response_length=96, tensor_model_parallel_size=1)
-    mc = OmegaConf.create({"path": str(base_testbed.model_dir), "override_config": {"attn_implementation": "eager"}})
-    srv = HFRolloutServer(cfg, mc)
-    tok = srv.model_config.tokenizer
-    rows = read_records(base_testbed.split("test_id"))[:3] + read_records(base_testbed.split("test_ood"))[:3]
-    prompts = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
-    prompts = [tok.encode(p, add_special_tokens=False) for p in prompts for _ in range(3)]
-    prompts[0] = prompts[0][1:]  # one shorter prompt: left padding
-    n = len(prompts)
-    ids = torch.full((n, max(map(len, prompts))), srv.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(prompts):
-        ids[i, ids.shape[1] - len(p):] = torch.tensor(p)
-        mask[i, ids.shape[1] - len(p):] = 1
-    seeds = list(range(100, 100 + n))
-    batch_sizes = []
-    forward = srv.model.forward
-
-    def counting(*args, **kwargs):
-        batch_sizes.append(kwargs["input_ids"].shape[0])
-        return forward(*args, **kwargs)
-
-    srv.model.forward = counting
-    ours, ours_lp, _ = srv._decode_tokens(ids, mask, 96, SeededGumbelSampler(seeds, 1.0, 1.0, -1), 1.0, True)
-    del srv.model.forward
-    ref, _, _ = srv._hf_generate(ids, mask, 96, SeededGumbelSampler(seeds, 1.0, 1.0, -1), 1.0, 1.0, False)
-
-    for i, p in enumerate(prompts):
-        a, b = ours[i].tolist(), ref[i].tolist()
-        end = next((j + 1 for j, t in enumerate(a) if t in srv.eos_token_ids), len(a))
-        assert a[:end] == b[:end]
-        with torch.no_grad():
-            logits = srv.model(torch.tensor([p + a[:end]])).logits[0, len(p) - 1: -1]
-        forced = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(a[:end])[:, None]).squeeze(-1)
-        assert torch.allclose(ours_lp[i, :end], forced, atol=1e-4)
-    assert batch_sizes[0] == n and batch_sizes[-1] < n  # finished rows really were dropped on the way
 
 
 def test_top_k_is_the_configured_one(server):

@@ -31,33 +31,18 @@ class ShardWorker:
         import torch
 
         from devenus.select.config import load_config
-        from devenus.select.work import make_generator, model_pair, pool_rows, stage
+        from devenus.select.run import SelectionRun
 
         torch.set_num_threads(1)
-        self.cfg = load_config(None, _flatten(config))
-        self.stage_name = stage_name
-        self.rows = pool_rows(self.cfg)
-        self.st = stage(self.cfg, stage_name)
-        if stage_name == "generate":
-            self.model_tok = None
-            self.gen = make_generator(self.cfg, lambda: model_pair(None, self.cfg))  # vllm loads no HF copy
-        else:
-            self.model_tok = model_pair(None, self.cfg)
-            self.gen = None
+        # one run per actor: the pool read and hashed once, the model loaded once (vLLM loads no HF copy)
+        self.work = SelectionRun(load_config(None, _flatten(config))).shard_worker(stage_name)
 
     def __call__(self, batch):
         import numpy as np
 
-        from devenus.select.work import generate_shard, score_shard, shard_ranges, stage
-
-        shards = shard_ranges(len(self.rows), self.cfg.shard_size)
         done = []
         for i in np.asarray(batch["shard"]).tolist():
-            part = [self.rows[j] for j in shards[i]]
-            if self.stage_name == "generate":
-                generate_shard(self.cfg, self.gen, part, self.st.shard_path(i))
-            else:
-                score_shard(self.cfg, self.model_tok, part, stage(self.cfg, "generate").shard_path(i), self.st, i)
+            self.work(i)
             done.append(i)
         return {"shard": np.asarray(done, dtype=np.int64)}
 
@@ -89,11 +74,11 @@ def _actor_config(cfg) -> dict:
     directory is not the driver's on a cluster)."""
     from pathlib import Path
 
-    from devenus.select.work import pool_path
+    from devenus.sources import resolve_pool
 
     d = dataclasses.asdict(cfg)
     d["out"] = str(Path(cfg.out).resolve())
-    d["pool"] = str(pool_path(cfg).resolve())
+    d["pool"] = str(resolve_pool(cfg.pool).resolve())
     return d
 
 

@@ -7,39 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from devenus.select.config import SelectConfig
-from devenus.select.run import SelectionRun, model_pair
+from devenus.select.generate import make_generator
+from devenus.select.run import SelectionRun
 from devenus.select.shards import Stage, write_table
 from devenus.select.stages.sharded import run_sharded
-from devenus.sources import resolve_model
-
-
-def make_generator(cfg: SelectConfig, model=None):
-    """The configured generator (``generate.generator``, looked up in :data:`~devenus.select.config.GENERATORS`).
-    ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF generator only; vLLM loads the
-    model folder itself, so no HF copy of the model is loaded for it)."""
-    from devenus.select.config import GENERATORS
-
-    return GENERATORS.get(cfg.generate.generator)(cfg, model)
-
-
-def hf_generator(cfg: SelectConfig, model=None):
-    """``generate.generator: hf``: Hugging Face on the model the config names (or ``model``)."""
-    from devenus.select.generate import HFGenerator
-
-    g = cfg.generate
-    m, tok = model_pair(model, cfg)
-    return HFGenerator(m, tok, samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                       max_new_tokens=g.max_new_tokens, batch_size=g.batch_size, seed=g.seed)
-
-
-def vllm_generator(cfg: SelectConfig, model=None):
-    """``generate.generator: vllm``: one vLLM engine on the model folder (``model`` is not used)."""
-    from devenus.select.generate.vllm import VLLMGenerator
-
-    g = cfg.generate
-    return VLLMGenerator(resolve_model(g.model), samples=g.samples, temperature=g.temperature, top_p=g.top_p,
-                         max_new_tokens=g.max_new_tokens, seed=g.seed, gpu_memory_utilization=g.gpu_memory_utilization,
-                         tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
 
 
 def generate_shard(gen, part: list[dict], path: Path) -> int:
@@ -86,7 +57,7 @@ def run_generate(run: SelectionRun | SelectConfig, *, force: bool = False, progr
     """The generate stage; ``actors > 0`` runs the shards on a Ray Data actor pool instead."""
     run = SelectionRun.of(run, model)
     if run.cfg.generate.generator == "vllm" and not actors:  # (Ray actors import it where they run)
-        from devenus.select.generate.vllm import import_vllm
+        from devenus.generate.vllm import import_vllm
 
         import_vllm()  # a missing vLLM is one line now, before the pool is read
     # the vLLM engine is shut down when the loop ends, before the score stage loads its scorer

@@ -41,13 +41,12 @@ def _generated(path: Path, part: list[dict], g: int, i: int) -> dict[str, list]:
 def _model_scores(cfg: SelectConfig, model_tok, part: list[dict], gen: dict[str, list],
                   want: list[str]) -> dict[str, np.ndarray]:
     """The model-internal signals ``want`` of every sample, from one teacher-forced forward per batch."""
-    from devenus.select.generate.hf import HFGenerator
+    from devenus.generate.hf import prompt_text
     from devenus.select.score import forward_signals, newline_token_ids, step_starts_of
 
     sc, g = cfg.score, cfg.generate.samples
     model, tok = model_tok
-    h = HFGenerator(model, tok)
-    pids = [tok(h.prompt_text(r["prompt"]))["input_ids"] for r in part]
+    pids = [tok(prompt_text(tok, r["prompt"]))["input_ids"] for r in part]
     steps = None
     if "pivot_trace" in want:
         nl = newline_token_ids(tok)

@@ -18,13 +18,14 @@ this CPU. Its server contract has three parts, and this module fills each with a
 Log-probs are ``log_softmax(logits / T)`` of the raw model logits (T=1 for greedy), which is how
 verl's actor computes ``old_log_probs``, not the top-p/top-k truncated distribution.
 
-Sampling is seeded per request, never from the process's global RNG: each request's seed is a hash of
-(``rollout.seed``, the server's ``global_steps``, the request id, the prompt's tokens, the sampling
-parameters, and how many identical requests came before it at this step). With verl's
+Decoding and sampling are :mod:`devenus.generate`'s (:func:`~devenus.generate.hf.decode`, the per-row
+:class:`~devenus.generate.sampler.RowSampler`); this module keeps the serving loop. A request is sample
+``occurrence`` of the key (the server's ``global_steps``, the request id, the sampling parameters, the
+prompt's tokens), ``occurrence`` counting identical requests before it at this step, and draws from
+``row_seed(rollout.seed, key, occurrence)``, never from the process's global RNG. With verl's
 ``rollout.full_determinism=True`` the request id is ``det-<sample index in the batch>`` (the CPU
-backend's overrides set it), so the same config draws the same samples in every run: a request
-draws its own Gumbel noise from its own generator, one draw per decoding step (Gumbel-max sampling is
-exact sampling from the temperature/top-k/top-p distribution), whatever requests share its batch.
+backend's overrides set it), so the same config draws the same samples in every run, whatever requests
+share its batch.
 The logits themselves can move in the last float bits with the batch's shape (CPU GEMM blocking), so
 a draw could change only where two tokens' perturbed scores tie to ~1e-6; so batches are made the same
 way in every run too (by sample index, not by arrival time; see :meth:`HFRolloutServer._run_batches`).
@@ -46,6 +47,10 @@ from verl.utils.config import omega_conf_to_dataclass
 from verl.workers.config import HFModelConfig
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+
+from devenus.generate import row_seed
+from devenus.generate.hf import decode
+from devenus.generate.sampler import RowSampler
 
 logger = logging.getLogger(__name__)
 logger.setLevel(os.getenv("VERL_LOGGING_LEVEL", "WARN"))
@@ -82,61 +87,6 @@ class _Request:
     seed: int = 0
     request_id: str = ""
     arrived: float = field(default_factory=time.monotonic)
-
-
-def request_seed(base_seed: int, global_steps: Any, request_id: str, prompt_ids: list[int], key: tuple,
-                 occurrence: int) -> int:
-    """A 63-bit seed for one request: a hash of everything that identifies it in a run (see module doc)."""
-    h = hashlib.sha256()
-    h.update(repr((int(base_seed), global_steps, str(request_id), key, int(occurrence))).encode())
-    h.update(b"|")
-    h.update(",".join(map(str, prompt_ids)).encode())
-    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
-
-
-class SeededGumbelSampler:
-    """Samples each row from its own generator: adds Gumbel noise to the temperature/top-k/top-p
-    processed scores, so that the greedy ``argmax`` that follows is an exact draw from that
-    distribution (the Gumbel-max trick). One draw of ``V`` uniforms per row per decoding step, so a
-    row's samples depend on its seed only, not on which rows share its batch.
-
-    Used as a ``logits_processor`` of a greedy ``model.generate``; warpers follow transformers'
-    order and semantics (temperature, then top-k, then top-p keeping at least one token).
-    """
-
-    def __init__(self, seeds: list[int], temperature: float, top_p: float, top_k: int) -> None:
-        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.top_k = int(top_k)
-
-    def warp(self, scores: torch.Tensor) -> torch.Tensor:
-        scores = scores.float()
-        if self.temperature != 1.0:
-            scores = scores / self.temperature
-        if 0 < self.top_k < scores.shape[-1]:
-            kth = torch.topk(scores, self.top_k, dim=-1).values[..., -1:]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        if self.top_p < 1.0:
-            sorted_scores, order = torch.sort(scores, descending=False, dim=-1)
-            cum = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-            drop = cum <= (1 - self.top_p)
-            drop[..., -1:] = False
-            scores = scores.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
-        return scores
-
-    def perturb(self, scores: torch.Tensor, rows: Optional[list[int]] = None) -> torch.Tensor:
-        """Warped scores plus each row's next Gumbel draw; ``rows``: which generator each row of
-        ``scores`` belongs to (default: all, in order). Its argmax is the row's sample."""
-        scores = self.warp(scores)
-        vocab = scores.shape[-1]
-        gens = self.generators if rows is None else [self.generators[r] for r in rows]
-        u = torch.stack([torch.rand(vocab, generator=g, dtype=torch.float64) for g in gens])
-        gumbel = -torch.log(-torch.log(u.clamp_(min=torch.finfo(torch.float64).tiny)))
-        return scores + gumbel.to(scores.dtype)
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        return self.perturb(scores)
 
 
 def _sampling_key(sampling_params: dict[str, Any], max_tokens: int) -> tuple:
@@ -306,10 +256,11 @@ class HFRolloutServer:
         if self._occurrence_step != self.global_steps:
             self._occurrences.clear()
             self._occurrence_step = self.global_steps
-        ident = (str(request_id), key, hashlib.sha256(",".join(map(str, prompt_ids)).encode()).digest())
+        prompt = hashlib.sha256(",".join(map(str, prompt_ids)).encode()).hexdigest()
+        ident = f"{self.global_steps}|{request_id}|{key!r}|{prompt}"
         occurrence = self._occurrences.get(ident, 0)
         self._occurrences[ident] = occurrence + 1
-        return request_seed(self.seed, self.global_steps, request_id, prompt_ids, key, occurrence)
+        return row_seed(self.seed, ident, occurrence)
 
     @staticmethod
     def _index(r: _Request) -> Optional[int]:
@@ -384,7 +335,7 @@ class HFRolloutServer:
 
     @torch.no_grad()
     def _generate_batch(
-        self, prompts: list[list[int]], key: tuple, seeds: Optional[list[int]] = None
+        self, prompts: list[list[int]], key: tuple, seeds: list[int]
     ) -> list[tuple[list[int], Optional[list[float]]]]:
         """Decode one micro-batch; returns (token_ids, log_probs) per prompt (log_probs None unless the
         sampling key asks for them). Sampled rows draw from ``seeds``."""
@@ -401,16 +352,12 @@ class HFRolloutServer:
         do_sample = temperature > 0
         sampler = None
         if do_sample:
-            if seeds is None:
-                seeds = [int(torch.randint(0, 2**62, ()).item()) for _ in prompts]
-            sampler = SeededGumbelSampler(seeds, temperature, top_p, top_k)
+            sampler = RowSampler(seeds, temperature, top_p, top_k)
         t0, c0 = time.perf_counter(), time.thread_time()
-        if rep == 1.0:
-            new_tokens, token_logp, steps = self._decode_tokens(input_ids, attention_mask, max_tokens, sampler,
-                                                         temperature if do_sample else 1.0, bool(want_logprobs))
-        else:
-            new_tokens, token_logp, steps = self._hf_generate(input_ids, attention_mask, max_tokens, sampler, rep,
-                                                              temperature if do_sample else 1.0, bool(want_logprobs))
+        new_tokens, token_logp, steps = decode(self.model, input_ids, attention_mask, max_tokens, sampler,
+                                               self.eos_token_ids, self.pad_token_id,
+                                               temperature=temperature if do_sample else 1.0,
+                                               want_logprobs=bool(want_logprobs), repetition_penalty=rep)
         if self.log_batches:
             print(f"{BATCH_LOG_TAG} rows={bsz} prompt_len={max_len} steps={steps} "
                   f"wall_s={time.perf_counter() - t0:.3f} cpu_s={time.thread_time() - c0:.3f}", flush=True)
@@ -427,80 +374,6 @@ class HFRolloutServer:
             self.num_generated_tokens += n
         self.num_generate_calls += 1
         return results
-
-    def _decode_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_tokens: int,
-                sampler: Optional[SeededGumbelSampler], temperature: float, want_logprobs: bool
-                ) -> tuple[torch.Tensor, Optional[torch.Tensor], int]:
-        """KV-cache decoding that drops finished rows from the batch as it goes (``model.generate``
-        keeps computing them until the longest row ends: with the testbed's response lengths, a third
-        of its decoding work). Returns new tokens [B, T] (pad after eos), their log-probs
-        ``log_softmax(logits / T)`` (or None) and the number of decoding steps."""
-        bsz = input_ids.shape[0]
-        eos = torch.tensor(self.eos_token_ids, dtype=torch.long)
-        new_tokens = torch.full((bsz, max_tokens), self.pad_token_id, dtype=torch.long)
-        token_logp = torch.zeros((bsz, max_tokens), dtype=torch.float32) if want_logprobs else None
-        rows = torch.arange(bsz)  # the original row of each row of the running batch
-        live = torch.ones(bsz, dtype=torch.bool)  # rows of the running batch still decoding
-        mask = attention_mask
-        pos = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
-        cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-        next_pos = pos[:, -1:] + 1
-        steps = 0
-        for t in range(max_tokens):
-            steps = t + 1
-            # finished rows still in the batch (not yet dropped) compute on but draw and record nothing
-            idx = live.nonzero().squeeze(1)
-            scores = logits[idx]
-            if sampler is not None:
-                tok = sampler.perturb(scores, rows[idx].tolist()).argmax(-1)
-            else:
-                tok = scores.argmax(-1)
-            new_tokens[rows[idx], t] = tok
-            if token_logp is not None:
-                scaled = scores / temperature if temperature != 1.0 else scores
-                token_logp[rows[idx], t] = torch.log_softmax(scaled, -1).gather(-1, tok[:, None]).squeeze(-1)
-            feed = torch.full((len(rows),), self.pad_token_id, dtype=torch.long)
-            feed[idx] = tok
-            live[idx] = ~torch.isin(tok, eos)
-            n_live = int(live.sum())
-            if n_live == 0 or t == max_tokens - 1:
-                break
-            if len(rows) - n_live >= max(1, len(rows) // 8):  # drop finished rows once they are 1/8 of the batch
-                keep = live.nonzero().squeeze(1)
-                cache.batch_select_indices(keep)
-                rows, live, mask, next_pos, feed = rows[keep], live[keep], mask[keep], next_pos[keep], feed[keep]
-            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype)], dim=1)
-            out = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=next_pos,
-                             past_key_values=cache, use_cache=True)
-            cache, logits = out.past_key_values, out.logits[:, -1, :].float()
-            next_pos = next_pos + 1
-        return new_tokens[:, :steps], (token_logp[:, :steps] if token_logp is not None else None), steps
-
-    def _hf_generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_tokens: int,
-                     sampler: Optional[SeededGumbelSampler], rep: float, temperature: float, want_logprobs: bool
-                     ) -> tuple[torch.Tensor, Optional[torch.Tensor], int]:
-        """``model.generate`` (for what :meth:`_decode_tokens` does not do: a repetition penalty)."""
-        from transformers import GenerationConfig, LogitsProcessorList
-
-        # sampling happens in the sampler (per-row generators): generate itself runs greedy
-        gen_cfg = GenerationConfig(
-            max_new_tokens=max_tokens, do_sample=False, temperature=1.0, top_p=1.0, top_k=None,
-            repetition_penalty=rep, eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
-            use_cache=True, return_dict_in_generate=True,
-            output_logits=want_logprobs,  # otherwise the [B, T, V] logits would be kept and thrown away
-        )
-        processors = LogitsProcessorList([sampler] if sampler is not None else [])
-        out = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_cfg,
-                                  logits_processor=processors)
-        new_tokens = out.sequences[:, input_ids.shape[1]:]
-        token_logp = None
-        if want_logprobs:  # raw logits, [B, T, V] -> log-probs at the sampling temperature
-            logits = torch.stack(out.logits, dim=1).float()
-            if temperature != 1.0:
-                logits = logits / temperature
-            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
-        return new_tokens, token_logp, new_tokens.shape[1]
 
     # --- weights
     async def update_weights(self, named_tensors: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> dict:
