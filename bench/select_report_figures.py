@@ -5,7 +5,7 @@ uncertain 42.1% discarded; experiments/selection.py), every model signal scored.
 
     python bench/select_report_figures.py [--questions 512] [--out outputs/select_report] [--pictures docs/selection]
 
-The run is the shipped config (src/devenus/config/select/testbed.yaml) with ``limit``, ``out`` and
+The run is the shipped config (src/devenus/configs/select/testbed.yaml) with ``limit``, ``out`` and
 ``score.signals`` set, so ``devenus select report`` on the same settings draws the same pictures. The report's
 numbers (each signal's AUROC for a wrong majority and for a zero-variance group, intervals, class counts,
 the routing summary) and the routed signal's calibration curve go to
@@ -20,7 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-CONFIG = Path(__file__).resolve().parents[1] / "src" / "devenus" / "config" / "select" / "testbed.yaml"
+CONFIG = Path(__file__).resolve().parents[1] / "src" / "devenus" / "configs" / "select" / "testbed.yaml"
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from devenus.lifecycle.config import LifecycleConfigError, load_config, parse_co
 from devenus.lifecycle.run import data_path, evidence_dir, round_dir, run_lifecycle
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "src" / "devenus" / "config" / "lifecycle" / "testbed.yaml"
+SHIPPED = REPO / "src" / "devenus" / "configs" / "lifecycle" / "testbed.yaml"
 
 
 def test_the_shipped_testbed_config_loads():
