@@ -215,15 +215,15 @@ def test_import_and_hide_labels_refuse_the_same_outputs(tmp_path, capsys):
 # ------------------------------------------------------------------------------ a kill mid-write
 KILL = """
 import os, signal, sys
-import devenus.records.io as rio
+import devenus.atomic as atomic
 import devenus.records.versions as rv
 from devenus.records import make_row
-real, target = rio.commit_temp, sys.argv[2]
+real, target = atomic.commit_temp, sys.argv[2]
 def commit(tmp, path, **kw):
     if str(path).endswith(target):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(tmp, path, **kw)
-rio.commit_temp = commit
+atomic.commit_temp = commit
 rows = [make_row(data_source='t', index='t/x', source='t', question='q?', ground_truth='1')]
 rv.write_version(rows, sys.argv[1], rule='r', force=True, changes=[rv.Change('t/x', 'f', 1, 2, 'new')])
 """

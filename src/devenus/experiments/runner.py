@@ -65,7 +65,7 @@ from devenus.experiments.mechanism import arm_mechanism, run_mechanism
 from devenus.experiments.provenance import (Mixing, check_one_version, code_id, code_label, code_version,
                                             file_hashes, runs_text, version_groups, weights_id)
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
-from devenus.records.io import commit_temp, write_text_atomic
+from devenus.atomic import commit_temp, write_text_atomic
 from devenus.runs.launch import guard_group
 
 BASE = "base"

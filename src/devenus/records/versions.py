@@ -17,7 +17,7 @@ Every input a caller names (``parent=`` / ``inputs=``: D(k), each evidence part,
 in the manifest, with its hash. Deterministic: nothing in any file depends on the clock, the host or
 absolute paths (parents are named by file name and hash), so the same inputs give byte-identical
 files. Crash-safe: all files are first written completely to temporary files beside their targets,
-then renamed through :class:`.io.AtomicFiles` (changes, Parquet, manifest last); an exception leaves
+then renamed through :class:`devenus.atomic.AtomicFiles` (changes, Parquet, manifest last); an exception leaves
 the previous version exactly as it was, and a kill between the renames leaves a manifest whose
 hashes do not match, which :func:`verify_manifest` reports.
 
@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devenus.atomic import AtomicFiles
+
 from .columnar import _canonical, _dumps
-from .io import AtomicFiles, check_input, normalize_rows
+from .io import check_input, normalize_rows
 from .schema import EXTRA_INFO, SIMULATION
 from .validate import Issue, RecordError, as_rows, find_issues
 
