@@ -84,6 +84,17 @@ def test_streaming_writer_validates_across_batches(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.manifest.json", "s.parquet"]  # nothing of dup
 
 
+@pytest.mark.parametrize("field, value", [("difficulty", 3.5), ("difficulty", True), ("family", b"algebra")])
+def test_rows_are_checked_before_arrow_could_coerce_them(tmp_path, field, value):
+    # pyarrow writes 3.5 into an int64 column as 3, and bytes into a string column as text: a row dict
+    # is named by the row checker before it becomes a table, so such a row is refused, not rewritten
+    bad = rows(2)
+    bad[1]["extra_info"][field] = value
+    with pytest.raises(RecordError, match=f"row 1 .*extra_info.{field}: expected a (int|str) or None"):
+        write_version(bad, tmp_path / "v.parquet", rule="r")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _old_version(tmp_path):
     out = tmp_path / "v.parquet"
     write_version(rows(), out, rule="r")

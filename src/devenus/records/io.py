@@ -22,7 +22,7 @@ from .schema import (
     SIMULATION_FIELDS,
     records_schema,
 )
-from .validate import Issue, RecordError, _category, as_rows, to_python, validate_rows
+from .validate import Issue, RecordError, _category, as_rows, find_table_issues, to_python, validate_rows
 
 _KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
 
@@ -157,8 +157,9 @@ def check_input(path: str | os.PathLike[str], what: str = "input") -> Path:
 def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list[dict[str, Any]]:
     """Read a records Parquet file into a list of plain python dicts (lists, dicts, str, ...).
 
-    Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the rows are
-    checked and a :class:`RecordError` naming the file is raised if they break the contract.
+    Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the table is
+    checked column-wise (:func:`~devenus.records.validate.find_table_issues`) and a :class:`RecordError`
+    naming the file and each bad row is raised if it breaks the contract.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -172,14 +173,11 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
     keep = [n for n in table.column_names if not n.startswith("__index_level_")]
     if len(keep) != len(table.column_names):
         table = table.select(keep)
-    rows = [to_python(r) for r in table.to_pylist()]
     if validate:
-        try:
-            validate_rows(rows)
-        except RecordError as exc:
-            raise RecordError(exc.issues, header=f"records in {path} break the contract",
-                              hint=fix_hint(path, exc.issues)) from None
-    return rows
+        issues = find_table_issues(table)
+        if issues:
+            raise RecordError(issues, header=f"records in {path} break the contract", hint=fix_hint(path, issues))
+    return [to_python(r) for r in table.to_pylist()]
 
 
 #: fields a verl-prepared file lacks (or types differently) and an import adds

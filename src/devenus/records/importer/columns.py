@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..columnar import PY_WHITESPACE
-from ..schema import EXTRA_INFO
+from ..schema import EXTRA_INFO, PY_WHITESPACE
 from .build import ImportOptions
 from .chunks import Chunk
 from .fields import FieldMap
