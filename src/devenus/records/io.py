@@ -206,9 +206,9 @@ def record_file_rows(path: str | os.PathLike[str]) -> int:
         raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
 
 
-def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
-    """Rows of a records file as plain python dicts, in batches (lists) of ``batch_rows``: memory is
-    bounded by one batch. Not validated here (a version writer validates what it writes)."""
+def iter_tables(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
+    """A records file as pyarrow Tables of ``batch_rows`` rows: memory is bounded by one batch. Not
+    validated here (a version writer validates what it writes)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -219,9 +219,16 @@ def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, column
         if columns is not None:
             names = [n for n in names if n in columns]
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
-            yield batch.to_pylist()  # plain python values already (no numpy: that is pandas)
+            yield pa.Table.from_batches([batch])
     except (pa.ArrowException, OSError) as exc:
         raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+
+
+def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
+    """Rows of a records file as plain python dicts, in batches (lists) of ``batch_rows``
+    (:func:`iter_tables`' tables as rows)."""
+    for table in iter_tables(path, batch_rows=batch_rows, columns=columns):
+        yield table.to_pylist()  # plain python values already (no numpy: that is pandas)
 
 
 def records_schema_of(path: str | os.PathLike[str]):
