@@ -139,10 +139,6 @@ def _dumps(obj: Any) -> str:
         return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def _dumps_one(v: Any) -> str:
-    return _dumps(v)
-
-
 def json_values(arr):
     """Each value of ``arr`` as ``json.dumps(value, ensure_ascii=False)`` writes it (a string array):
     strings, bools and integers column-wise; other types value by value."""
@@ -171,7 +167,7 @@ def json_values(arr):
             fixed = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
             s = _put(s, idx, fixed)
     else:
-        return pa.array([_dumps_one(v) for v in arr.to_pylist()], pa.string())
+        return pa.array([_dumps(v) for v in arr.to_pylist()], pa.string())
     return pc.fill_null(s, "null")
 
 

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import EXTRA_INFO
 from ..validate import RecordError
-from .chunks import Raw
 
 #: question column names tried in order (a column is used only if its values are strings)
 QUESTION_FIELDS: tuple[str, ...] = (
@@ -107,14 +106,6 @@ class ColumnStats:
 
     def has_values(self, name: str) -> bool:
         return self.present.get(name, 0) > 0
-
-
-def scan_columns(batches: Iterable[list[Raw]]) -> ColumnStats:
-    stats = ColumnStats()
-    for batch in batches:
-        for r in batch:
-            stats.add(r.data)
-    return stats
 
 
 @dataclass(frozen=True)
