@@ -58,7 +58,7 @@ PLANS = {
         Plan("rollout_savings", "rollout_savings",
              (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
              sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3),
-        Plan("real_model", None, (), margin=0.03, runs_per_seed=3, steps=16, seeds=2, step_scale=6.0,
+        Plan("real_model", None, (), margin=0.03, runs_per_seed=3, steps=6, seeds=2, step_scale=6.0,
              borrow="label_free", notes="no committed SmolLM2 runs: cost and SD are stand-ins until its pilot"),
     )
 }

@@ -597,3 +597,19 @@ def test_an_experiment_script_ends_a_refused_mix_with_its_one_line(capsys):
     assert exit_on_mixed(lambda: None) is None
     with pytest.raises(ValueError):  # anything else is not swallowed
         exit_on_mixed(lambda: int("x"))
+
+
+def test_an_experiment_on_another_model_names_its_data_and_runs_on_that_model(tmp_path):
+    # no testbed split to fall back on: train file and validation are required, and the run trains the model named
+    with pytest.raises(ValueError, match="names its train_file and validation"):
+        Experiment("other", [Arm("a")], {}, results=tmp_path / "r", model="some/model")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    train, val = tmp_path / "train.parquet", tmp_path / "val.parquet"
+    exp = Experiment("other", [Arm("a")], {"steps": 2}, results=tmp_path / "r", work=tmp_path / "w",
+                     model=str(model), train_file=lambda arm, seed, work: train, validation={"test_id": val})
+    cfg = exp.run_config(exp.arm(BASE), 0, tmp_path / "out")
+    assert (cfg.model_dir, cfg.train_file, cfg.val_files, cfg.val_only) == (str(model), str(train), (str(val),), True)
+    from devenus.testbed.shipped import model_hash
+    assert exp.base_model_id() == model_hash(model)

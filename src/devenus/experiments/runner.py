@@ -279,9 +279,14 @@ class Experiment:
     log: Callable[[str], None] = print
     validation: Mapping[str, Path] | None = None  # split name (a key of SIDE_GROUPS) -> file; default: all four
     mixing: Mixing = Mixing()  # what a table may mix (nothing, unless told)
+    # the base model: the testbed's, or a model name / folder (``devenus model list``; e.g. ``smollm2``), which
+    # then needs its own ``train_file`` and ``validation`` (the testbed's splits belong to the testbed's model)
+    model: str = "testbed"
 
     def __post_init__(self) -> None:
         self.results, self.work = Path(self.results), Path(self.work)
+        if self.model != "testbed" and (self.validation is None or self.train_file is None):
+            raise ValueError(f"experiment {self.name!r} on model {self.model!r} names its train_file and validation")
         if self.validation is not None and set(self.validation) - set(SIDE_GROUPS):
             raise ValueError(f"validation splits must be among {sorted(SIDE_GROUPS)}: {sorted(self.validation)}")
         names = [a.name for a in self.arms]
@@ -318,8 +323,16 @@ class Experiment:
         if getattr(self, "_base_model_id", None) is None:
             from devenus.testbed.shipped import model_hash
 
-            self._base_model_id = model_hash(self._testbed().model_dir)
+            self._base_model_id = model_hash(self.model_dir())
         return self._base_model_id
+
+    def model_dir(self) -> str:
+        """The base model's folder (resolved once)."""
+        if getattr(self, "_model_dir", None) is None:
+            from devenus.select.sources import resolve_model
+
+            self._model_dir = str(self._testbed().model_dir if self.model == "testbed" else resolve_model(self.model))
+        return self._model_dir
 
     def code_version(self) -> dict:
         """The package's code version (:func:`~devenus.experiments.provenance.code_version`), computed once
@@ -384,6 +397,9 @@ class Experiment:
         return {k: Path(v) for k, v in self.validation.items()} if self.validation else validation_files(self._testbed())
 
     def _testbed(self):
+        """The testbed (None for an experiment on another model)."""
+        if self.model != "testbed":
+            return None
         from devenus.testbed import build_testbed
 
         return build_testbed(self.testbed_config)
@@ -428,16 +444,19 @@ class Experiment:
 
         if arm.transition is not None:
             data = self.transition_path(arm.name, seed)
+        elif self.model != "testbed":  # no testbed split to fall back on: a validation-only run names one too
+            data = self.train_file(arm if arm.name != BASE else self.arms[0], seed, self.work)
         else:
             data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self.work)
         files = self.validation_files()
+        model = {} if self.model == "testbed" else {"model_dir": self.model_dir(), "val_files": tuple(map(str, files.values()))}
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [
             f"data.val_files=[{','.join(str(p) for p in files.values())}]",
             f"trainer.project_name=devenus_{self.name}",
             f"trainer.experiment_name={arm.name}_s{seed}",
         ]
-        return RunConfig(**dict(self.budget), seed=seed, method=arm.method, train_file=str(data) if data else None,
+        return RunConfig(**dict(self.budget), **model, seed=seed, method=arm.method, train_file=str(data) if data else None,
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
                          extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra)
                          + (f"hydra.run.dir={(out / 'hydra').resolve()}",))  # the trainer's config lands there
