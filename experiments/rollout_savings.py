@@ -185,7 +185,7 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
 
 def write_report(exp: Experiment) -> str:
     from devenus.experiments.curves import accuracy_curve, base_run
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     table = exp.report()
     recs = exp.finished()  # the report's results: one code version and one set of weights unless allowed
