@@ -553,6 +553,13 @@ def _prompt_flags(prompt, n: int) -> np.ndarray:
 def _label_flags(col: dict) -> np.ndarray:
     """Rows whose reward model, provenance or label state breaks the contract (the key aside), or
     whose ``simulation.noise`` is not one of :data:`NOISE_KINDS`."""
+    bad = np.zeros(len(col["reward_model"]), dtype=bool)
+    for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
+        bad |= _np(mask)
+    return bad
+
+
+def _label_masks(col: dict):
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -561,21 +568,22 @@ def _label_flags(col: dict) -> np.ndarray:
     labeled = pc.struct_field(ei, "labeled")
     src = pc.struct_field(ei, "label_source")
     unlabeled_src = pc.equal(src, UNLABELED_SOURCE)
-    masks = [
-        pc.is_null(rm), pc.invert(pc.fill_null(pc.equal(pc.struct_field(rm, "style"), REWARD_STYLE), False)),
-        pc.is_null(gt), pc.is_null(ei), _blank(pc.struct_field(ei, "source")), _blank(pc.struct_field(ei, "split")),
-        pc.is_null(labeled), pc.invert(pc.fill_null(pc.is_in(src, value_set=pa.array(LABEL_SOURCES)), False)),
-        pc.and_(labeled, unlabeled_src), pc.and_(pc.invert(labeled), pc.invert(unlabeled_src)),
-        pc.and_(labeled, _blank(gt)), pc.and_(pc.invert(labeled), pc.not_equal(gt, "")),
-    ]
+    yield pc.is_null(rm)
+    yield pc.invert(pc.fill_null(pc.equal(pc.struct_field(rm, "style"), REWARD_STYLE), False))
+    yield pc.is_null(gt)
+    yield pc.is_null(ei)
+    yield _blank(pc.struct_field(ei, "source"))
+    yield _blank(pc.struct_field(ei, "split"))
+    yield pc.is_null(labeled)
+    yield pc.invert(pc.fill_null(pc.is_in(src, value_set=pa.array(LABEL_SOURCES)), False))
+    yield pc.and_(labeled, unlabeled_src)
+    yield pc.and_(pc.invert(labeled), pc.invert(unlabeled_src))
+    yield pc.and_(labeled, _blank(gt))
+    yield pc.and_(pc.invert(labeled), pc.not_equal(gt, ""))
     if SIMULATION in col and pa.types.is_struct(col[SIMULATION].type) and "noise" in _fields(col[SIMULATION].type):
         noise = pc.struct_field(col[SIMULATION], "noise")
         if pa.types.is_string(noise.type) or pa.types.is_large_string(noise.type):
-            masks.append(pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False))))
-    bad = np.zeros(len(rm), dtype=bool)
-    for mask in masks:
-        bad |= _np(mask)
-    return bad
+            yield pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False)))
 
 
 def _flag_duplicates(index, index_blank: np.ndarray, bad: np.ndarray) -> dict[str, int]:
