@@ -514,11 +514,14 @@ def find_table_issues(table) -> list[Issue]:
     table = table.combine_chunks()
     col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
            for name in table.column_names}
-    bad = _np(_blank(col["data_source"])) | _np(_blank(col["ability"])) | _prompt_flags(col["prompt"], n)
-    bad |= _label_flags(col)
     index = pc.struct_field(col[EXTRA_INFO], "index")
     index_blank = _np(_blank(index))
-    bad |= index_blank
+    bad = index_blank.copy()
+    bad |= _np(_blank(col["data_source"]))
+    bad |= _np(_blank(col["ability"]))
+    _flag_prompts(col["prompt"], bad)
+    for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
+        bad |= _np(mask)
     seen = _flag_duplicates(index, index_blank, bad)
     rows = np.flatnonzero(bad)
     if not rows.size:
@@ -530,13 +533,13 @@ def find_table_issues(table) -> list[Issue]:
     return checker.issues
 
 
-def _prompt_flags(prompt, n: int) -> np.ndarray:
-    """Rows whose prompt is null or empty, has a null message, a role not in :data:`ROLES`, a blank
-    content, or no user message."""
+def _flag_prompts(prompt, bad: np.ndarray) -> None:
+    """Flag (in ``bad``) the rows whose prompt is null or empty, has a null message, a role not in
+    :data:`ROLES`, a blank content, or no user message."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    bad = _np(pc.or_kleene(pc.is_null(prompt), pc.equal(pc.list_value_length(prompt), 0))).copy()
+    bad |= _np(pc.or_kleene(pc.is_null(prompt), pc.equal(pc.list_value_length(prompt), 0)))
     msgs = pc.list_flatten(prompt)
     parent = pc.list_parent_indices(prompt).to_numpy(zero_copy_only=False)
     if len(msgs):
@@ -544,22 +547,15 @@ def _prompt_flags(prompt, n: int) -> np.ndarray:
         msg_bad = pc.or_kleene(pc.or_kleene(pc.is_null(msgs), pc.invert(pc.fill_null(pc.is_in(role, value_set=pa.array(ROLES)), False))),
                                _blank(pc.struct_field(msgs, "content")))
         bad[parent[_np(msg_bad)]] = True
-        users = np.bincount(parent[_np(pc.equal(role, "user"))], minlength=n)
+        users = np.bincount(parent[_np(pc.equal(role, "user"))], minlength=len(bad))
     else:
-        users = np.zeros(n, dtype=np.int64)
-    return bad | (users == 0)
-
-
-def _label_flags(col: dict) -> np.ndarray:
-    """Rows whose reward model, provenance or label state breaks the contract (the key aside), or
-    whose ``simulation.noise`` is not one of :data:`NOISE_KINDS`."""
-    bad = np.zeros(len(col["reward_model"]), dtype=bool)
-    for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
-        bad |= _np(mask)
-    return bad
+        users = np.zeros(len(bad), dtype=np.int64)
+    bad |= users == 0
 
 
 def _label_masks(col: dict):
+    """Masks of the rows whose reward model, provenance or label state breaks the contract (the key
+    aside), or whose ``simulation.noise`` is not one of :data:`NOISE_KINDS`, one at a time."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
