@@ -334,10 +334,12 @@ def _records_table(opts: ImportOptions, cols: dict) -> tuple[Any, int]:
         ground_truth = pc.fill_null(targets, "")
         hidden = pa.nulls(m, string)
 
+    schema = records_schema()
+    prompt = _prompts(opts.format[1], cols["qs"], schema.field("prompt").type)
+
     def const(v: Any) -> Any:
         return pa.repeat(pa.scalar(v, string), m)
 
-    schema = records_schema()
     reward_model = pa.StructArray.from_arrays([const("rule"), ground_truth], fields=list(schema.field("reward_model").type))
     ei_type = schema.field(EXTRA_INFO).type
     ei_values = {
@@ -348,7 +350,6 @@ def _records_table(opts: ImportOptions, cols: dict) -> tuple[Any, int]:
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
     simulation = pa.StructArray.from_arrays([hidden, const("none")], fields=list(schema.field("simulation").type),
                                             mask=pc.is_null(hidden))
-    prompt = _prompts(opts.format[1], cols["qs"], schema.field("prompt").type)
     out = pa.Table.from_arrays(
         [const(opts.data_source or opts.source), prompt, const(opts.ability or "math"), reward_model, extra_info,
          simulation], schema=schema)
