@@ -35,7 +35,7 @@ def write_result(name: str, result: dict, results: Path = RESULTS) -> Path:
     (:func:`devenus.experiments.provenance.code_version`: commit, dirty flag, package tree) and the
     machine (CPU model, cores, the cores this process may use, load average: the machine is shared)."""
     from devenus.experiments.provenance import code_version
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     doc = {"name": name, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code": code_version(),
            "machine": {**machine(), "loadavg": list(os.getloadavg()), "platform": platform.platform()},

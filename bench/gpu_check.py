@@ -553,7 +553,7 @@ def main(argv=None) -> int:
                  "bound_overrides": args.bound_override, "sections": {}, "failures": []}
 
     def write():
-        from devenus.records.io import write_text_atomic
+        from devenus.atomic import write_text_atomic
 
         doc["failures"] = failures(doc)
         write_text_atomic(out, json.dumps(doc, indent=1, default=str))

@@ -446,7 +446,7 @@ def main() -> int:
         same = CORPUS.exists() and CORPUS.read_text(encoding="utf-8") == text
         print(f"{CORPUS}: {'up to date' if same else 'differs from the generator (rerun without --check)'}")
         return 0 if same else 1
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     write_text_atomic(CORPUS, text)
     print(f"wrote {CORPUS} ({text.count(chr(10))} pairs)")

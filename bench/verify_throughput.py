@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from devenus.records.io import write_text_atomic  # noqa: E402
+from devenus.atomic import write_text_atomic  # noqa: E402
 from devenus.verify import Verifier, extract_answer, grade, majority_vote  # noqa: E402
 
 # ---------------------------------------------------------------------------- synthetic data

@@ -228,7 +228,7 @@ def regenerate(pythons: list[str], index_url: str) -> None:
     if sorted(by_python) != list(PYTHONS):
         raise SystemExit(f"gpu_lock: give one interpreter each of {PYTHONS}")
 
-    from devenus.records.io import AtomicFiles  # the tree's one atomic writer
+    from devenus.atomic import AtomicFiles  # the tree's one atomic writer
 
     lines = _lock_lines(by_python)
     released = "".join(f"#   {n}: {why}\n" for n, why in RELEASED.items())

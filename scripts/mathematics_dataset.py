@@ -170,7 +170,7 @@ def build(out: Path, seed: int) -> None:
             devenus_import(jsonl, out / f"{split}.parquet", split)
             files[f"{split}.parquet"] = {"split": split, "regime": REGIMES[split], "modules": jobs[split]["modules"],
                                          "raw_sha256": sha256(jsonl), "sha256": sha256(out / f"{split}.parquet")}
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     manifest = {
         "generator": "mathematics_dataset (DeepMind, PyPI), through its Python API: scripts/mathematics_dataset.py",

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import devenus.records.io as rio
+import devenus.atomic as atomic
 from devenus.cli import COMMAND_MODULES, DESCRIPTION, build_parser, main
 from devenus.records import make_row, read_records, write_records
 from devenus.records.versions import manifest_path, read_manifest, verify_manifest
@@ -151,7 +151,7 @@ def test_a_full_disk_is_a_user_error(tmp_path, capsys, monkeypatch):
     def full(*args, **kw):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(rio, "commit_temp", full)
+    monkeypatch.setattr(atomic, "commit_temp", full)
     assert main(["data", "hide-labels", str(a), "--labeled-fraction", "0.5", "--out", str(tmp_path / "o.parquet")]) == 1
     assert capsys.readouterr().err == "error: no space left on device\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]

@@ -228,7 +228,7 @@ def test_shared_math_lives_below_the_methods():
 # ------------------------------------------------------------------------------ renames
 #: the one module that renames files: the atomic writer (a temporary file renamed over its target). Any other
 #: module that needs a file in place writes it through that module. ``path -> why`` for each exception.
-RENAMERS = {"devenus/records/io.py": "the atomic writer"}
+RENAMERS = {"devenus/atomic.py": "the atomic writer"}
 RENAME_CALLS = {("os", "replace"), ("os", "rename"), ("os", "renames"), ("shutil", "move")}
 
 
@@ -258,6 +258,11 @@ def test_nothing_outside_the_bottom_io_module_renames_a_file():
     offenders = [f"{rel(p)}:{line}" for p in modules() if rel(p) not in RENAMERS
                  for line in renames(ast.parse(p.read_text()))]
     assert offenders == []
+
+
+def test_the_atomic_writer_is_at_the_bottom():
+    # every package writes files through devenus.atomic: it imports no devenus module
+    assert [m for m in imports(SRC / "atomic.py") if under(m, "devenus")] == []
 
 
 def test_the_registry_helper_is_at_the_bottom():

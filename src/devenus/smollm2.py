@@ -68,7 +68,7 @@ def convert(src: Path, out: Path) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from devenus.records.io import atomic_dir
+    from devenus.atomic import atomic_dir
 
     t0 = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)

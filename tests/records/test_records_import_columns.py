@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from devenus.records import RecordError, import_file, importer
+from devenus.records import RecordError, import_file
+from devenus.records.importer import chunks, columns
 from devenus.records.prompts import Example, PromptFormat
 
 WS = ["", " ", "\t", "\u3000", "\x1c"]
@@ -68,8 +69,8 @@ def _import(src, out, opts):
 
 
 def _route_spy():
-    """``importer.fast_rows`` wrapped to record, per chunk, whether the column route converted it."""
-    fast, converted = importer.fast_rows, []
+    """``columns.fast_rows`` wrapped to record, per chunk, whether the column route converted it."""
+    fast, converted = columns.fast_rows, []
 
     def spy(chunk, *args, **kw):
         got = fast(chunk, *args, **kw)
@@ -84,15 +85,15 @@ def test_the_column_route_gives_the_record_route_s_version(tmp_path, monkeypatch
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=i % 2 == 0) + "\n"
                            for i, r in enumerate(_records(400, seed=len(name), **INPUTS[name]))))
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 2048)  # many blocks, each pyarrow's
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 2048)  # many blocks, each pyarrow's
     spy, converted = _route_spy()
 
     for i, opts in enumerate(OPTIONS):
-        monkeypatch.setattr(importer, "fast_rows", spy)
+        monkeypatch.setattr(columns, "fast_rows", spy)
         converted.clear()
         by_columns = _import(src, tmp_path / f"a{i}.parquet", opts)
         assert sum(converted) >= len(converted) // 2 or by_columns[0] == "error", (opts, converted)
-        monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)  # every record by build_record
+        monkeypatch.setattr(columns, "fast_rows", lambda *a, **k: None)  # every record by build_record
         by_records = _import(src, tmp_path / f"b{i}.parquet", opts)
         assert by_columns == by_records, opts
 
@@ -108,7 +109,7 @@ def test_line_blocks_cover_the_file_in_whole_lines(tmp_path):
         p.write_bytes(data)
         size = rng.choice([1, 7, 64, 1000])
         with open(p, "rb") as f:
-            blocks = list(importer._line_blocks(f, size))
+            blocks = list(chunks._line_blocks(f, size))
         assert b"".join(blocks) == data
         assert b"\n" not in blocks[-1]
         for b in blocks[:-1]:
@@ -123,7 +124,7 @@ def test_the_parent_hash_is_the_input_file_s_read_or_not_by_the_blocks(tmp_path,
 
     from devenus.records.versions import read_manifest, verify_manifest
 
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 256)
     src = tmp_path / name
     if name == "bom.jsonl":
         src.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps({"question": f"Q{i} " + "x" * (600 if i == 3 else 5),
@@ -191,12 +192,12 @@ def test_the_column_route_gives_the_record_route_s_result_on_edge_inputs(tmp_pat
     src.write_bytes(data.encode() if isinstance(data, str) else data)
     spy, converted = _route_spy()
 
-    for chunk_bytes in (importer.CHUNK_BYTES, 256):  # the whole file in one block, and many blocks
-        monkeypatch.setattr(importer, "CHUNK_BYTES", chunk_bytes)
+    for chunk_bytes in (chunks.CHUNK_BYTES, 256):  # the whole file in one block, and many blocks
+        monkeypatch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
         for i, opts in enumerate([dict(), dict(labeled="auto"), dict(labeled=False), dict(labeled="auto", dedupe="exact")]):
-            monkeypatch.setattr(importer, "fast_rows", spy)
+            monkeypatch.setattr(columns, "fast_rows", spy)
             by_columns = _import(src, tmp_path / f"a{chunk_bytes}-{i}.parquet", opts)
-            monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)
+            monkeypatch.setattr(columns, "fast_rows", lambda *a, **k: None)
             by_records = _import(src, tmp_path / f"b{chunk_bytes}-{i}.parquet", opts)
             strip = lambda r: r if r[0] != "error" else (r[0], r[1].replace(str(tmp_path), ""))  # noqa: E731
             assert strip(by_columns) == strip(by_records), (chunk_bytes, opts)
@@ -213,12 +214,12 @@ def test_columns_no_field_is_made_from_are_named_in_one_line_by_both_routes(tmp_
     recs = [{"question": f"What is {i}?", "answer": str(i), "source_url": f"http://x/{i}", "notes": None,
              **({"tags": ["a"]} if i % 3 else {})} for i in range(50)]
     src.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 512)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 512)
     spy, converted = _route_spy()
-    monkeypatch.setattr(importer, "fast_rows", spy)
+    monkeypatch.setattr(columns, "fast_rows", spy)
     by_columns = _import(src, tmp_path / "a.parquet", {})
     assert any(converted)
-    monkeypatch.setattr(importer, "fast_rows", lambda *a, **k: None)
+    monkeypatch.setattr(columns, "fast_rows", lambda *a, **k: None)
     by_records = _import(src, tmp_path / "b.parquet", {})
     assert by_columns == by_records
     s = by_columns[0]

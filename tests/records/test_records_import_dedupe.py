@@ -62,9 +62,9 @@ def test_without_the_flag_every_record_is_a_row():
 def test_dedupe_across_blocks_and_batches_and_in_the_manifest(tmp_path, monkeypatch):
     """Repeats far apart (other blocks, other batches) collapse the same way; the manifest records
     the flag and the records read; an import without the flag keeps its manifest as it was."""
-    from devenus.records import importer
+    from devenus.records.importer import chunks
 
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 2048)  # many pyarrow blocks
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 2048)  # many pyarrow blocks
     recs = [{"question": f"What is {i % 50} + 1?", "answer": str(i % 50 + 1)} for i in range(1000)]
     src = write_jsonl(tmp_path / "many.jsonl", recs)
     s, m = import_file(src, tmp_path / "d.parquet", source="m", dedupe="exact", batch_rows=64, progress=False)

@@ -300,7 +300,7 @@ def test_import_and_hide_labels_show_a_progress_bar(tmp_path, capsys):
 def test_a_10mb_answer_is_refused_by_its_length_before_any_pattern_runs(tmp_path):
     """A 10 MB digit string ran the scientific-notation pattern for ~10 minutes (it backtracked over
     every split of the digits); the length limit now comes first and the patterns are linear."""
-    from devenus.records.importer import _SCIENTIFIC, MAX_ANSWER_FIELD_CHARS, normalise_target
+    from devenus.records.importer.normalise import _SCIENTIFIC, MAX_ANSWER_FIELD_CHARS, normalise_target
 
     big = "1" * 10_000_000
     p = jsonl(tmp_path / "long.jsonl", [{"question": "ok?", "answer": "7"}, {"question": "long?", "answer": big},
@@ -351,13 +351,13 @@ def _mixed_inputs(tmp_path):
 
 
 def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_path, monkeypatch):
-    from devenus.records import importer
+    from devenus.records.importer import chunks
 
     j, c, bad = _mixed_inputs(tmp_path)
     whole = {p: import_raw_with_summary(p, source="m", labeled="auto") for p in (j, c)}
     with pytest.raises(RecordError) as whole_err:
         import_raw(bad, source="m")
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 512)  # many blocks: most read by pyarrow
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 512)  # many blocks: most read by pyarrow
     for p in (j, c):
         rows, s = import_raw_with_summary(p, source="m", labeled="auto")
         assert rows == whole[p][0] and s == whole[p][1]
@@ -368,7 +368,7 @@ def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_pat
     assert str(err.value) == str(whole_err.value) and "line 202: expected 2 fields" in str(err.value)
     # and the written version is the same bytes
     import_file(j, tmp_path / "a.parquet", source="m", labeled="auto", progress=False)
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 1 << 22)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1 << 22)
     import_file(j, tmp_path / "b.parquet", source="m", labeled="auto", progress=False)
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
@@ -376,12 +376,12 @@ def test_pyarrow_blocks_and_python_records_give_the_same_rows_and_errors(tmp_pat
 def test_a_column_whose_values_start_late_is_detected_over_the_whole_input(tmp_path, monkeypatch):
     """The field map is taken from the first block and checked against the whole input's at the end;
     where they differ (answers only in later blocks) the import converts again with the whole one."""
-    from devenus.records import importer
+    from devenus.records.importer import chunks
 
     recs = [{"question": f"What is {i}?"} for i in range(100)] + [{"question": f"Why {i}?", "answer": str(i)} for i in range(20)]
     src = jsonl(tmp_path / "late.jsonl", recs)
     expect = import_raw(src, source="l", labeled="auto")  # one block: the whole input at once
-    monkeypatch.setattr(importer, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 256)
     summary, m = import_file(src, tmp_path / "d.parquet", source="l", labeled="auto", progress=False)
     assert summary.answer_field == "answer" and summary.labeled == 20 and m.output["rows"] == 120
     assert read_records(tmp_path / "d.parquet") == expect

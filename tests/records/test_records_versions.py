@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import devenus.records.io as rio
+import devenus.atomic as atomic
 import devenus.records.versions as rv
 from devenus.records import RecordError, make_row, read_records, write_records
 from devenus.records.versions import (
@@ -84,6 +84,17 @@ def test_streaming_writer_validates_across_batches(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.manifest.json", "s.parquet"]  # nothing of dup
 
 
+@pytest.mark.parametrize("field, value", [("difficulty", 3.5), ("difficulty", True), ("family", b"algebra")])
+def test_rows_are_checked_before_arrow_could_coerce_them(tmp_path, field, value):
+    # pyarrow writes 3.5 into an int64 column as 3, and bytes into a string column as text: a row dict
+    # is named by the row checker before it becomes a table, so such a row is refused, not rewritten
+    bad = rows(2)
+    bad[1]["extra_info"][field] = value
+    with pytest.raises(RecordError, match=f"row 1 .*extra_info.{field}: expected a (int|str) or None"):
+        write_version(bad, tmp_path / "v.parquet", rule="r")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _old_version(tmp_path):
     out = tmp_path / "v.parquet"
     write_version(rows(), out, rule="r")
@@ -92,7 +103,7 @@ def _old_version(tmp_path):
 
 def test_failure_between_parquet_and_manifest_keeps_the_old_version(tmp_path, monkeypatch):
     out, old_parquet, old_manifest = _old_version(tmp_path)
-    real = rio.commit_temp
+    real = atomic.commit_temp
 
     def die_on_manifest(tmp, path, **kw):
         if str(path).endswith(".manifest.json"):
@@ -100,7 +111,7 @@ def test_failure_between_parquet_and_manifest_keeps_the_old_version(tmp_path, mo
         return real(tmp, path, **kw)
 
     # the manifest's rename fails after the Parquet's: the old Parquet is put back
-    monkeypatch.setattr(rio, "commit_temp", die_on_manifest)
+    monkeypatch.setattr(atomic, "commit_temp", die_on_manifest)
     with pytest.raises(OSError):
         write_version(rows(2), out, rule="r", force=True)
     monkeypatch.undo()
@@ -128,15 +139,15 @@ def test_a_kill_between_the_renames_is_detected(tmp_path):
     out, _, old_manifest = _old_version(tmp_path)
     code = f"""
 import os, signal
-import devenus.records.io as rio
+import devenus.atomic as atomic
 import devenus.records.versions as rv
 from devenus.records import make_row
-real = rio.commit_temp
+real = atomic.commit_temp
 def commit(tmp, path, **kw):
     if str(path).endswith('.manifest.json'):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(tmp, path, **kw)
-rio.commit_temp = commit
+atomic.commit_temp = commit
 rows = [make_row(data_source='t', index='t/x', source='t', question='q?', ground_truth='1')]
 rv.write_version(rows, {str(out)!r}, rule='r', force=True)
 """

@@ -24,6 +24,7 @@ from devenus.records.versions import (
     changes_path,
     manifest_path,
     read_manifest,
+    row_changes,
     sha256_file,
     verify_manifest,
     write_version,
@@ -47,13 +48,18 @@ def lines_as_changes(table):
 
 
 # ------------------------------------------------------------------------------ the label vocabulary
-EDITS = {  # edit -> (row function, table function, which rows it applies to)
-    "hide": (lambda r, why: labels.hide(r, why), lambda t, m, why: labels.hide_table(t, m, why), lambda r: True),
-    "annotate": (lambda r, why: labels.annotate(r, f"a{r['extra_info']['index']}", why),
+def hidden(r, why):
+    new = labels.hide_row(r)
+    return new, row_changes(r, new, why)
+
+
+EDITS = {  # edit -> (the row form, the table edit, which rows it applies to)
+    "hide": (hidden, lambda t, m, why: labels.hide_table(t, m, why), lambda r: True),
+    "annotate": (lambda r, why: labels.relabel(r, f"a{r['extra_info']['index']}", why, labels.ANNOTATED),
                  lambda t, m, why: labels.annotate_table(t, m, answers(t), why), lambda r: not r["extra_info"]["labeled"]),
-    "promote": (lambda r, why: labels.promote(r, f"a{r['extra_info']['index']}", why),
+    "promote": (lambda r, why: labels.relabel(r, f"a{r['extra_info']['index']}", why, labels.PROMOTED),
                 lambda t, m, why: labels.promote_table(t, m, answers(t), why), lambda r: not r["extra_info"]["labeled"]),
-    "correct": (lambda r, why: labels.correct(r, f"a{r['extra_info']['index']}", why),
+    "correct": (lambda r, why: labels.relabel(r, f"a{r['extra_info']['index']}", why, labels.CORRECTED),
                 lambda t, m, why: labels.correct_table(t, m, answers(t), why), lambda r: r["extra_info"]["labeled"]),
 }
 
@@ -83,22 +89,26 @@ def test_row_and_table_edits_give_the_same_rows_and_changes(edit):
 
 
 def test_each_edit_sets_the_label_state_its_name_says():
-    r = rows()[1]  # unlabeled
-    new, ch = labels.promote(r, "7", "evidence")
+    src = rows()
+    table = records_to_table(src)
+    one = pa.array([i == 1 for i in range(len(src))])  # row 1: unlabeled, with a hidden answer
+    t, ch = labels.promote_table(table, one, "7", "evidence")
+    new = t.to_pylist()[1]
     assert (new["reward_model"]["ground_truth"], new["extra_info"]["labeled"], new["extra_info"]["label_source"]) == ("7", True, "promoted")
-    assert {c.field for c in ch} == {"reward_model.ground_truth", "extra_info.labeled", "extra_info.label_source"}
-    fixed, ch = labels.correct(new, "8", "better")
-    assert fixed["extra_info"]["label_source"] == "corrected" and [c.field for c in ch] == [
+    assert sorted(ch.column("field").to_pylist()) == ["extra_info.label_source", "extra_info.labeled", "reward_model.ground_truth"]
+    t, ch = labels.correct_table(t, one, "8", "better")
+    assert t.to_pylist()[1]["extra_info"]["label_source"] == "corrected" and ch.column("field").to_pylist() == [
         "extra_info.label_source", "reward_model.ground_truth"]
-    hidden, _ = labels.hide(fixed, "withheld")
-    assert hidden["simulation"]["hidden_answer"] == r["simulation"]["hidden_answer"]  # an existing truth is kept
-    assert labels.hide(r, "again") == (r, [])  # hiding an unlabeled row changes nothing
+    t, _ = labels.hide_table(t, one, "withheld")
+    assert t.to_pylist()[1]["simulation"]["hidden_answer"] == src[1]["simulation"]["hidden_answer"]  # an existing truth is kept
+    again, ch = labels.hide_table(table, one, "again")
+    assert again.to_pylist() == table.to_pylist() and ch.num_rows == 0  # hiding an unlabeled row changes nothing
 
 
 def test_an_edit_of_a_row_in_the_wrong_state_names_the_row():
     src = rows()
     with pytest.raises(labels.LabelStateError, match=r"row 't/0': cannot mark a labeled row promoted"):
-        labels.promote(src[0], "1", "x")
+        labels.relabel(src[0], "1", "x", labels.PROMOTED)
     with pytest.raises(labels.LabelStateError, match=r"row 't/1': cannot mark a unlabeled row corrected"):
         labels.correct_table(records_to_table(src), pa.array([False, True] + [False] * 6), "1", "x")
 
@@ -215,15 +225,15 @@ def test_import_and_hide_labels_refuse_the_same_outputs(tmp_path, capsys):
 # ------------------------------------------------------------------------------ a kill mid-write
 KILL = """
 import os, signal, sys
-import devenus.records.io as rio
+import devenus.atomic as atomic
 import devenus.records.versions as rv
 from devenus.records import make_row
-real, target = rio.commit_temp, sys.argv[2]
+real, target = atomic.commit_temp, sys.argv[2]
 def commit(tmp, path, **kw):
     if str(path).endswith(target):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(tmp, path, **kw)
-rio.commit_temp = commit
+atomic.commit_temp = commit
 rows = [make_row(data_source='t', index='t/x', source='t', question='q?', ground_truth='1')]
 rv.write_version(rows, sys.argv[1], rule='r', force=True, changes=[rv.Change('t/x', 'f', 1, 2, 'new')])
 """

@@ -16,7 +16,7 @@ __all__ = ["format_table", "to_json", "write_outputs", "atomic_write"]
 
 def atomic_write(path: Path, write: Callable[[str], None], suffix: str = "") -> Path:
     """``write(tmp_path)`` fills a temporary file beside ``path``, which then replaces ``path``."""
-    from devenus.records.io import atomic_write as _atomic  # the tree's one atomic-write helper
+    from devenus.atomic import atomic_write as _atomic  # the tree's one atomic-write helper
 
     path = Path(path)
     with _atomic(path, suffix=suffix or ".tmp") as tmp:

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Mapping
 
-from devenus.records.io import atomic_write
+from devenus.atomic import atomic_write
 
 SPLITS = ("ID", "near-OOD", "far-OOD")
 

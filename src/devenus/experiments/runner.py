@@ -61,7 +61,7 @@ from devenus.experiments.mechanism import arm_mechanism, run_mechanism
 from devenus.experiments.provenance import (Mixing, check_one_version, code_id, code_label, code_version,
                                             file_hashes, runs_text, version_groups, weights_id)
 from devenus.experiments.stats import Interval, mean_interval, paired_over_questions, paired_over_seeds
-from devenus.records.io import commit_temp, write_text_atomic
+from devenus.atomic import commit_temp, write_text_atomic
 from devenus.runs.ray_head import RayHead
 
 BASE = "base"
@@ -299,7 +299,7 @@ class Experiment:
             n += 1
             dest = dest.with_name(f"{stem}.{n}.json")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        commit_temp(path, dest)  # the tree's one rename (records/io), directory synced
+        commit_temp(path, dest)  # the tree's one rename (devenus.atomic), directory synced
         self.log(f"[runner] {path.name} superseded ({reason}; weights {weights_id(old)}, code {code_label(old)}): "
                  f"kept as {dest.relative_to(self.results)}")
 

@@ -26,7 +26,7 @@ def markdown(reports: list[dict]) -> str:
 
 
 def write_markdown(cfg: LifecycleConfig, reports: list[dict]) -> Path:
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     path = Path(cfg.out_dir) / "report.md"
     text = (f"# Lifecycle: {cfg.method} (rule {cfg.rule}), {cfg.rounds} rounds x {cfg.steps_per_round} steps\n\n"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from devenus.lifecycle.config import LifecycleConfig
-from devenus.records.io import write_text_atomic
+from devenus.atomic import write_text_atomic
 
 #: train(config, round, D(k), round folder) -> {"held_out": {split: accuracy}, "wall_s": ..., ...}
 TrainFn = Callable[[LifecycleConfig, int, Path, Path], dict[str, Any]]

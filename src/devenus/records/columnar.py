@@ -1,18 +1,12 @@
-"""Column-wise counterparts of the row checker and of the change list, for Arrow tables of records.
+"""Arrow tables of records, column-wise: the schema a table's rows are written with, a table fitted to a
+version's schema, and the manifest's change entries as whole columns of JSON lines.
 
-The version writer takes a table of a million rows without one Python step per row: the contract is
-checked with Arrow compute over whole columns (:func:`find_table_issues`), the schema is derived from
-the column types (:func:`table_schema`) and the manifest's change entries are built as whole columns
-of JSON lines (:func:`table_changes`). Each one is defined by its row-at-a-time original and gives the
-same result on ``table.to_pylist()``:
-
-- :func:`find_table_issues` == :func:`~devenus.records.validate.find_issues`: the columns only find
-  the rows that break a rule; those rows (few, or none) then go through the row checker itself, so
-  every message, field and row number is the checker's own. A layout the column rules do not cover
-  (a missing column, an unexpected type) goes to the row checker whole.
-- :func:`table_schema` == the schema :func:`~devenus.records.io.normalize_rows` infers.
-- :func:`table_changes` == :func:`~devenus.records.versions.row_changes` row by row, encoded as
-  ``VersionWriter`` writes them (same JSON text, same order).
+The version writer takes a table of a million rows without one Python step per row: its schema is
+derived from the column types (:func:`table_schema`, the schema :func:`~devenus.records.io.normalize_rows`
+infers for the same rows), :func:`conform` re-types it to the version's schema, and
+:func:`table_changes` gives :func:`~devenus.records.versions.row_changes` of every row, encoded as
+``VersionWriter`` writes them (same JSON text, same order). The contract itself is checked by
+:func:`devenus.records.validate.find_table_issues`.
 """
 
 from __future__ import annotations
@@ -25,224 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .schema import (
-    EXTRA_INFO,
-    EXTRA_INFO_OPTIONAL,
-    EXTRA_INFO_REQUIRED,
-    EXTRA_INFO_STANDARD,
-    LABEL_SOURCES,
-    METHOD_COLUMNS,
-    NOISE_KINDS,
-    REWARD_STYLE,
-    ROLES,
-    SIMULATION,
-    SIMULATION_FIELDS,
-    UNLABELED_SOURCE,
-    records_schema,
-)
-from .validate import Issue, _Checker, find_issues
+from .schema import EXTRA_INFO, EXTRA_INFO_STANDARD, METHOD_COLUMNS, PY_WHITESPACE, SIMULATION, SIMULATION_FIELDS, records_schema
+from .validate import _fields, _is_int, _is_str, _np
 
-#: every character ``str.strip()`` removes (``str.isspace``), so that an Arrow trim agrees with Python's
-PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
-
-
-# ---------------------------------------------------------------------------------------------------
-# types
-# ---------------------------------------------------------------------------------------------------
-def _is_str(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def _is_int(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(t)
-
-
-def _is_plain(t) -> bool:
-    """A type whose Python values are all of one category the row checker accepts for free-form
-    metadata (bool, int, float, str, list, dict) or None."""
-    import pyarrow as pa
-
-    return (pa.types.is_null(t) or pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
-            or _is_str(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t))
-
-
-def _fields(t) -> dict[str, Any]:
-    return {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
-
-
-def covered(schema) -> bool:
-    """Whether the column rules cover this layout (else :func:`find_table_issues` uses the row checker)."""
-    import pyarrow as pa
-
-    names = schema.names
-    if len(set(names)) != len(names) or any(c not in names for c in METHOD_COLUMNS):
-        return False
-    t = {n: schema.field(n).type for n in names}
-    if not (_is_str(t["data_source"]) and _is_str(t["ability"])):
-        return False
-    p = t["prompt"]
-    if not (pa.types.is_list(p) or pa.types.is_large_list(p)) or not pa.types.is_struct(p.value_type):
-        return False
-    msg = _fields(p.value_type)
-    if set(msg) != {"role", "content"} or p.value_type.num_fields != 2 or not all(_is_str(x) for x in msg.values()):
-        return False
-    rm = t["reward_model"]
-    if not pa.types.is_struct(rm) or rm.num_fields != 2 or set(_fields(rm)) != {"style", "ground_truth"} \
-            or not all(_is_str(x) for x in _fields(rm).values()):
-        return False
-    ei = t[EXTRA_INFO]
-    if not pa.types.is_struct(ei) or len(_fields(ei)) != ei.num_fields:
-        return False
-    ef = _fields(ei)
-    for name, py in EXTRA_INFO_REQUIRED.items():
-        if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
-            return False
-    for name, py in EXTRA_INFO_OPTIONAL.items():
-        if name in ef and not pa.types.is_null(ef[name]) and not (_is_int(ef[name]) if py is int else _is_str(ef[name])):
-            return False
-    if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
-        return False
-    if SIMULATION in t and not pa.types.is_null(t[SIMULATION]):
-        sim = t[SIMULATION]
-        if not pa.types.is_struct(sim) or len(_fields(sim)) != sim.num_fields:
-            return False
-        sf = _fields(sim)
-        for name in SIMULATION_FIELDS:
-            if name in sf and not (pa.types.is_null(sf[name]) or _is_str(sf[name])):
-                return False
-        if not all(_is_plain(x) for k, x in sf.items() if k not in SIMULATION_FIELDS):
-            return False
-    return all(_is_plain(x) for k, x in t.items() if k not in METHOD_COLUMNS and k != SIMULATION)
-
-
-# ---------------------------------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------------------------------
-def _np(mask) -> np.ndarray:
-    """A boolean Arrow array (nulls -> False) as numpy."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    mask = pc.fill_null(mask, False)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
-    return mask.to_numpy(zero_copy_only=False)
-
-
-def _blank(col):
-    """True where a string is null or empty after ``str.strip()``: a string whose first character is
-    not whitespace is not blank, so only the others (few, or none) are trimmed whole."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    head = pc.utf8_trim(pc.utf8_slice_codeunits(col, 0, 1), characters=PY_WHITESPACE)
-    maybe = _np(pc.or_kleene(pc.is_null(col), pc.equal(pc.binary_length(head), 0)))
-    if not maybe.any():
-        return pa.array(maybe)
-    maybe = maybe.copy()  # (writable)
-    rows = pa.array(np.flatnonzero(maybe))
-    sub = col.take(rows)
-    maybe[rows.to_numpy()] = _np(pc.or_kleene(pc.is_null(sub), pc.equal(pc.binary_length(pc.utf8_trim(sub, characters=PY_WHITESPACE)), 0)))
-    return pa.array(maybe)
-
-
-def find_table_issues(table) -> list[Issue]:
-    """Every contract violation in the rows of ``table`` (a pyarrow Table), as
-    ``find_issues(table.to_pylist())`` reports them, with columnar checks instead of a loop per row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not covered(table.schema):
-        return find_issues(table.to_pylist())
-    n = table.num_rows
-    if n == 0:
-        return []
-    table = table.combine_chunks()
-    col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
-           for name in table.column_names}
-    bad = np.zeros(n, dtype=bool)
-
-    def flag(mask) -> None:
-        nonlocal bad
-        bad |= _np(mask)
-
-    flag(_blank(col["data_source"]))
-    flag(_blank(col["ability"]))
-
-    prompt = col["prompt"]
-    flag(pc.or_kleene(pc.is_null(prompt), pc.equal(pc.list_value_length(prompt), 0)))
-    msgs = pc.list_flatten(prompt)
-    parent = pc.list_parent_indices(prompt).to_numpy(zero_copy_only=False)
-    if len(msgs):
-        role = pc.struct_field(msgs, "role")
-        msg_bad = pc.or_kleene(pc.or_kleene(pc.is_null(msgs), pc.invert(pc.fill_null(pc.is_in(role, value_set=pa.array(ROLES)), False))),
-                               _blank(pc.struct_field(msgs, "content")))
-        bad[parent[_np(msg_bad)]] = True
-        users = np.bincount(parent[_np(pc.equal(role, "user"))], minlength=n)
-    else:
-        users = np.zeros(n, dtype=np.int64)
-    bad |= users == 0
-
-    rm = col["reward_model"]
-    gt = pc.struct_field(rm, "ground_truth")
-    flag(pc.is_null(rm))
-    flag(pc.invert(pc.fill_null(pc.equal(pc.struct_field(rm, "style"), REWARD_STYLE), False)))
-    flag(pc.is_null(gt))
-
-    ei = col[EXTRA_INFO]
-    flag(pc.is_null(ei))
-    index = pc.struct_field(ei, "index")
-    index_blank = _np(_blank(index))
-    bad |= index_blank
-    flag(_blank(pc.struct_field(ei, "source")))
-    flag(_blank(pc.struct_field(ei, "split")))
-    labeled = pc.struct_field(ei, "labeled")
-    src = pc.struct_field(ei, "label_source")
-    flag(pc.is_null(labeled))
-    flag(pc.invert(pc.fill_null(pc.is_in(src, value_set=pa.array(LABEL_SOURCES)), False)))
-    unlabeled_src = pc.equal(src, UNLABELED_SOURCE)
-    flag(pc.and_(labeled, unlabeled_src))
-    flag(pc.and_(pc.invert(labeled), pc.invert(unlabeled_src)))
-    flag(pc.and_(labeled, _blank(gt)))
-    flag(pc.and_(pc.invert(labeled), pc.not_equal(gt, "")))
-
-    if SIMULATION in col and pa.types.is_struct(col[SIMULATION].type) and "noise" in _fields(col[SIMULATION].type):
-        noise = pc.struct_field(col[SIMULATION], "noise")
-        if pa.types.is_string(noise.type) or pa.types.is_large_string(noise.type):
-            flag(pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False))))
-
-    # duplicate keys among the rows whose key is valid: every later occurrence is a violation
-    seen: dict[str, int] = {}
-    ok = np.flatnonzero(~index_blank)
-    if ok.size:
-        codes = pc.dictionary_encode(index.take(pa.array(ok))).indices.to_numpy(zero_copy_only=False)
-        uniq, at = np.unique(codes, return_index=True)
-        first = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
-        first[uniq] = ok[at]  # each key's first valid occurrence
-        later = ok[first[codes] != ok]
-        if later.size:
-            bad[later] = True
-            firsts = np.unique(first[codes[np.isin(ok, later)]])
-            # a first occurrence the checker does not see must still count as seen
-            for pos, key in zip(firsts.tolist(), index.take(pa.array(firsts)).to_pylist()):
-                if not bad[pos]:
-                    seen[key] = pos
-
-    rows = np.flatnonzero(bad)
-    if not rows.size:
-        return []
-    checker = _Checker()
-    checker.seen_index.update(seen)
-    for i, row in zip(rows.tolist(), table.take(pa.array(rows)).to_pylist()):
-        checker.check(i, row)
-    return checker.issues
+__all__ = ["PY_WHITESPACE", "change_lines", "conform", "json_values", "table_changes", "table_schema"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -359,10 +139,6 @@ def _dumps(obj: Any) -> str:
         return json.dumps(_canonical(obj), sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def _dumps_one(v: Any) -> str:
-    return _dumps(v)
-
-
 def json_values(arr):
     """Each value of ``arr`` as ``json.dumps(value, ensure_ascii=False)`` writes it (a string array):
     strings, bools and integers column-wise; other types value by value."""
@@ -391,7 +167,7 @@ def json_values(arr):
             fixed = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
             s = _put(s, idx, fixed)
     else:
-        return pa.array([_dumps_one(v) for v in arr.to_pylist()], pa.string())
+        return pa.array([_dumps(v) for v in arr.to_pylist()], pa.string())
     return pc.fill_null(s, "null")
 
 

@@ -44,7 +44,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write, commit_temp, discard_temp, temp_path
+from devenus.atomic import atomic_write, commit_temp, discard_temp, temp_path
+
 from .versions import parent_of
 
 EVIDENCE_COLUMNS: tuple[str, ...] = (

@@ -1,19 +1,18 @@
-"""Reading and writing record files (Parquet), atomically.
+"""Reading and writing record files (Parquet).
 
 :func:`write_records` validates the rows, builds a table with the explicit schema
-(:func:`~devenus.records.schema.records_schema`) and writes it to a temporary file in the target's
-directory, fsyncs it and renames it over the target with :func:`os.replace`. A crash (or any
-exception) before the rename leaves an existing file untouched and removes the temporary file.
+(:func:`~devenus.records.schema.records_schema`) and writes it through :func:`devenus.atomic.atomic_write`:
+a crash (or any exception) before the rename leaves an existing file untouched.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from devenus.atomic import atomic_write
 
 from .schema import (
     EXTRA_INFO,
@@ -23,7 +22,7 @@ from .schema import (
     SIMULATION_FIELDS,
     records_schema,
 )
-from .validate import Issue, RecordError, _category, as_rows, to_python, validate_rows
+from .validate import Issue, RecordError, _category, as_rows, find_table_issues, to_python, validate_rows
 
 _KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
 
@@ -125,227 +124,6 @@ def _write_parquet(table, fileobj) -> None:
     pq.write_table(table, fileobj)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-# Temporary files are named ``.<target name>.devenus-<pid>-<random><suffix>`` (``hidden=False``:
-# without the leading dot) so that one killed by SIGKILL (which no ``finally`` survives) can be
-# recognised as ours and removed by the next write to the same target: the pid says whether its
-# writer is still alive.
-_TMP_MARK = ".devenus-"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # exists but belongs to someone else: not ours to judge
-    return True
-
-
-def clean_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove temporary files (or folders) of our own naming for ``path`` whose writing process is gone.
-
-    Returns the removed paths. Files of other processes still running (and of this one) are kept.
-    """
-    import shutil
-
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    removed = []
-    prefixes = (f".{path.name}{_TMP_MARK}", f"{path.name}{_TMP_MARK}")
-    try:
-        candidates = [(p, pre) for p in directory.iterdir() for pre in prefixes if p.name.startswith(pre)]
-    except OSError:
-        return removed
-    for p, pre in candidates:
-        try:
-            pid = int(p.name[len(pre):].split("-", 1)[0])
-        except ValueError:
-            continue
-        if pid == os.getpid() or _pid_alive(pid):
-            continue  # a live writer (possibly another thread of this process) still owns it
-        try:
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p)
-            else:
-                p.unlink()
-            removed.append(p)
-        except OSError:
-            pass
-    return removed
-
-
-def temp_path(path: str | os.PathLike[str], *, suffix: str = ".tmp", hidden: bool = True) -> Path:
-    """A fresh temporary file beside ``path`` (created empty, our naming); stale ones are removed first.
-
-    ``suffix``: for writers that infer the format from the name (matplotlib); ``hidden=False`` for
-    readers that skip dot-files."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(path)
-    prefix = ("." if hidden else "") + f"{path.name}{_TMP_MARK}{os.getpid()}-"
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
-    os.close(fd)
-    return Path(tmp)
-
-
-def commit_temp(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, sync_dir: bool = True) -> Path:
-    """fsync ``tmp``, give it umask permissions and rename it over ``path`` (atomic on POSIX)."""
-    tmp, path = Path(tmp), Path(path)
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o666 & ~_umask())
-    os.replace(tmp, path)
-    if sync_dir:
-        _fsync_dir(path.parent if str(path.parent) else Path("."))
-    return path
-
-
-def discard_temp(tmp: str | os.PathLike[str] | None) -> None:
-    if tmp is None:
-        return
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-
-
-class AtomicFiles:
-    """The one atomic-write mechanism: temporary files beside each target, renamed over them together.
-
-    ``with AtomicFiles([a, b]) as (ta, tb): <write ta and tb completely>`` renames ``ta`` -> ``a``,
-    then ``tb`` -> ``b`` (the order given: put the file that vouches for the others last, as a
-    manifest), after an fsync of each. An exception before the renames removes the temporary files
-    and leaves every target as it was; an exception during the renames puts back the targets already
-    replaced (from hard-linked backups). A kill between two renames can leave the earlier targets
-    new and the later ones old, which is why the last file should name the others' hashes.
-    Also usable without ``with`` (a writer that fills its files over many calls): :meth:`commit`,
-    :meth:`discard`.
-    """
-
-    def __init__(self, targets, *, suffix: str = ".tmp", hidden: bool = True):
-        self.targets = [Path(t) for t in targets]
-        self.temps: list[Path] = []
-        try:
-            for t in self.targets:
-                self.temps.append(temp_path(t, suffix=suffix, hidden=hidden))
-        except BaseException:
-            self.discard()
-            raise
-        self.done = False
-
-    def commit(self) -> list[Path]:
-        if self.done:
-            raise RuntimeError("atomic files already committed or discarded")
-        backups: list[Path | None] = []
-        replaced: list[Path] = []
-        try:
-            for tmp, target in zip(self.temps, self.targets):
-                backups.append(_link_backup(target))
-                commit_temp(tmp, target, sync_dir=False)
-                replaced.append(target)
-        except BaseException:
-            for target, backup in reversed(list(zip(replaced, backups))):
-                if backup is not None:
-                    os.replace(backup, target)
-                else:
-                    discard_temp(target)  # it did not exist before this commit
-            self.discard()
-            raise
-        finally:
-            for backup in backups:
-                discard_temp(backup)
-        self.done = True
-        for d in {t.parent if str(t.parent) else Path(".") for t in self.targets}:
-            _fsync_dir(d)
-        return self.targets
-
-    def discard(self) -> None:
-        for tmp in self.temps:
-            discard_temp(tmp)
-        self.done = True
-
-    def __enter__(self) -> list[Path]:
-        return list(self.temps)
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.discard()
-
-
-def _link_backup(target: Path) -> Path | None:
-    """A hard link to ``target`` (no copy), to put it back if a later rename of the group fails."""
-    if not target.is_file():
-        return None
-    backup = temp_path(target)
-    os.unlink(backup)
-    try:
-        os.link(target, backup)
-    except OSError:
-        return None  # a file system without hard links: a failure there is still detected by hashes
-    return backup
-
-
-@contextmanager
-def atomic_write(path: str | os.PathLike[str], *, suffix: str = ".tmp", hidden: bool = True) -> Iterator[Path]:
-    """``with atomic_write(path) as tmp: <write tmp>``: ``tmp`` replaces ``path`` on a clean exit
-    (fsync, rename), and is removed on an exception, leaving ``path`` as it was."""
-    with AtomicFiles([path], suffix=suffix, hidden=hidden) as (tmp,):
-        yield tmp
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """``text`` (UTF-8) to ``path`` through :func:`atomic_write`; parent folders are created."""
-    with atomic_write(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
-
-
-@contextmanager
-def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """``with atomic_dir(folder) as tmp: <fill the folder tmp>``: on a clean exit ``tmp`` replaces
-    ``folder`` whole (an existing one is removed first: a folder cannot be renamed over a full one,
-    so a kill there leaves no folder, never a half one); on an exception ``tmp`` is removed."""
-    import shutil
-
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    clean_stale_temps(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{_TMP_MARK}{os.getpid()}-", suffix=".tmp", dir=directory))
-    try:
-        yield tmp
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-        _fsync_dir(directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_records(rows: Any, path: str | os.PathLike[str], *, validate: bool = True) -> Path:
     """Write ``rows`` (list of dicts or DataFrame) to the Parquet file ``path``, atomically.
 
@@ -379,8 +157,9 @@ def check_input(path: str | os.PathLike[str], what: str = "input") -> Path:
 def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list[dict[str, Any]]:
     """Read a records Parquet file into a list of plain python dicts (lists, dicts, str, ...).
 
-    Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the rows are
-    checked and a :class:`RecordError` naming the file is raised if they break the contract.
+    Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the table is
+    checked column-wise (:func:`~devenus.records.validate.find_table_issues`) and a :class:`RecordError`
+    naming the file and each bad row is raised if it breaks the contract.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -394,14 +173,11 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
     keep = [n for n in table.column_names if not n.startswith("__index_level_")]
     if len(keep) != len(table.column_names):
         table = table.select(keep)
-    rows = [to_python(r) for r in table.to_pylist()]
     if validate:
-        try:
-            validate_rows(rows)
-        except RecordError as exc:
-            raise RecordError(exc.issues, header=f"records in {path} break the contract",
-                              hint=fix_hint(path, exc.issues)) from None
-    return rows
+        issues = find_table_issues(table)
+        if issues:
+            raise RecordError(issues, header=f"records in {path} break the contract", hint=fix_hint(path, issues))
+    return [to_python(r) for r in table.to_pylist()]
 
 
 #: fields a verl-prepared file lacks (or types differently) and an import adds
@@ -430,9 +206,9 @@ def record_file_rows(path: str | os.PathLike[str]) -> int:
         raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
 
 
-def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
-    """Rows of a records file as plain python dicts, in batches (lists) of ``batch_rows``: memory is
-    bounded by one batch. Not validated here (a version writer validates what it writes)."""
+def iter_tables(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
+    """A records file as pyarrow Tables of ``batch_rows`` rows: memory is bounded by one batch. Not
+    validated here (a version writer validates what it writes)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -443,9 +219,16 @@ def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, column
         if columns is not None:
             names = [n for n in names if n in columns]
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
-            yield batch.to_pylist()  # plain python values already (no numpy: that is pandas)
+            yield pa.Table.from_batches([batch])
     except (pa.ArrowException, OSError) as exc:
         raise RecordError(f"cannot read {path} as a Parquet records file: {exc}") from exc
+
+
+def iter_records(path: str | os.PathLike[str], *, batch_rows: int = 4096, columns: list[str] | None = None):
+    """Rows of a records file as plain python dicts, in batches (lists) of ``batch_rows``
+    (:func:`iter_tables`' tables as rows)."""
+    for table in iter_tables(path, batch_rows=batch_rows, columns=columns):
+        yield table.to_pylist()  # plain python values already (no numpy: that is pandas)
 
 
 def records_schema_of(path: str | os.PathLike[str]):

@@ -1,8 +1,8 @@
-"""The label vocabulary: hide, annotate, promote, correct, for one row dict and for an Arrow table.
+"""The label vocabulary: hide, annotate, promote, correct, as column-wise edits of an Arrow table.
 
 Every edit of a row's label state in the tree goes through here (the selection materializer, the
-transition rules, ``data hide-labels``, the testbed pool), each returning the new row (or table) and
-its changes for the version's manifest:
+transition rules, ``data hide-labels``, the testbed pool), each returning the new table and its
+changes for the version's manifest:
 
 =========  ====================================================  ==========================================
 edit       the row afterwards                                    precondition
@@ -15,13 +15,16 @@ promote    the same with ``promoted``                              the row is un
 correct    the same with ``corrected``                             the row is labeled
 =========  ====================================================  ==========================================
 
-Row form: ``hide(row, why) -> (row, [Change])``, ``promote(row, answer, why) -> (row, [Change])``, ...
-(the input row is not modified; ``Change`` is :class:`.versions.Change`, listed by sorted field path as
-:func:`.versions.row_changes` lists them). Table form: ``hide_table(table, mask, why) -> (table,
-changes)``, ``promote_table(table, mask, answers, why)``, ..., column-wise (no Python step per row);
-``changes`` is a table ``row``, ``key``, ``field``, ``line`` (each Change as its manifest JSON line,
-for :meth:`.versions.VersionWriter.add_change_lines`), the same changes in the same order as the row
-form gives row by row. ``why``: a string, or (tables) a string array with one entry per row.
+``hide_table(table, mask, why) -> (table, changes)``, ``annotate_table(table, mask, answers, why)``,
+``promote_table(...)``, ``correct_table(...)``: no Python step per row; ``changes`` is a table ``row``,
+``key``, ``field``, ``line`` (each :class:`.versions.Change` as its manifest JSON line, for
+:meth:`.versions.VersionWriter.add_change_lines`), by row and within a row by sorted field path.
+``why``: a string, or a string array with one entry per row.
+
+Two callers hold one row dict at a time, where a one-row table would cost a thousand times more:
+:func:`relabel` (a transition rule's proposal; ``(row, [Change])`` as :func:`.versions.row_changes`
+lists them) and :func:`hide_row` (a row built unlabeled). Each gives what its table edit gives for
+that row (tested).
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def _copy_label_parts(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def hide_row(row: dict[str, Any]) -> dict[str, Any]:
-    """:func:`hide` without its changes: for rows that are built unlabeled (a pool), not changed."""
+    """One row as :func:`hide_table` leaves it, without changes: for rows built unlabeled (a pool, a
+    semi-supervised copy in memory), not edited in a version."""
     r = _copy_label_parts(row)
     target = r[REWARD_MODEL]["ground_truth"]
     if target != "":
@@ -69,14 +73,6 @@ def hide_row(row: dict[str, Any]) -> dict[str, Any]:
     return r
 
 
-def hide(row: dict[str, Any], why: str):
-    """``row`` unlabeled, its target moved to ``simulation.hidden_answer`` (unless it has one); the changes."""
-    from .versions import row_changes
-
-    new = hide_row(row)
-    return new, row_changes(row, new, why)
-
-
 def _check_state(key: Any, labeled: Any, edit: str) -> None:
     want = edit == CORRECTED
     if bool(labeled) != want:
@@ -87,7 +83,9 @@ def _check_state(key: Any, labeled: Any, edit: str) -> None:
 
 def relabel(row: dict[str, Any], answer: str, why: str, source: str):
     """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or :data:`CORRECTED`,
-    whose precondition it checks); the changes. The three named edits below are this with their source."""
+    whose precondition it checks); the changes (as :func:`annotate_table` and the others give them for a
+    table). For a caller that decides one row at a time (a transition rule's proposal): a one-row
+    table would cost a thousand times more."""
     from .versions import row_changes
 
     if source not in (ANNOTATED, PROMOTED, CORRECTED):
@@ -99,21 +97,6 @@ def relabel(row: dict[str, Any], answer: str, why: str, source: str):
     new[EXTRA_INFO]["labeled"] = True
     new[EXTRA_INFO]["label_source"] = source
     return new, row_changes(row, new, why)
-
-
-def annotate(row: dict[str, Any], answer: str, why: str):
-    """An unlabeled ``row`` labeled with an annotator's ``answer`` (``label_source=annotated``); the changes."""
-    return relabel(row, answer, why, ANNOTATED)
-
-
-def promote(row: dict[str, Any], answer: str, why: str):
-    """An unlabeled ``row`` labeled with an accepted pseudo label (``label_source=promoted``); the changes."""
-    return relabel(row, answer, why, PROMOTED)
-
-
-def correct(row: dict[str, Any], answer: str, why: str):
-    """A labeled ``row`` whose target is replaced by ``answer`` (``label_source=corrected``); the changes."""
-    return relabel(row, answer, why, CORRECTED)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -208,7 +191,8 @@ def _changes(before, after, m, why):
 
 
 def hide_table(table, mask, why):
-    """:func:`hide` on the rows ``mask`` selects: ``(table, changes)``."""
+    """The rows ``mask`` selects unlabeled, each old target kept as ``simulation.hidden_answer`` (an
+    existing one wins; an unlabeled row is unchanged): ``(table, changes)``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -245,18 +229,18 @@ def _relabel_table(table, mask, answers, why, source):
 
 
 def annotate_table(table, mask, answers, why):
-    """:func:`annotate` on the rows ``mask`` selects (``answers``: one per row of the table; read where
-    ``mask``): ``(table, changes)``."""
+    """The unlabeled rows ``mask`` selects labeled with an annotator's answers (``label_source=annotated``;
+    ``answers``: one per row of the table, read where ``mask``, or one string): ``(table, changes)``."""
     return _relabel_table(table, mask, answers, why, ANNOTATED)
 
 
 def promote_table(table, mask, answers, why):
-    """:func:`promote` on the rows ``mask`` selects: ``(table, changes)``."""
+    """The unlabeled rows ``mask`` selects labeled with accepted pseudo labels (``promoted``): ``(table, changes)``."""
     return _relabel_table(table, mask, answers, why, PROMOTED)
 
 
 def correct_table(table, mask, answers, why):
-    """:func:`correct` on the rows ``mask`` selects: ``(table, changes)``."""
+    """The labeled rows ``mask`` selects with their targets replaced (``corrected``): ``(table, changes)``."""
     return _relabel_table(table, mask, answers, why, CORRECTED)
 
 
@@ -302,17 +286,22 @@ def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str],
     Two passes over ``input`` in batches (the labeled keys, then the rows), so memory is one batch
     plus the labeled keys. Every hidden row is listed in the manifest. Returns the Manifest.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from tqdm import tqdm
 
-    from .io import iter_records, record_file_rows, records_schema_of
+    from .io import iter_tables, record_file_rows, records_schema_of
     from .versions import VersionWriter, check_output
 
     _check_fraction(labeled_fraction)
     check_output(out, [input], force=force)
     total = record_file_rows(input)
-    labeled = [k for batch in iter_records(input, batch_rows=batch_rows, columns=["extra_info"])
-               for k, lab in ((r["extra_info"].get("index"), r["extra_info"].get("labeled")) for r in batch) if lab is True]
+    labeled = []
+    for t in iter_tables(input, batch_rows=batch_rows, columns=[EXTRA_INFO]):
+        extra = t.column(EXTRA_INFO)
+        labeled += pc.filter(pc.struct_field(extra, "index"), pc.equal(pc.struct_field(extra, "labeled"), True)).to_pylist()
     kept = kept_keys(labeled, labeled_fraction, seed)
+    kept_keys_array = pa.array(sorted(kept), pa.string())
     why = f"hidden: not among the {len(kept)} of {len(labeled)} labeled rows kept (fraction {labeled_fraction:g}, seed {seed})"
     config = {"labeled_fraction": labeled_fraction, "seed": seed}
     bar = tqdm(total=total, desc=RULE, unit=" rows", disable=None if progress is None else not progress,
@@ -320,17 +309,14 @@ def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str],
     try:
         with VersionWriter(out, rule=RULE, config=config, parents=[input], force=force,
                            schema=records_schema_of(input)) as w:
-            for batch in iter_records(input, batch_rows=batch_rows):
-                new = []
-                for r in batch:
-                    if r["extra_info"].get("labeled") is True and r["extra_info"]["index"] not in kept:
-                        h, changes = hide(r, why)
-                        w.add_changes(changes)
-                        new.append(h)
-                    else:
-                        new.append(r)
+            for t in iter_tables(input, batch_rows=batch_rows):
+                extra = t.column(EXTRA_INFO)
+                hide = pc.and_(pc.equal(pc.struct_field(extra, "labeled"), True),
+                               pc.invert(pc.is_in(pc.struct_field(extra, "index"), value_set=kept_keys_array)))
+                new, changes = hide_table(t, hide, why)
+                w.add_change_lines(changes)
                 w.write(new)
-                bar.update(len(batch))
+                bar.update(t.num_rows)
     finally:
         bar.close()
     return w.manifest

@@ -67,15 +67,7 @@ def make_row(
     data. With ``validate`` (default) the row is checked against the contract and a
     :class:`~devenus.records.validate.RecordError` is raised if it breaks it.
     """
-    if (question is None) == (prompt is None):
-        raise ValueError("make_row: give exactly one of question= or prompt=")
-    if prompt is not None and system_prompt is not None:
-        raise ValueError("make_row: system_prompt= only applies with question=; put it in prompt=")
-    if ground_truth is not None and answer is not None:
-        raise ValueError("make_row: give at most one of ground_truth= and answer= (they are aliases)")
-    target = ground_truth if ground_truth is not None else answer
-    if target is None:
-        target = ""
+    target = _target(question, prompt, system_prompt, ground_truth, answer)
     if label_source is None:
         label_source = "gold" if labeled is True else UNLABELED_SOURCE
 
@@ -84,22 +76,7 @@ def make_row(
     else:
         messages = [dict(m) for m in prompt]  # type: ignore[union-attr]
 
-    extra_info: dict[str, Any] = {
-        "index": index,
-        "labeled": labeled,
-        "label_source": label_source,
-        "source": source,
-        "split": split,
-    }
-    for key in EXTRA_INFO_OPTIONAL:
-        extra_info[key] = None
-    if question is not None:
-        extra_info["question"] = question
-    for key, value in (extra or {}).items():
-        if key in EXTRA_INFO_REQUIRED:
-            raise ValueError(f"make_row: extra= may not set the required extra_info key {key!r}; use the keyword")
-        extra_info[key] = copy.deepcopy(value)
-
+    extra_info = _extra_info(index, labeled, label_source, source, split, question, extra)
     sim = None
     if simulation is not None:
         sim = {k: None for k in SIMULATION_FIELDS}
@@ -116,6 +93,39 @@ def make_row(
     if validate:
         validate_rows([row])
     return row
+
+
+def _target(question, prompt, system_prompt, ground_truth, answer) -> str:
+    """The target ``make_row``'s arguments give ("" for none), after checking they go together."""
+    if (question is None) == (prompt is None):
+        raise ValueError("make_row: give exactly one of question= or prompt=")
+    if prompt is not None and system_prompt is not None:
+        raise ValueError("make_row: system_prompt= only applies with question=; put it in prompt=")
+    if ground_truth is not None and answer is not None:
+        raise ValueError("make_row: give at most one of ground_truth= and answer= (they are aliases)")
+    target = ground_truth if ground_truth is not None else answer
+    return "" if target is None else target
+
+
+def _extra_info(index: str, labeled: bool, label_source: str, source: str, split: str, question: str | None,
+                extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``extra_info`` of a new row: the required keys, every optional one (None unless given), ``extra``."""
+    extra_info: dict[str, Any] = {
+        "index": index,
+        "labeled": labeled,
+        "label_source": label_source,
+        "source": source,
+        "split": split,
+    }
+    for key in EXTRA_INFO_OPTIONAL:
+        extra_info[key] = None
+    if question is not None:
+        extra_info["question"] = question
+    for key, value in (extra or {}).items():
+        if key in EXTRA_INFO_REQUIRED:
+            raise ValueError(f"make_row: extra= may not set the required extra_info key {key!r}; use the keyword")
+        extra_info[key] = copy.deepcopy(value)
+    return extra_info
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -77,6 +77,10 @@ MESSAGE_FIELDS: tuple[str, ...] = ("role", "content")
 
 SCHEMA_METADATA = {b"devenus.records": b"1"}
 
+#: every character ``str.strip()`` removes (``str.isspace``), so that an Arrow trim agrees with Python's
+PY_WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
 
 # ---------------------------------------------------------------------------------------------------
 # pyarrow schema

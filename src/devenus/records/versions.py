@@ -4,7 +4,7 @@ One path for every version (``import``, ``data hide-labels``, ``data pair-views`
 the selection materializer, the transition builder, the lifecycle): :class:`VersionWriter` for a
 stream of batches, :func:`write_version` for rows in memory (a VersionWriter with one batch). A batch
 (row dicts, a DataFrame, an Arrow table) becomes an Arrow table, is validated once, column-wise
-(:func:`.columnar.find_table_issues`), and is appended. Three files:
+(:func:`.validate.find_table_issues`), and is appended. Three files:
 
 - ``<out>``: the records Parquet (validated, explicit schema);
 - ``<out stem>.changes.jsonl`` (only when something changed): every changed or removed row (key,
@@ -17,7 +17,7 @@ Every input a caller names (``parent=`` / ``inputs=``: D(k), each evidence part,
 in the manifest, with its hash. Deterministic: nothing in any file depends on the clock, the host or
 absolute paths (parents are named by file name and hash), so the same inputs give byte-identical
 files. Crash-safe: all files are first written completely to temporary files beside their targets,
-then renamed through :class:`.io.AtomicFiles` (changes, Parquet, manifest last); an exception leaves
+then renamed through :class:`devenus.atomic.AtomicFiles` (changes, Parquet, manifest last); an exception leaves
 the previous version exactly as it was, and a kill between the renames leaves a manifest whose
 hashes do not match, which :func:`verify_manifest` reports.
 
@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devenus.atomic import AtomicFiles
+
 from .columnar import _canonical, _dumps
-from .io import AtomicFiles, check_input, normalize_rows
+from .io import check_input, normalize_rows
 from .schema import EXTRA_INFO, SIMULATION
-from .validate import Issue, RecordError, as_rows, find_issues
+from .validate import Issue, RecordError, as_rows, covered, find_issues, find_table_issues
 
 MANIFEST_FORMAT = "devenus.version/2"
 #: manifests of the first layout (changes and refusals inline) are still read
@@ -376,54 +378,48 @@ class VersionWriter:
     def write(self, rows: Any) -> None:
         """Validate a batch (positions continue across batches) and append it to the Parquet.
 
-        ``rows``: row dicts, a DataFrame, or a pyarrow Table / RecordBatch. Every batch takes the
-        same path: an Arrow table (:meth:`_table`), checked column by column (:mod:`.columnar`, which
-        names a bad row exactly as the row checker does), given the schema of the first batch, appended."""
+        ``rows``: row dicts, a DataFrame, or a pyarrow Table / RecordBatch. Every batch becomes an
+        Arrow table once (:meth:`_table`), checked (a table column by column by
+        :func:`.validate.find_table_issues`, which names a bad row as the row checker does; rows by
+        the row checker before they are converted), given the schema of the first batch, appended."""
         import pyarrow.compute as pc
 
-        table = self._table(rows)
+        table, named = self._table(rows)
         if table is None or table.num_rows == 0:
             return
         table = table.combine_chunks()  # (once: the checks and the re-typing below then copy nothing)
-        from .columnar import find_table_issues
-
-        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
-                  for i in find_table_issues(table)]
+        issues = [] if named else [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                                   for i in find_table_issues(table)]
         self._check_keys(pc.struct_field(table.column(EXTRA_INFO), "index").to_pylist(), issues)
         labeled = pc.sum(pc.fill_null(pc.struct_field(table.column(EXTRA_INFO), "labeled"), False)).as_py() or 0
         self._append_table(self._fit(table), int(labeled))
 
-    def _table(self, rows: Any):
-        """A batch as an Arrow table of a layout the column checks cover: a table as it is; row dicts
-        (or a table of another layout) filled to one key set (:func:`.io.normalize_rows`). Rows that
-        no Arrow column can hold (a list where a string belongs) are named by the row checker."""
+    def _table(self, rows: Any) -> tuple[Any, bool]:
+        """``(table, named)``: a batch as an Arrow table of a layout the column checks cover, and whether
+        its rows were checked on the way. A table is as it is (checked column-wise by :meth:`write`);
+        row dicts (or a table of another layout) are checked by the row checker, then filled to one key
+        set (:func:`.io.normalize_rows`): Arrow's conversion would coerce what the contract refuses (see
+        :mod:`.validate`)."""
         import pyarrow as pa
-
-        from .columnar import covered
 
         if isinstance(rows, pa.RecordBatch):
             rows = pa.Table.from_batches([rows])
         if isinstance(rows, pa.Table):
             if covered(rows.schema):
-                return rows
+                return rows, False
             rows = rows.to_pylist()
         rows = as_rows(rows)
         if not rows:
-            return None
+            return None, True
+        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                  for i in find_issues(rows)]
+        if issues:
+            raise RecordError(issues, header=f"the rows for {self.out} break the contract")
         try:
-            if not all(isinstance(r, Mapping) for r in rows):
-                raise TypeError("a row is not a mapping")
             norm, schema = normalize_rows(rows)
-            table = pa.Table.from_pylist(norm, schema=schema)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError, RecordError) as exc:
-            issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
-                      for i in find_issues(rows)]
-            if issues:
-                raise RecordError(issues, header=f"the rows for {self.out} break the contract") from None
-            if isinstance(exc, RecordError):
-                raise
+            return pa.Table.from_pylist(norm, schema=schema), True
+        except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
-        return table
 
     def _fit(self, table: Any):
         """``table`` in the version's schema (set by the first batch, or given): a re-typing where

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from devenus.records.io import atomic_write, write_text_atomic
+from devenus.atomic import atomic_write, write_text_atomic
 
 
 class StageError(ValueError):

@@ -179,7 +179,7 @@ def build_testbed(
     instead of training SFT, and every call checks the cached model's content hash against them.
     ``rebuild=True`` runs the SFT recipe from scratch into ``rebuild-<key>/`` beside it (always anew),
     leaving the testbed itself untouched: a check of the recipe, not a second base model."""
-    from devenus.records.io import atomic_dir
+    from devenus.atomic import atomic_dir
 
     cfg = config or TestbedConfig()
     root = Path(cache_dir or default_cache_dir()) / "testbed"

@@ -99,7 +99,7 @@ def heldout_dir(tb: Testbed) -> Path:
 def build_heldout(tb: Testbed) -> dict[str, Path]:
     """Paths of ``near_ood.parquet`` and ``test_id_extra.parquet`` for this testbed, generated once."""
     from devenus.records import write_records
-    from devenus.records.io import atomic_dir
+    from devenus.atomic import atomic_dir
 
     folder = heldout_dir(tb)
     paths = {name: folder / f"{name}.parquet" for name in FILES}

@@ -28,7 +28,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from devenus.records.io import atomic_dir
+from devenus.atomic import atomic_dir
 
 __all__ = ["TRACKER_FILE", "complete_steps", "pointer_step", "prune_step_state", "retention_held",
            "resolve_actor_dir", "is_verl_checkpoint", "merge_to_hf"]
@@ -66,7 +66,7 @@ def pointer_step(root: str | os.PathLike) -> int | None:
 
 
 def _is_state(name: str) -> bool:
-    # a stale temporary file of an interrupted atomic write is DE-Venus's too (records/io names it
+    # a stale temporary file of an interrupted atomic write is DE-Venus's too (devenus.atomic names it
     # after its target, hidden or not)
     return name.startswith(STATE_PREFIX) or name.startswith("." + STATE_PREFIX)
 

@@ -46,19 +46,19 @@ class CollapseStop(Exception):
 
 
 def _write_json(path: str, payload: dict) -> None:
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     write_text_atomic(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
 
 
 def rollback_pointer(folder: str, step: int | None) -> str:
     """Point verl's resume pointer at ``step`` (atomically); None: move the pointer aside. Returns what it did."""
-    from devenus.records.io import commit_temp, write_text_atomic
+    from devenus.atomic import commit_temp, write_text_atomic
 
     path = os.path.join(folder, TRACKER_FILE)
     if step is None:
         if os.path.exists(path):
-            commit_temp(path, path + ".collapsed")  # the tree's one rename (records/io), directory synced
+            commit_temp(path, path + ".collapsed")  # the tree's one rename (devenus.atomic), directory synced
         return f"no checkpoint before the collapse: moved {path} aside, a resume starts from the base model"
     write_text_atomic(path, str(step))
     return f"{path} now points at global_step_{step}"

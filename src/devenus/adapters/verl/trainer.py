@@ -56,7 +56,7 @@ seams.check()  # every private verl member used below exists in the installed ve
 def save_atomically(obj, path: str) -> None:
     """``torch.save`` to a temporary file beside ``path``, then rename it over ``path``: a crash never
     leaves a half-written state file."""
-    from devenus.records.io import atomic_write
+    from devenus.atomic import atomic_write
 
     with atomic_write(path, hidden=False) as tmp:  # torch rejects dot-files
         torch.save(obj, str(tmp))

@@ -109,7 +109,7 @@ def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list
         return json.loads(path.read_text())
     import torch
 
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
     from devenus.testbed.noise import sample_wrong_answers
 
     torch.set_num_threads(1)

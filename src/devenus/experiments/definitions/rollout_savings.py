@@ -158,7 +158,7 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
 def write_report(exp: Experiment) -> str:
     """The savings table (``<name>_curves.md``, ``.json``) and the curves (``_curves.png``) beside the
     runner's table, from the results it tabulates; their text."""
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
 
     recs = exp.finished()  # the report's results: one code version and one set of weights unless allowed
     text, numbers = savings_table(recs)

@@ -94,7 +94,7 @@ def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from devenus.records.io import write_text_atomic
+    from devenus.atomic import write_text_atomic
     from devenus.select.stages import SelectionRun
     from devenus.select.stages.score import read_questions
 
