@@ -642,7 +642,7 @@ class Experiment:
         val = next((r for r in ok if r.get("per_question")), None)
         sizes = ", ".join(f"{g} {len(val['per_question'][g])}" for g in AGGREGATES if val and g in val["per_question"])
         header = (
-            f"{self.name}: testbed, verl on the CPU; seeds {seeds}; budget {json.dumps(dict(self.budget), sort_keys=True)}.\n"
+            f"{self.name}: {self.model}, verl on the CPU; seeds {seeds}; budget {json.dumps(dict(self.budget), sort_keys=True)}.\n"
             f"Accuracy: verl's validation after the last step, sampled T=1, avg@{val['val_samples'] if val else '?'} "
             f"per question ({sizes} questions); mean over seeds ± 95% Student-t half-width.\n"
             f"Δ columns: arm minus the named run of the same seed, paired by {' / '.join(sorted(bys)) or '-'}; "
