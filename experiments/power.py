@@ -58,8 +58,9 @@ PLANS = {
         Plan("rollout_savings", "rollout_savings",
              (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
              sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3),
-        Plan("real_model", None, (), margin=0.03, runs_per_seed=3, steps=6, seeds=2, step_scale=6.0,
-             borrow="label_free", notes="no committed SmolLM2 runs: cost and SD are stand-ins until its pilot"),
+        Plan("real_model", "real_model", (("grpo", "base"), ("ttrl", "grpo"), ("semi@10", "ttrl")),
+             sides=(1, -1, 1), margin=0.03, runs_per_seed=3, steps=6, seeds=2,
+             notes="the 2-seed pilot on SmolLM2: its SD sizes the next plan"),
     )
 }
 

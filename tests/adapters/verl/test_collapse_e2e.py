@@ -2,7 +2,7 @@
 demo's) on the CPU testbed through ``python -m devenus.train``, guard armed with action=rollback. The
 guard must stop the run before its last step, log ``devenus/collapse/...`` in verl's tracker, write
 collapse_guard.json, and point verl's resume pointer at a checkpoint saved before the collapse. verl keeps
-two checkpoints (``trainer.max_actor_ckpt_to_keep=2``, saves every 2 steps) and the onset is older than the
+two checkpoints (``trainer.max_actor_ckpt_to_keep=2``, saves every step) and the onset is older than the
 newest kept one: the guard holds verl's retention while the streak runs, so the good checkpoint survives
 the acting step's save, and DE-Venus's state of the pruned checkpoints goes with them."""
 
@@ -34,7 +34,7 @@ def unlabeled_file(base_testbed, tmp_path_factory):
 
 def _cfg(train_file: str) -> RunConfig:
     return RunConfig(method="ttrl", steps=STEPS, prompts_per_step=8, rollouts_per_prompt=4, lr=2e-3, kl_coef=0.0,
-                     train_file=train_file, save_freq=2, ckpt_to_keep=2, val_before_train=False, val_n=1)
+                     train_file=train_file, save_freq=1, ckpt_to_keep=2, val_before_train=False, val_n=1)
 
 
 def _guard_metrics(steps: dict[int, dict]) -> dict[int, dict]:
@@ -67,13 +67,16 @@ def test_guard_stops_a_collapsing_ttrl_run_and_rolls_back(collapsed_run):
     result = json.loads((checkpoint_dir(tmp_path) / "collapse_guard.json").read_text())
     assert result["stopped_for"] == "collapse" and result["step"] == n and result["action"] == "rollback"
     good = result["rollback_to"]
-    # warm-up 3 and a checkpoint every 2 steps: a checkpoint before the onset's predecessor always exists
+    # warm-up 3 and a checkpoint every step: a checkpoint before the onset's predecessor always exists
     assert good is not None and good + 1 < result["onset"]
     ckpt = checkpoint_dir(tmp_path)
     kept = complete_steps(ckpt)
     assert sorted(int(p.name[len("global_step_"):]) for p in ckpt.glob("global_step_*")) == kept, \
         "a checkpoint verl's retention pruned left DE-Venus's state (or verl's data.pt) behind"
-    assert len(kept) < n // 2, f"max_actor_ckpt_to_keep=2 pruned nothing: {kept}"
+    # retention (keep 2) pruned the saves before the streak down to its last two, and held everything since
+    pre = list(range(1, result["onset"]))
+    assert len(pre) > 2, f"onset {result['onset']}: too early for retention to have pruned anything"
+    assert [s for s in kept if s < result["onset"]] == pre[-2:], f"max_actor_ckpt_to_keep=2 kept {kept}"
     assert result["onset"] < kept[-1], f"onset {result['onset']} is not older than the newest kept checkpoint {kept}"
     assert good in kept, f"the rollback step {good} was pruned: {kept}"
     assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == str(good)
