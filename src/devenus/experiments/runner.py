@@ -219,13 +219,21 @@ class Experiment:
         """What a result depends on (besides the seed): the arm, the budget and the validation sets."""
         from devenus.testbed.near_ood import VERSION
 
-        val = sorted(str(p) for p in self.validation.values()) if self.validation else None
+        val = sorted(self._validation_id(p) for p in self.validation.values()) if self.validation else None
         a = asdict(arm) if arm.name != BASE else BASE
         if a != BASE and a["transition"] is None:
             del a["transition"]  # a one-round arm hashes as it did before two-round arms existed (results kept)
         blob = {"arm": a, "budget": dict(self.budget), "heldout": VERSION,
                 "validation": val}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def _validation_id(self, path) -> str:
+        """A held-out file in a fingerprint: one the experiment writes into its work folder is named within it
+        (the same run from another checkout or working directory is the same run); any other by its path."""
+        try:
+            return str(Path(path).resolve().relative_to(self.work.resolve()))
+        except ValueError:
+            return str(path)
 
     def base_model_id(self) -> str:
         """A hash of the base model's weights. The testbed's build key names its recipe, not its weights:
