@@ -146,7 +146,9 @@ MECHANISM_TODAY = {"olr": ("devenus/target/correction_precision", "correction pr
 
 
 def mechanism_today(recs: dict, arm: str) -> str:
-    key = next((v for k, v in MECHANISM_TODAY.items() if arm.startswith(k)), None)
+    # by the arm's method (semi@10 trains TTRL), else by its name
+    method = next((r["arm"]["method"] for (n, _), r in recs.items() if n == arm and r.get("arm")), arm)
+    key = next((v for k, v in MECHANISM_TODAY.items() if method.startswith(k) or arm.startswith(k)), None)
     if key is None:
         return "none declared (GRPO-family arm)"
     vals = [statistics.fmean(x) for (n, _), r in recs.items() if n == arm
