@@ -140,6 +140,7 @@ class Definition:
 BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name, module in (
     ("weak_supervision_paired", "weak_supervision"),
     ("label_noise", "label_noise"),
+    ("label_noise_rho", "label_noise_rho"),
     ("refine_ten_percent", "refine_ten_percent"),
     ("rollout_savings", "rollout_savings"),
     ("selection", "selection"),

@@ -1,0 +1,122 @@
+"""Training pools whose base pass rates spread around 0.5, for experiments that need room for an effect.
+
+A pool drawn at random from the testbed's train split is mostly questions the base model always or never
+solves (1-digit sums it gets right, 4-digit ones it rarely does): a method has nothing to change on them.
+The plans in ``experiments/plans/`` instead draw per seed a pool stratified on the base model's pass rate:
+
+- :func:`pass_rates`: each train question's pass rate over ``n`` samples at T=1 (:mod:`devenus.generate`,
+  so it depends only on the weights, the question and the sample seed), computed once per set of weights
+  and cached beside the testbed (a few minutes on one core for 2,000 questions x 8 samples).
+- :func:`stratify`: the same count per pass-rate bin 1/n .. (n-1)/n where the split allows; bins that run
+  short give their quota to the others, and only when the mixed bins cannot fill the pool are questions at
+  0 or 1 added (the nearer one first). The pool's histogram is recorded in its dataset version.
+- :func:`stratified_train_file`: the ``train_file`` of a definition (its arm's label fraction applied).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Mapping, Sequence
+
+#: samples per question for the pass rates (the plans' "8 samples")
+SAMPLES = 8
+
+
+def pass_rates(tb, n: int = SAMPLES, seed: int = 0) -> dict[str, float]:
+    """``extra_info.index`` -> the base model's pass rate over ``n`` samples at T=1, for the train split;
+    cached per (testbed weights, n, seed) in the testbed's folder."""
+    from devenus.atomic import write_text_atomic
+    from devenus.records import read_records
+
+    train = Path(tb.split("train"))
+    cache = train.parent.parent / f"pass_rates_train_n{n}_s{seed}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    import torch
+
+    from devenus.testbed.evaluate import accuracy
+
+    torch.set_num_threads(1)
+    rows = read_records(train)
+    model, tok = tb.load_model()
+    acc = accuracy(model, tok, [r["prompt"][-1]["content"] for r in rows],
+                   [r["reward_model"]["ground_truth"] for r in rows], n, 1.0, tb.config.max_new_tokens, seed=seed)
+    rates = {r["extra_info"]["index"]: p for r, p in zip(rows, acc.per_question)}
+    write_text_atomic(cache, json.dumps(rates, sort_keys=True))
+    return rates
+
+
+def stratify(rows: Sequence[dict], rates: Mapping[str, float], size: int, n: int, rng: random.Random) -> list[dict]:
+    """``size`` rows, the same count per mixed pass-rate bin (k/n for k = 1..n-1) where the rows allow;
+    then 0s and 1s (whichever bin is nearer 0.5 in count order) only if the mixed bins run out."""
+    if size > len(rows):
+        raise ValueError(f"a pool of {size} needs at least that many rows; the split has {len(rows)}")
+    bins: dict[int, list[dict]] = {}
+    for r in rows:
+        bins.setdefault(round(rates[r["extra_info"]["index"]] * n), []).append(r)
+    for members in bins.values():
+        rng.shuffle(members)
+    mixed = [k for k in range(1, n) if bins.get(k)]
+    take = dict.fromkeys(mixed, 0)
+    left = size
+    while left and any(take[k] < len(bins[k]) for k in mixed):  # water-filling: equal quotas, spare passed on
+        open_bins = [k for k in mixed if take[k] < len(bins[k])]
+        share = max(1, left // len(open_bins))
+        for k in open_bins:
+            add = min(share, len(bins[k]) - take[k], left)
+            take[k] += add
+            left -= add
+            if not left:
+                break
+    out = [r for k in mixed for r in bins[k][: take[k]]]
+    for k in sorted((0, n), key=lambda k: -len(bins.get(k, ()))):  # the edges, only to fill
+        extra = bins.get(k, [])[:left]
+        out += extra
+        left -= len(extra)
+    rng.shuffle(out)
+    return out
+
+
+def histogram(rows: Sequence[dict], rates: Mapping[str, float], n: int = SAMPLES) -> dict[str, int]:
+    """Rows per pass-rate bin ("k/n"), and the zero-variance share's numerator under ``"0 or 1"``."""
+    ks = Counter(round(rates[r["extra_info"]["index"]] * n) for r in rows)
+    out = {f"{k}/{n}": ks[k] for k in range(n + 1) if ks[k]}
+    out["0 or 1"] = ks[0] + ks[n]
+    return out
+
+
+def stratified_pool(experiment: str, tb, seed: int, size: int) -> tuple[list[dict], dict]:
+    """The seed's pool for ``experiment`` and what describes it (bins, zero-variance share, pass-rate seed)."""
+    from devenus.records import read_records
+
+    rates = pass_rates(tb)
+    rows = stratify(read_records(tb.split("train")), rates, size, SAMPLES, random.Random(f"{experiment}:pool:{seed}"))
+    hist = histogram(rows, rates)
+    return rows, {"pass_rate_samples": SAMPLES, "pass_rate_bins": hist, "zero_variance_share": hist["0 or 1"] / size,
+                  "mean_pass_rate": sum(rates[r["extra_info"]["index"]] for r in rows) / size}
+
+
+def stratified_train_file(size: int):
+    """A definition's ``train_file``: the seed's :func:`stratified_pool` with the arm's ``labeled_fraction``
+    of labels kept (seeded), written once under ``<work>/data`` as a dataset version before any run."""
+
+    def train_file(arm, seed: int, exp) -> Path:
+        from devenus.records import hide_labels
+        from devenus.records.versions import write_version
+        from devenus.testbed import build_testbed
+
+        tb = build_testbed()
+        path = exp.work / "data" / f"strat{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rows, about = stratified_pool(exp.name, tb, seed, size)
+            if arm.labeled_fraction < 1.0:
+                rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
+            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
+                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed, **about})
+        return path
+
+    return train_file
