@@ -142,6 +142,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("label_noise", "label_noise"),
     ("label_noise_rho", "label_noise_rho"),
     ("refine_ten_percent", "refine_ten_percent"),
+    ("ten_percent_labels", "ten_percent_labels"),
     ("rollout_savings", "rollout_savings"),
     ("selection", "selection"),
     ("real_model", "real_model"),
