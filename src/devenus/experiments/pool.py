@@ -51,7 +51,7 @@ def pass_rates(tb, n: int = SAMPLES, seed: int = 0) -> dict[str, float]:
 
 def stratify(rows: Sequence[dict], rates: Mapping[str, float], size: int, n: int, rng: random.Random) -> list[dict]:
     """``size`` rows, the same count per mixed pass-rate bin (k/n for k = 1..n-1) where the rows allow;
-    then 0s and 1s (whichever bin is nearer 0.5 in count order) only if the mixed bins run out."""
+    then questions at 0 or 1 (the larger of those two bins first) only if the mixed bins run out."""
     if size > len(rows):
         raise ValueError(f"a pool of {size} needs at least that many rows; the split has {len(rows)}")
     bins: dict[int, list[dict]] = {}
