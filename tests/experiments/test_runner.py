@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -603,3 +604,13 @@ def test_an_experiment_on_another_model_names_its_data_and_runs_on_that_model(tm
     assert (cfg.model_dir, cfg.train_file, cfg.val_files, cfg.val_only) == (str(model), str(train), (str(val),), True)
     from devenus.testbed.shipped import model_hash
     assert exp.base_model_id() == model_hash(model)
+
+
+def test_a_train_file_under_a_relative_work_folder_reaches_the_trainer_absolute(tmp_path, monkeypatch):
+    # runs join one shared Ray head whose workers have no working directory: cluster_rules refuses relative paths
+    monkeypatch.chdir(tmp_path)
+    val = tmp_path / "val.parquet"
+    exp = Experiment("rel", [Arm("a")], {"steps": 2}, results=Path("r"), work=Path("outputs/rel"),
+                     train_file=lambda arm, seed, exp: exp.work / "data" / "pool.parquet", validation={"test_id": val})
+    cfg = exp.run_config(exp.arm("a"), 0, Path("outputs/rel/a_s0"))
+    assert cfg.train_file == str(tmp_path / "outputs/rel/data/pool.parquet")

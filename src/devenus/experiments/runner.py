@@ -367,10 +367,11 @@ class Experiment:
             data = self.train_file(arm if arm.name != BASE else self.arms[0], seed, self)
         else:
             data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self)
+        # absolute: runs join a shared Ray head, whose workers have no working directory (cluster_rules refuses)
         model = {} if self.model == "testbed" else {"model_dir": self.model_dir()}
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [f"trainer.project_name=devenus_{self.name}", f"trainer.experiment_name={arm.name}_s{seed}"]
-        return RunConfig(**dict(self.budget), **model, seed=seed, method=arm.method, train_file=str(data) if data else None,
+        return RunConfig(**dict(self.budget), **model, seed=seed, method=arm.method, train_file=str(Path(data).resolve()) if data else None,
                          val_files=tuple(str(p) for p in self.validation_files().values()),
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
                          extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra)
