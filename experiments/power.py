@@ -40,17 +40,25 @@ class Plan:
     notes: str = ""
     borrow: str | None = None  # where source is None: the plan whose SD stands in until a pilot exists
     extra_min: float = field(default=0.0)  # fixed extra minutes (e.g. data building), once
+    #: the experiment that runs the plan's own design, and its claims (arm, reference, side) as the plan states
+    #: them; when it has results the claims table decides these instead of the old design's
+    run: str | None = None
+    run_claims: tuple[tuple[str, str, int], ...] = ()
 
 
 PLANS = {
     p.name: p for p in (
         Plan("ten_percent_labels", "refine_ten_percent",
              (("geomin@10", "grpo_full"), ("trapo@10", "grpo_full"), ("geomin@10", "grpo@10"), ("trapo@10", "grpo@10")),
-             sides=(1, 0, 1, 1), margin=0.03, runs_per_seed=4, steps=40, seeds=5),
+             sides=(1, 0, 1, 1), margin=0.03, runs_per_seed=4, steps=40, seeds=5,
+             run="ten_percent_labels", run_claims=(("geomin@10", "grpo_full", 1), ("geomin@10", "grpo@10", 1),
+                                             ("trapo@10", "grpo_full", 0), ("trapo@10", "grpo@10", 1))),
         Plan("label_noise_rho", "label_noise",
              tuple((f"olr@{k}{r}", f"grpo@{k}{r}") for k in ("inactive", "active") for r in ("0.1", "0.3", "0.5")),
              sides=(1,) * 6, margin=0.03, runs_per_seed=9, steps=48, seeds=5,
-             notes="sized on the 64-question pilot's SDs; runs rho 0.9 first (5 runs a seed)"),
+             notes="sized on the 64-question pilot's SDs; runs rho 0.9 first (5 runs a seed)",
+             run="label_noise_rho",
+             run_claims=tuple((f"olr@{k}{r}", f"grpo@{k}{r}", 1) for r in ("0.9", "0.5") for k in ("inactive", "active"))),
         Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
              sides=(1, -1), margin=0.03, runs_per_seed=3, steps=32, seeds=6),
         Plan("label_free", "weak_supervision_paired", (("ttrl@0", "grpo_full"),),
@@ -168,6 +176,9 @@ def claims_table() -> str:
     lines = ["| plan | claim (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
              "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|"]
     for plan in PLANS.values():
+        if plan.run and (RESULTS / plan.run).is_dir():
+            lines += plan_rows(plan)
+            continue
         if plan.source is None:
             lines.append(f"| {plan.name} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
             continue
@@ -187,8 +198,53 @@ def claims_table() -> str:
                           f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
         v = verdicts(decisions)
         for dec, (name, claim, mech, diff, cost) in zip(decisions, cells):
-            lines.append(f"| {name} | {claim} | {mech} | {diff} | {v[dec.name]} (today's design) | {cost} |")
+            lines.append(f"| {name} | {claim} | {mech} | {diff} | {v[dec.name]} (old design) | {cost} |")
     return "\n".join(lines)
+
+
+def mechanism_cell(recs: dict, arm: str) -> str:
+    """The arm's ``devenus/mechanism/*`` ratios: per run (summed over its steps), the range over seeds, and
+    the pooled numerator / denominator."""
+    from devenus.experiments.mechanism import run_mechanism
+
+    per_run = [r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, _), r in recs.items() if n == arm]
+    keys = sorted({k for m in per_run for k in m})
+    if not keys:
+        return "none declared (GRPO-family arm)"
+    cells = []
+    for key in keys:
+        vals = [m[key]["value"] for m in per_run if key in m]
+        num, den = sum(m[key]["num"] for m in per_run if key in m), sum(m[key]["den"] for m in per_run if key in m)
+        cells.append(f"{key.removeprefix('devenus/mechanism/')} {min(vals):.2f}-{max(vals):.2f} ({num:g}/{den:g})")
+    return "; ".join(cells)
+
+
+def plan_rows(plan: Plan) -> list[str]:
+    """The claims of ``plan`` decided on the results of its own design (``plan.run``), Holm across the claims
+    that have paired seeds; a claim without runs is listed as not run."""
+    from devenus.experiments.stats import decide, verdicts
+
+    _, recs = _load(plan.run)
+    decisions, cells = [], []
+    for arm, ref, side in plan.run_claims:
+        runs = {sd: r for (n, sd), r in recs.items() if n == arm}
+        refs = {sd: r for (n, sd), r in recs.items() if n == ref}
+        seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
+        claim = f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}"
+        if len(seeds) < 2:
+            cells.append((None, claim, "-", f"{len(seeds)} paired seed(s)", "not run under the plan", "-"))
+            continue
+        d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
+        dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
+        decisions.append(dec)
+        iv = Experiment._paired(runs, refs).get("ID", {})
+        wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
+        cells.append((dec, claim, mechanism_cell(recs, arm),
+                      f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})", None,
+                      f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
+    v = verdicts(decisions)
+    return [f"| {plan.name} | {claim} | {mech} | {diff} | {v[dec.name] + ' (plan design)' if dec else note} | {cost} |"
+            for dec, claim, mech, diff, note, cost in cells]
 
 
 def main(argv=None) -> int:

@@ -56,3 +56,25 @@ def test_claims_table_decides_the_committed_results_with_the_plans_sides():
     assert "wrong side" in rows["ttrl_routed vs grpo_full, +"]  # -0.041 ± 0.021 against a "≥" claim
     assert "inconclusive" in rows["trapo@10 vs grpo_full, ="]  # ± 0.235: neither a difference nor a null
     assert all(len(p.sides) == len(p.claims) for p in power.PLANS.values())
+
+
+def test_a_plan_run_under_its_design_is_decided_on_its_own_results(tmp_path, monkeypatch):
+    import json
+
+    # hand-built results of a plan's own experiment: olr beats grpo by 0.05 +- 0.01 at inactive 0.9 in 3 seeds,
+    # the other claims have no paired seeds (not run) and stay out of the Holm family
+    (tmp_path / "label_noise_rho").mkdir()
+    mech = {"devenus/mechanism/correction/precision": {"value": 0.8, "num": 8, "den": 10}}
+    for seed, (g, o) in enumerate([(0.40, 0.45), (0.42, 0.46), (0.41, 0.47)]):
+        for arm, acc, m in (("grpo@inactive0.9", g, {}), ("olr@inactive0.9", o, mech)):
+            rec = {"experiment": "label_noise_rho", "name": arm, "seed": seed, "returncode": 0, "base_model": "w",
+                   "per_question": {"ID": {"q": acc}}, "accuracy": {"ID": acc},
+                   "wall_s": 60.0, "arm": {"method": arm.split("@")[0]}, "mechanism": m}
+            (tmp_path / "label_noise_rho" / f"{arm}_s{seed}.json").write_text(json.dumps(rec))
+    monkeypatch.setattr(power, "RESULTS", tmp_path)
+    rows = power.plan_rows(power.PLANS["label_noise_rho"])
+    assert len(rows) == 4
+    assert rows[0].startswith("| label_noise_rho | olr@inactive0.9 vs grpo@inactive0.9, + | correction/precision "
+                              "0.80-0.80 (24/30) | +0.050 ± ")
+    assert "| reproduced (plan design) | 6 runs, 6 min |" in rows[0]
+    assert all("| 0 paired seed(s) | not run under the plan | - |" in r for r in rows[1:])
