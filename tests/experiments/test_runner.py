@@ -614,3 +614,19 @@ def test_a_train_file_under_a_relative_work_folder_reaches_the_trainer_absolute(
                      train_file=lambda arm, seed, exp: exp.work / "data" / "pool.parquet", validation={"test_id": val})
     cfg = exp.run_config(exp.arm("a"), 0, Path("outputs/rel/a_s0"))
     assert cfg.train_file == str(tmp_path / "outputs/rel/data/pool.parquet")
+
+
+def test_a_held_out_file_in_the_testbed_cache_is_fingerprinted_within_it(tmp_path, monkeypatch):
+    # the same run from another home (another cache root) is the same run: committed results stay finished
+    prints = []
+    for home in ("a", "b"):
+        cache = tmp_path / home / ".cache" / "devenus"
+        monkeypatch.setenv("DEVENUS_CACHE", str(cache))
+        val = cache / "testbed" / "tb-x" / "data" / "test_id.parquet"
+        exp = Experiment("v", [Arm("a")], {"steps": 2}, results=tmp_path / "r", work=tmp_path / home / "w",
+                         validation={"test_id": val})
+        assert exp._validation_id(val) == "$DEVENUS_CACHE/testbed/tb-x/data/test_id.parquet"
+        prints.append(exp.fingerprint(exp.arm("a")))
+    assert prints[0] == prints[1]
+    elsewhere = tmp_path / "elsewhere.parquet"
+    assert exp._validation_id(elsewhere) == str(elsewhere)

@@ -228,12 +228,18 @@ class Experiment:
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _validation_id(self, path) -> str:
-        """A held-out file in a fingerprint: one the experiment writes into its work folder is named within it
-        (the same run from another checkout or working directory is the same run); any other by its path."""
-        try:
-            return str(Path(path).resolve().relative_to(self.work.resolve()))
-        except ValueError:
-            return str(path)
+        """A held-out file in a fingerprint, named so that the same run from another checkout, working
+        directory or home is the same run: one the experiment writes into its work folder within it, one the
+        testbed keeps in its cache as ``$DEVENUS_CACHE/<within the cache>``, any other by its path."""
+        from devenus.testbed import default_cache_dir
+
+        resolved = Path(path).resolve()
+        for root, prefix in ((self.work, ""), (default_cache_dir(), "$DEVENUS_CACHE/")):
+            try:
+                return prefix + str(resolved.relative_to(Path(root).resolve()))
+            except ValueError:
+                continue
+        return str(path)
 
     def base_model_id(self) -> str:
         """A hash of the base model's weights. The testbed's build key names its recipe, not its weights:
