@@ -213,9 +213,10 @@ def auroc_bars(rep: dict[str, Any]) -> list[tuple[str, float, list[dict[str, Any
     return out
 
 
-def draw_auroc(ax, rep: dict[str, Any]) -> None:
+def draw_auroc(ax, rep: dict[str, Any], title: str | None = None) -> None:
     """Each signal's AUROC for a wrong majority and, beside it, for a zero-variance group, with their 95%
-    intervals; ``constant`` or ``undefined`` written where an AUROC that says nothing would stand."""
+    intervals; ``constant`` or ``undefined`` written where an AUROC that says nothing would stand. ``title``:
+    default, the question count and the truth."""
     width = 0.38
     targets = auroc_bars(rep)
     x = np.arange(len(rep["signals"]))
@@ -233,8 +234,9 @@ def draw_auroc(ax, rep: dict[str, Any]) -> None:
     ax.set_xlim(-0.6, len(x) - 0.4)  # a bar-less signal at the end keeps its room (NaN bars set no limits)
     ax.set_ylabel("AUROC (95% bootstrap CI)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.set_title(f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9)
+    # above the bars (an AUROC and its interval reach 1): the title sits over the legend
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    ax.set_title(title or f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9, pad=18)
 
 
 def _save(plt, fig, path: Path) -> Path:
