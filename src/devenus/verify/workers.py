@@ -209,12 +209,7 @@ class Worker:
                         os.kill(self.pid, signal.SIGKILL)
                 except OSError:
                     pass
-            for fd in (self.fd, self.pidfd):
-                if fd is not None:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+            self._close_fds()
         self.zygote.reap(self.pid)  # only now may the zygote collect it (and the pid be reused)
 
     def kill(self) -> None:
@@ -229,12 +224,15 @@ class Worker:
         """After fork: the worker belongs to the parent. Drop our copies of its fds, never signal."""
         with self._lock:
             self._gone = True
-            for fd in (self.fd, self.pidfd):
-                if fd is not None:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+            self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self.fd, self.pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 class Zygote:
@@ -323,13 +321,16 @@ class Zygote:
         except OSError:
             pass  # zygote gone or backlogged: its exit collects every worker anyway
 
-    def close(self) -> None:
-        """EOF on the control socket: the zygote kills its workers and exits; kill it if not."""
+    def _drop_socket(self) -> None:
         self._dead = True
         try:
             self.sock.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        """EOF on the control socket: the zygote kills its workers and exits; kill it if not."""
+        self._drop_socket()
         try:
             self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
@@ -341,10 +342,6 @@ class Zygote:
 
     def forget(self) -> None:
         """After fork: the zygote is the parent's. Drop our copy of the socket, never kill."""
-        self._dead = True
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self._drop_socket()
         self.proc.returncode = 0  # stop Popen.__del__ from trying to reap a stranger
 
