@@ -11,6 +11,10 @@ numbers (each signal's AUROC for a wrong majority and for a zero-variance group,
 the routing summary) and the routed signal's calibration curve go to
 ``bench/results/select_report_testbed.json`` (commit, machine, date; ``--no-save``: not); the routed
 signal's calibration picture, ``auroc.png`` and ``routing.png`` are copied to ``--pictures``.
+
+    python bench/select_report_figures.py --redraw [--pictures docs/selection]
+
+draws the three pictures again from the committed JSON alone (no generation, nothing saved).
 """
 
 from __future__ import annotations
@@ -20,7 +24,30 @@ import shutil
 import time
 from pathlib import Path
 
-CONFIG = Path(__file__).resolve().parents[1] / "src" / "devenus" / "configs" / "select" / "testbed.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "src" / "devenus" / "configs" / "select" / "testbed.yaml"
+RESULTS = ROOT / "bench" / "results" / "select_report_testbed.json"
+
+
+def publish(paths: list[Path], routed: str, pictures: str | None) -> list[Path]:
+    """The published pictures among ``paths``, copied to ``pictures`` where given."""
+    published = [p for p in paths if p.name in (f"calibration_{routed}.png", "auroc.png", "routing.png")]
+    if pictures:
+        for p in published:
+            print(shutil.copyfile(p, Path(pictures) / p.name))
+    return published
+
+
+def redraw(out: Path, pictures: str | None) -> None:
+    """The pictures from the committed report (it keeps the routed signal's curve only, the one published)."""
+    import json
+
+    from devenus.select.report import draw, summary_lines
+
+    rep = json.loads(RESULTS.read_text())["result"]["report"]
+    out.mkdir(parents=True, exist_ok=True)
+    print("\n".join(summary_lines(rep)))
+    publish(draw(rep, out), rep["routing"]["signal"], pictures)
 
 
 def main() -> None:
@@ -29,7 +56,10 @@ def main() -> None:
     ap.add_argument("--out", default="outputs/select_report")
     ap.add_argument("--pictures", default=None, help="copy the three published pictures here (docs/selection)")
     ap.add_argument("--no-save", action="store_true", help="print the table only")
+    ap.add_argument("--redraw", action="store_true", help=f"draw from {RESULTS.relative_to(ROOT)} only")
     a = ap.parse_args()
+    if a.redraw:
+        return redraw(Path(a.out), a.pictures)
 
     import torch
 
@@ -50,10 +80,7 @@ def main() -> None:
     print(f"generate {seconds['generate_s']:.0f} s, score {seconds['score_s']:.0f} s (0 s = reused shards)")
     print("\n".join(summary_lines(rep)))
     routed = cfg.route.signal
-    published = [p for p in paths if p.name in (f"calibration_{routed}.png", "auroc.png", "routing.png")]
-    if a.pictures:
-        for p in published:
-            print(shutil.copyfile(p, Path(a.pictures) / p.name))
+    published = publish(paths, routed, a.pictures)
     if not a.no_save:
         from _results import write_result
 

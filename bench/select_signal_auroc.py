@@ -6,7 +6,9 @@
         --out outputs/selauroc/select --png docs/selection/auroc_smollm2.png
 
 The table goes to ``bench/results/select_signal_auroc.json`` (``select_signal_auroc_<model>.json`` for
-another model; commit, machine, date; ``--no-save``: not), the picture to ``--png`` where given.
+another model; commit, machine, date; ``--no-save``: not), the picture to ``--png`` where given: each signal's two
+AUROCs side by side, ``constant`` written for a signal that does not vary (``devenus select report``'s AUROC
+picture). ``--redraw`` draws it again from the results file of ``--model`` alone (no run).
 
 Runs ``devenus select`` generate + score (resumable: a rerun, or a ``devenus select`` run made with the same
 settings in ``--out``, reuses the shards; see bench/select_signal_auroc_smollm2.yaml), then reads the
@@ -34,29 +36,51 @@ def targets(majority_correct, pass_rate) -> dict[str, np.ndarray]:
     return {"truth": t, "wrong_majority": mc[t] == 0.0, "zero_variance": (p[t] == 0.0) | (p[t] == 1.0)}
 
 
-def draw(rows: list[dict], balance: dict[str, float], title: str, path) -> None:
+def as_report(rows: list[dict], balance: dict[str, float], questions: int) -> dict:
+    """The table in the shape of ``devenus select report``'s, so that its AUROC picture draws it. An entry is a
+    constant signal's where its note says so or, in a results file written without notes, where its AUROC
+    and whole interval are 0.5 (a signal that varies does not tie in every bootstrap resample)."""
+    from devenus.select.report import CONSTANT
+
+    def entry(r: dict) -> dict:
+        note = r.get("note") or (CONSTANT if r["auroc"] == 0.5 and list(r["ci95"]) == [0.5, 0.5] else None)
+        return {"auroc": r["auroc"], "ci95": r["ci95"], **({"note": note} if note else {})}
+
+    signals = {}
+    for r in rows:
+        w = entry(r["wrong_majority"])
+        signals[r["signal"]] = {"auroc_wrong_majority": w.pop("auroc"), **w, "zero_variance": entry(r["zero_variance"])}
+    return {"questions": questions, "signals": signals,
+            "wrong_majority_share": balance["wrong_majority"], "zero_variance_share": balance["zero_variance"]}
+
+
+def draw(rows: list[dict], balance: dict[str, float], questions: int, title: str, path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"wrong_majority": "wrong majority", "zero_variance": "zero-variance group"}
+    from devenus.select.report import draw_auroc
+
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    x = np.arange(len(rows))
-    for j, t in enumerate(labels):
-        a = np.array([r[t]["auroc"] for r in rows])
-        ci = np.array([r[t]["ci95"] for r in rows])
-        ax.errorbar(x + (j - 0.5) * 0.25, a, yerr=[a - ci[:, 0], ci[:, 1] - a], fmt="o", capsize=3,
-                    label=f"{labels[t]} ({balance[t]:.0%} of questions)")
-    ax.axhline(0.5, color="k", linewidth=0.8)
-    ax.set_xticks(x, [r["signal"] for r in rows], rotation=20)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("AUROC (95% bootstrap CI)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, loc="lower left")
+    draw_auroc(ax, as_report(rows, balance, questions), title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def redraw(model: str, png: str | None) -> None:
+    """The picture again from the committed results file alone (to ``png``, or where the run drew it)."""
+    import json
+    from pathlib import Path
+
+    name = "select_signal_auroc" if model == "testbed" else f"select_signal_auroc_{model}"
+    r = json.loads((Path(__file__).resolve().parent / "results" / f"{name}.json").read_text())["result"]
+    path = png or r["args"]["png"]
+    balance = {"wrong_majority": r["wrong_majority_share"], "zero_variance": r["zero_variance_share"]}
+    title = f"{model}: {r['questions']} questions x {r['args']['samples']} samples, mean pass rate {r['mean_pass_rate']:.3f}"
+    draw(r["signals"], balance, r["questions"], title, path)
+    print(path)
 
 
 def main() -> None:
@@ -71,13 +95,17 @@ def main() -> None:
     ap.add_argument("--boot", type=int, default=2000)
     ap.add_argument("--png", default=None, help="draw the AUROCs here")
     ap.add_argument("--no-save", action="store_true", help="print the table only")
+    ap.add_argument("--redraw", action="store_true", help="draw the picture from --model's results file only")
     a = ap.parse_args()
+    if a.redraw:
+        return redraw(a.model, a.png)
 
     import pyarrow.parquet as pq
     import torch
 
     from devenus.select.config import MODEL_SIGNALS, load_config
     from devenus.select.stages import SelectionRun, run_generate, run_score
+    from devenus.select.report import auroc_note
     from devenus.select.stages.score import read_questions
     from devenus.signals import auroc_interval
 
@@ -120,12 +148,13 @@ def main() -> None:
         row = {"signal": s}
         for t, pos in y.items():
             auc, lo, hi = auroc_interval(u, pos, boot=a.boot)
-            row[t] = {"auroc": auc, "ci95": [lo, hi]}
+            note = auroc_note(u, pos)
+            row[t] = {"auroc": auc, "ci95": [lo, hi], **({"note": note} if note else {})}
         rows.append(row)
         print(f"{s:<16} " + "  ".join(f"{row[t]['auroc']:6.3f} [{row[t]['ci95'][0]:.3f}, {row[t]['ci95'][1]:.3f}]"
                                       .rjust(28) for t in y))
     if a.png:
-        draw(rows, balance, f"{a.model}: {n} questions x {a.samples} samples, mean pass rate {p.mean():.3f}", a.png)
+        draw(rows, balance, n, f"{a.model}: {n} questions x {a.samples} samples, mean pass rate {p.mean():.3f}", a.png)
         print(a.png)
     if not a.no_save:
         from _results import write_result

@@ -9,7 +9,7 @@ import torch
 
 from devenus.generate import Sampling
 from devenus.generate.hf import HFBackend, prompt_text
-from devenus.select.generate import StageGenerator
+from devenus.select.stages.generate import StageGenerator
 from devenus.select.score import forward_signals
 from test_signals_hidden_ref import coe_reference, kinetics_reference
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from devenus.select.config import load_config
-from devenus.select.generate.ray_data import _actor_config, gpu_less_actors_error
+from devenus.select.stages.sharded import _actor_config, gpu_less_actors_error
 
 
 @pytest.mark.parametrize("actors, actor_gpus, cluster_gpus, refused", [
@@ -34,7 +34,7 @@ def test_actors_get_absolute_paths_and_the_same_config(tmp_path, monkeypatch):
     d = _actor_config(cfg)
     assert d["out"] == str(tmp_path / "runs" / "a") and d["pool"] == str(pool)
     assert os.path.isabs(d["out"]) and os.path.isabs(d["pool"])
-    from devenus.select.generate.ray_data import _flatten
+    from devenus.select.stages.sharded import _flatten
 
     back = load_config(None, _flatten(d))  # what an actor loads: the same settings
     assert back.generate == cfg.generate and back.score == cfg.score and back.route == cfg.route

@@ -16,7 +16,7 @@ import pytest
 
 from devenus.generate import Sample, Sampling
 from devenus.generate.vllm import INSTALL_HINT, VLLMBackend, VLLMUnavailable, request_seed, to_samples
-from devenus.select.generate import StageGenerator
+from devenus.select.stages.generate import StageGenerator
 
 EOS = 2
 
@@ -37,8 +37,8 @@ class RequestOutput:  # vllm.RequestOutput's
 
 
 def test_importing_selection_never_imports_vllm():
-    code = ("import sys, devenus.select, devenus.select.generate, devenus.generate, devenus.generate.vllm, "
-            "devenus.select.stages, devenus.select.generate.ray_data, devenus.select.cli; "
+    code = ("import sys, devenus.select, devenus.select.stages.generate, devenus.generate, devenus.generate.vllm, "
+            "devenus.select.stages, devenus.select.stages.sharded, devenus.select.cli; "
             "from devenus.select.config import load_config; load_config(None, {'generate.generator': 'vllm'}); "
             "print('vllm' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -204,7 +204,7 @@ def test_the_generate_stage_writes_the_same_table_for_either_generator(fake_vllm
 
 
 def test_vllm_is_chosen_from_the_config_and_ray_actors_get_gpus(fake_vllm, monkeypatch, tmp_path):
-    import devenus.select.generate.ray_data as rd
+    import devenus.select.stages.sharded as rd
     from devenus.select.config import load_config
     from devenus.select.run import SelectionRun
     from devenus.select.stages.generate import make_generator, run_generate

@@ -20,7 +20,7 @@ from fractions import Fraction
 import pytest
 
 from devenus.verify import ExtractConfig, Verifier, extract_answer, grade, normalize
-from devenus.verify.equivalence import _default_config
+from devenus.verify.config import default_config
 from devenus.verify.normalize import is_list, values_agree
 
 # (class, kind, prediction or response, gold, ours, mv)
@@ -378,7 +378,7 @@ def test_options_reach_the_default_verifier_from_the_environment(monkeypatch, en
     an option reaches every one of them (Ray workers inherit the launching environment)."""
     for k, val in env.items():
         monkeypatch.setenv(k, val)
-    assert getattr(_default_config(), field) == value
+    assert getattr(default_config(), field) == value
 
 
 @pytest.mark.parametrize(
@@ -387,7 +387,7 @@ def test_options_reach_the_default_verifier_from_the_environment(monkeypatch, en
 def test_bad_option_values_name_the_variable(monkeypatch, var, raw):
     monkeypatch.setenv(var, raw)
     with pytest.raises(ValueError, match=var):
-        _default_config()
+        default_config()
 
 
 def test_a_sentence_is_cut_to_its_answer_only_within_the_length_limit():

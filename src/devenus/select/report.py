@@ -38,14 +38,26 @@ def auroc_note(u: np.ndarray, wrong: np.ndarray, what: tuple[str, str, str] = ("
                 f"{what[1] if wrong.all() else what[2]})")
     spread, distinct = signal_spread(u)
     if distinct < 2:
-        return "constant signal: every question has the same value (0.5 is the ties' value, not a ranking)"
+        return f"{CONSTANT}: every question has the same value (0.5 is the ties' value, not a ranking)"
     return None
 
 
+#: how :func:`auroc_note` begins for a signal that does not vary: it ranks nothing, so it has no AUROC
+CONSTANT = "constant signal"
+
+
+def auroc_mark(s: dict[str, Any], key: str = "auroc_wrong_majority") -> str | None:
+    """What stands instead of an AUROC that says nothing: ``constant`` (the signal does not vary; the 0.5 in
+    ``report.json`` is the ties' value), ``undefined`` (NaN); None for a real AUROC."""
+    if (s.get("note") or "").startswith(CONSTANT):
+        return "constant"
+    return None if np.isfinite(s[key]) else "undefined"
+
+
 def _auroc_text(s: dict[str, Any], key: str = "auroc_wrong_majority") -> str:
-    a, (lo, hi) = s[key], s["ci95"]
-    if not np.isfinite(a):
+    if auroc_mark(s, key):
         return s.get("note", "undefined")
+    a, (lo, hi) = s[key], s["ci95"]
     text = f"{a:6.3f}  [{lo:.3f}, {hi:.3f}]"
     return f"{text}  ({s['note']})" if s.get("note") else text
 
@@ -171,19 +183,8 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
             ax.axvline(x, color="k", linestyle=style, label=label)
         ax.legend(fontsize=8)
         paths.append(_save(plt, fig, out / f"calibration_{name}.png"))
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    names = list(sig)
-    aucs = [sig[k]["auroc_wrong_majority"] for k in names]
-    err = np.array([[a - sig[k]["ci95"][0], sig[k]["ci95"][1] - a] for k, a in zip(names, aucs)]).T
-    ax.bar(names, aucs, yerr=err, capsize=3)
-    for i, k in enumerate(names):  # a NaN bar is drawn as nothing: say so where it would be
-        if not np.isfinite(aucs[i]):
-            ax.text(i, 0.05, "undefined", rotation=90, ha="center", va="bottom", fontsize=7)
-    ax.axhline(0.5, color="k", linewidth=0.8)
-    ax.set_ylabel("AUROC for a wrong majority")
-    ax.set_ylim(0, 1)
-    ax.tick_params(axis="x", rotation=30)
-    ax.set_title(f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9)
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    draw_auroc(ax, rep)
     paths.append(_save(plt, fig, out / "auroc.png"))
     if routing.get("counts"):
         fig, ax = plt.subplots(figsize=(4.5, 3))
@@ -191,6 +192,51 @@ def draw(rep: dict[str, Any], out: Path) -> list[Path]:
         ax.set_title(f"routing: {routing['selector']} on {routing['signal']}", fontsize=9)
         paths.append(_save(plt, fig, out / "routing.png"))
     return paths
+
+
+def auroc_bars(rep: dict[str, Any]) -> list[tuple[str, float, list[dict[str, Any]]]]:
+    """The AUROC picture's data: per target (``wrong majority``, ``zero-variance group``) its label, the share
+    of questions it holds, and per signal ``{"signal", "auroc", "ci95", "mark"}`` (the AUROC NaN where a
+    :func:`auroc_mark` stands instead: a constant signal has no bar, not one at 0.5)."""
+    nan = float("nan")
+    out = []
+    # (label, the share's key in the report, where a signal's entry is: itself or a sub-entry, the AUROC's key)
+    for label, share, sub, key in (("wrong majority", "wrong_majority_share", None, "auroc_wrong_majority"),
+                                   ("zero-variance group", "zero_variance_share", "zero_variance", "auroc")):
+        bars = []
+        for name, s in rep["signals"].items():
+            e = s if sub is None else s[sub]
+            mark = auroc_mark(e, key)
+            bars.append({"signal": name, "auroc": nan if mark else e[key], "ci95": [nan, nan] if mark else e["ci95"],
+                         "mark": mark})
+        out.append((label, rep.get(share, nan), bars))
+    return out
+
+
+def draw_auroc(ax, rep: dict[str, Any], title: str | None = None) -> None:
+    """Each signal's AUROC for a wrong majority and, beside it, for a zero-variance group, with their 95%
+    intervals; ``constant`` or ``undefined`` written where an AUROC that says nothing would stand. ``title``:
+    default, the question count and the truth."""
+    width = 0.38
+    targets = auroc_bars(rep)
+    x = np.arange(len(rep["signals"]))
+    for j, (label, share, bars) in enumerate(targets):
+        pos = x + (j - 0.5) * width
+        a = np.array([b["auroc"] for b in bars])
+        ci = np.array([b["ci95"] for b in bars])
+        ax.bar(pos, a, width, yerr=[a - ci[:, 0], ci[:, 1] - a], capsize=2, color=f"C{j}",
+               label=f"{label} ({share:.0%} of questions)")
+        for p, b in zip(pos, bars):
+            if b["mark"]:
+                ax.text(p, 0.03, b["mark"], rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.axhline(0.5, color="k", linewidth=0.8)
+    ax.set_xticks(x, list(rep["signals"]), rotation=30, ha="right", rotation_mode="anchor")
+    ax.set_xlim(-0.6, len(x) - 0.4)  # a bar-less signal at the end keeps its room (NaN bars set no limits)
+    ax.set_ylabel("AUROC (95% bootstrap CI)")
+    ax.set_ylim(0, 1)
+    # above the bars (an AUROC and its interval reach 1): the title sits over the legend
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    ax.set_title(title or f"{rep['questions']} questions, truth: {rep['truth']}", fontsize=9, pad=18)
 
 
 def _save(plt, fig, path: Path) -> Path:

@@ -1,16 +1,46 @@
 """The generate stage: G sampled responses per pool question, one Parquet shard per ``shard_size`` questions
 (``<out>/generate/shard-*.parquet``: ``index``, ``sample``, ``response_ids``, ``response``, ``truncated``,
-``n_tokens``), by the configured generator (``generate.generator``)."""
+``n_tokens``), by the configured backend of :mod:`devenus.generate` (``generate.generator``: ``hf`` on the CPU,
+the default; ``vllm`` on GPUs), sample ``j`` of a question drawn from ``(generate.seed, its key, j)`` only."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
+from devenus.generate import Backend, Sample, Sampling, make_backend
 from devenus.select.config import SelectConfig
-from devenus.select.generate import make_generator
 from devenus.select.run import SelectionRun
 from devenus.select.shards import Stage, write_table
 from devenus.select.stages.sharded import run_sharded
+
+
+class StageGenerator:
+    """A backend with the stage's G and sampling bound: ``generate(prompts, keys)``; ``close()`` releases what
+    the backend holds (a vLLM engine)."""
+
+    def __init__(self, backend: Backend, samples: int, sampling: Sampling):
+        self.backend, self.samples, self.sampling = backend, samples, sampling
+
+    def generate(self, prompts: Sequence[list[dict]], keys: Sequence[str]) -> list[list[Sample]]:
+        return self.backend.generate(prompts, keys, self.samples, self.sampling)
+
+    def close(self) -> None:
+        getattr(self.backend, "close", lambda: None)()
+
+
+def make_generator(cfg, model=None) -> StageGenerator:
+    """The configured generator (``generate.generator``, a name in :data:`devenus.generate.BACKENDS`).
+    ``model``: an HF ``(model, tokenizer)`` pair or a loader of one (the HF backend only; vLLM loads the model
+    folder itself, so no HF copy of the model is loaded for it)."""
+    from devenus.sources import load_model, resolve_model
+
+    g = cfg.generate
+    pair = model if model is not None else (lambda: load_model(g.model))
+    backend = make_backend(g.generator, resolve_model(g.model), model=pair, batch_size=g.batch_size, seed=g.seed,
+                           gpu_memory_utilization=g.gpu_memory_utilization,
+                           tensor_parallel_size=g.tensor_parallel_size, max_model_len=g.max_model_len)
+    return StageGenerator(backend, g.samples, Sampling(g.temperature, g.top_p, g.max_new_tokens, g.seed))
 
 
 def generate_shard(gen, part: list[dict], path: Path) -> int:

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 from devenus.config.overrides import last_value
 from devenus.runs.launch import runtime_env_override
-from devenus.verify.equivalence import VERIFY_ENV
+from devenus.verify.config import VERIFY_ENV
 
 PLUGIN_MODULE = "devenus.adapters.verl.cpu.plugin"
 BACKENDS = ("auto", "cpu", "gpu")
