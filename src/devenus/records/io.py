@@ -33,8 +33,7 @@ def normalize_rows(rows: Any) -> tuple[list[dict[str, Any]], Any]:
     to every row; a non-null ``simulation`` gets every simulation key. Returns (rows, pyarrow schema).
     The input rows are not modified.
     """
-    filled, schema, _ = layout(as_rows(rows))
-    return filled, schema
+    return layout(as_rows(rows))
 
 
 def records_to_table(rows: Any, *, validate: bool = True):

@@ -382,6 +382,8 @@ class _Checker:
 # ---------------------------------------------------------------------------------------------------
 #: how the issue of a row pyarrow cannot store begins
 STORE_REFUSED = "cannot be stored in a records table"
+#: rows read back from a table at a time to compare them with the rows it was built from
+_READ_BACK_ROWS = 4096
 #: what pyarrow raises for a value it cannot convert to a column's type
 _ARROW_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, OverflowError, AttributeError)
 
@@ -443,51 +445,67 @@ def _path(group: str | None, name: str) -> str:
     return name if group is None else f"{group}.{name}"
 
 
-def layout(rows: list[Any]) -> tuple[list[dict[str, Any]], Any, dict[str, tuple[str, int]]]:
-    """``(filled rows, schema, free types)``: every row with every struct filled to one key set
-    (missing keys None; a value that is not a row is an empty row), the records schema of them, and
-    each free-form field's first category and row."""
+def _schema(rows: list[Any]) -> tuple[Any, dict[str, tuple[str, int]]]:
+    """The records schema of ``rows`` and each free-form field's first category and row."""
     free = _free_fields(rows)
     types = {g: {n: _infer_type(_path(g, n), e[2]) for (gg, n), e in free.items() if gg == g}
              for g in (EXTRA_INFO, SIMULATION, None)}
     schema = records_schema(types[EXTRA_INFO], types[SIMULATION], types[None])
+    return schema, {_path(g, n): (e[0], e[1]) for (g, n), e in free.items() if e[0] is not None}
+
+
+def layout(rows: list[Any]) -> tuple[list[dict[str, Any]], Any]:
+    """``(filled rows, schema)``: every row with every struct filled to one key set (missing keys
+    None; a value that is not a row is an empty row), and the records schema of them."""
+    schema = _schema(rows)[0]
     keys = {g: [f.name for f in schema.field(g).type] for g in (EXTRA_INFO, SIMULATION)}
     filled = []
     for r in rows:
-        if not isinstance(r, Mapping):
-            filled.append({})
-            continue
         n = {}
-        for name in schema.names:
+        for name in schema.names if isinstance(r, Mapping) else ():
             v = to_python(r.get(name))
             if name in keys and isinstance(v, Mapping):
                 v = {k: v.get(k) for k in keys[name]}
             n[name] = v
         filled.append(n)
-    return filled, schema, {_path(g, n): (e[0], e[1]) for (g, n), e in free.items() if e[0] is not None}
+    return filled, schema
 
 
 def _same(a: Any, b: Any) -> bool:
     """Whether ``b``, read back from a table, is ``a`` as it went in: the same types (a tuple reads back
     as a list; a NaN as a NaN) and keys (a key ``a`` lacks reads back as None)."""
-    if isinstance(a, Mapping):
-        return (isinstance(b, dict) and all(k in b and _same(v, b[k]) for k, v in a.items())
-                and all(v is None for k, v in b.items() if k not in a))
-    if isinstance(a, (list, tuple)):
-        return isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
-    return type(a) is type(b) and (a == b or (a != a and b != b))
+    t = type(a)
+    if t is str or t is int or t is bool or t is float:  # (the common leaves first: this runs per value)
+        return type(b) is t and (a == b or (a != a and b != b))
+    if a is None:
+        return b is None
+    if t is dict or isinstance(a, Mapping):
+        if type(b) is not dict:
+            return False
+        for k, v in a.items():
+            if k not in b or not _same(v, b[k]):
+                return False
+        return len(b) == len(a) or all(v is None for k, v in b.items() if k not in a)
+    if t is list or t is tuple:
+        if type(b) is not list or len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not _same(x, y):
+                return False
+        return True
+    return t is type(b) and (a == b or (a != a and b != b))
 
 
-def _refused_rows(filled: list[dict[str, Any]], schema) -> dict[int, str]:
+def _refused_rows(rows: list[Any], schema) -> dict[int, str]:
     """The rows pyarrow cannot convert to ``schema`` (found by halving), each with pyarrow's reason."""
     import pyarrow as pa
 
     refused: dict[int, str] = {}
-    todo = [(0, len(filled))]
+    todo = [(0, len(rows))]
     while todo:
         lo, hi = todo.pop()
         try:
-            pa.Table.from_pylist(filled[lo:hi], schema=schema)
+            pa.Table.from_pylist(rows[lo:hi], schema=schema)
         except (pa.ArrowException, *_ARROW_ERRORS) as exc:
             if hi - lo == 1:
                 refused[lo] = str(exc)
@@ -497,10 +515,12 @@ def _refused_rows(filled: list[dict[str, Any]], schema) -> dict[int, str]:
     return refused
 
 
-def _refused_field(row: dict[str, Any], schema) -> str:
+def _refused_field(row: Any, schema) -> str:
     """The first column of a refused row that pyarrow cannot convert."""
     import pyarrow as pa
 
+    if not isinstance(row, Mapping):
+        return "<row>"
     for f in schema:
         try:
             pa.array([row.get(f.name)], f.type)
@@ -520,19 +540,25 @@ def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
     import pyarrow as pa
 
     rows = as_rows(rows)
-    filled, schema, free = layout(rows)
+    schema, free = _schema(rows)
+    # (the rows as they are: pyarrow fills a missing key with null, and the read-back check below
+    # names whatever it converts)
     try:
-        table = pa.Table.from_pylist(filled, schema=schema)
+        table = pa.Table.from_pylist(rows, schema=schema)
         refused: dict[int, str] = {}
     except (pa.ArrowException, *_ARROW_ERRORS):
-        refused = _refused_rows(filled, schema)
+        refused = _refused_rows(rows, schema)
+        stand_in = list(rows)
         for i in refused:
-            extra = rows[i].get(EXTRA_INFO)
+            extra = rows[i].get(EXTRA_INFO) if isinstance(rows[i], Mapping) else None
             key = extra.get("index") if isinstance(extra, Mapping) else None
-            filled[i] = {EXTRA_INFO: {"index": key}} if isinstance(key, str) else {}
-        table = pa.Table.from_pylist(filled, schema=schema)
-    flagged = np.fromiter((i in refused or not _same(r, b) for i, (r, b) in enumerate(zip(rows, table.to_pylist()))),
-                          dtype=bool, count=len(rows))
+            stand_in[i] = {EXTRA_INFO: {"index": key}} if isinstance(key, str) else {}
+        table = pa.Table.from_pylist(stand_in, schema=schema)
+    flagged = np.zeros(len(rows), dtype=bool)
+    for start in range(0, len(rows), _READ_BACK_ROWS):  # (read back a slice at a time: one copy of a slice in memory)
+        back = table.slice(start, _READ_BACK_ROWS).to_pylist()
+        flagged[start:start + len(back)] = [not _same(r, b) for r, b in zip(rows[start:start + len(back)], back)]
+    flagged[list(refused)] = True
     issues = _table_issues(table, flagged, rows, free)
     named = {i.row for i in issues}
     for i, reason in refused.items():

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..io import check_input
 from ..schema import EXTRA_INFO
-from ..validate import Issue, RecordError, to_python, validate_rows
+from ..validate import Issue, RecordError, find_table_issues, to_python, validate_rows
 from ..versions import Refusal
 from . import columns
 from .build import ImportOptions, VerlPlan, build_record, build_verl_record
@@ -173,10 +173,16 @@ class _Pipeline:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if all(not isinstance(p, list) for p in parts) and not self.as_rows:
+        if all(not isinstance(p, list) for p in parts):
             out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
             labeled = pc.sum(pc.struct_field(out.column(EXTRA_INFO), "labeled")).as_py() or 0
             n = out.num_rows
+            if self.validate:  # (checked as the table it is, before it becomes rows)
+                issues = find_table_issues(out)
+                if issues:
+                    raise RecordError(issues)
+            if self.as_rows:
+                out = out.to_pylist()
         else:
             out = [r for p in parts for r in (p if isinstance(p, list) else p.to_pylist())]
             if self.validate:
