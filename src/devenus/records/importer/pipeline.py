@@ -78,6 +78,20 @@ class ImportSummary:
         return text
 
 
+def _value_columns(values: list) -> dict[str, Any]:
+    """:class:`~.build.Values` of records as the columns :func:`~.columns.records_table` takes."""
+    import pyarrow as pa
+
+    string = pa.string()
+    cols = {"qs": pa.array([v.question for v in values], string), "targets": pa.array([v.target for v in values], string),
+            "difficulty": pa.array([v.difficulty for v in values], pa.int64()),
+            "family": pa.array([v.family for v in values], string), "index": pa.array([v.key for v in values], string),
+            "content": pa.array([v.content for v in values], string)}
+    if values[0].choices is not None:
+        cols["choices"] = pa.array([v.choices for v in values], pa.list_(string))
+    return cols
+
+
 class _Restart(Exception):
     """The whole input's field map differs from the one its first chunk gave: convert again with it."""
 
@@ -145,7 +159,10 @@ class _Pipeline:
         return self.dedupe.repeat(q.strip(), target, rec.where)
 
     def _convert(self, chunk: Chunk) -> tuple[Any, list[int]]:
-        """One chunk's rows (a records table where :func:`fast_rows` made them) and each one's record number."""
+        """One chunk's rows (a records table; row dicts for verl's layout) and each one's record number:
+        column-wise where :func:`~.columns.fast_rows` settles the chunk, else record by record
+        (:func:`~.build.build_record`'s values, built into the table by the same
+        :func:`~.columns.records_table`)."""
         fast = columns.fast_rows(chunk, self.fields, self.opts, self.keys, self.dedupe)
         if fast is not None:
             table, hidden, pos = fast
@@ -163,10 +180,14 @@ class _Pipeline:
             elif o.refusal is not None:
                 self.refusals.append(o.refusal)
             elif not self.issues:  # once the import has failed, only errors are still collected
-                out.append(o.row)
+                out.append(o.row if o.row is not None else o.values)
                 pos.append(rec.pos)
                 self.hidden += o.hidden
-        return out, pos
+        if self.fields.from_verl or not out or self.issues:
+            return out, pos
+        table, hidden = columns.records_table(self.opts, _value_columns(out), choice=bool(self.fields.choices))
+        self.hidden += hidden
+        return table, pos
 
     def _batch(self, parts: list) -> Any:
         """One batch for stage 5 from the parts of consecutive chunks (rows or records tables)."""
