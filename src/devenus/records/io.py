@@ -21,19 +21,16 @@ from .schema import (
     SIMULATION_FIELDS,
     records_schema,
 )
-from .validate import STORE_REFUSED, Issue, RecordError, as_rows, find_table_issues, layout, rows_table, to_python
+from .validate import STORE_REFUSED, Issue, RecordError, find_table_issues, rows_table, to_python
 
 _KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
 
 
 def normalize_rows(rows: Any) -> tuple[list[dict[str, Any]], Any]:
-    """Rows with every struct filled to one key set (missing keys -> None), and their schema.
-
-    Standard ``extra_info`` keys are always present; extra metadata keys found in any row are added
-    to every row; a non-null ``simulation`` gets every simulation key. Returns (rows, pyarrow schema).
-    The input rows are not modified.
-    """
-    return layout(as_rows(rows))
+    """Rows with every struct filled to one key set (missing keys -> None), and their schema: the rows
+    of :func:`records_to_table` (not validated) read back. The input rows are not modified."""
+    table = records_to_table(rows, validate=False)
+    return table.to_pylist(), table.schema
 
 
 def records_to_table(rows: Any, *, validate: bool = True):

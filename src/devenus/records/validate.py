@@ -454,23 +454,6 @@ def _schema(rows: list[Any]) -> tuple[Any, dict[str, tuple[str, int]]]:
     return schema, {_path(g, n): (e[0], e[1]) for (g, n), e in free.items() if e[0] is not None}
 
 
-def layout(rows: list[Any]) -> tuple[list[dict[str, Any]], Any]:
-    """``(filled rows, schema)``: every row with every struct filled to one key set (missing keys
-    None; a value that is not a row is an empty row), and the records schema of them."""
-    schema = _schema(rows)[0]
-    keys = {g: [f.name for f in schema.field(g).type] for g in (EXTRA_INFO, SIMULATION)}
-    filled = []
-    for r in rows:
-        n = {}
-        for name in schema.names if isinstance(r, Mapping) else ():
-            v = to_python(r.get(name))
-            if name in keys and isinstance(v, Mapping):
-                v = {k: v.get(k) for k in keys[name]}
-            n[name] = v
-        filled.append(n)
-    return filled, schema
-
-
 def _same(a: Any, b: Any) -> bool:
     """Whether ``b``, read back from a table, is ``a`` as it went in: the same types (a tuple reads back
     as a list; a NaN as a NaN) and keys (a key ``a`` lacks reads back as None)."""
