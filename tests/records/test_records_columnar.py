@@ -118,6 +118,19 @@ def test_column_checks_name_each_row_they_flag():
         (4, "extra_info.index", "expected a unique key, found a duplicate of row 1")]
 
 
+def test_a_single_row_named_whole_gets_the_issues_the_column_rules_find():
+    # one row skips the column rules (the checker names it whole): the same issues as in a table
+    many = find_table_issues(table_of(_bad_rows()))
+    named = 0
+    for i, r in enumerate(_bad_rows()):
+        if i in (8, 10):
+            continue  # (duplicates need the other rows)
+        one = [(x.field, x.message) for x in find_issues([r])]
+        assert one == [(x.field, x.message) for x in many if x.row == i], i
+        named += bool(one)
+    assert named == 11
+
+
 def test_layouts_the_columns_do_not_cover_are_checked_as_rows():
     t = table_of(rows(3)).drop_columns(["ability"])
     assert not covered(t.schema)

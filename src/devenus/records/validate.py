@@ -382,6 +382,9 @@ class _Checker:
 # ---------------------------------------------------------------------------------------------------
 #: how the issue of a row pyarrow cannot store begins
 STORE_REFUSED = "cannot be stored in a records table"
+#: up to this many rows (one: make_row, relabel), a table's rows are all named by the checker (the column
+#: rules would only pick which, at a fixed cost of about 5 ms)
+_FEW_ROWS = 1
 #: rows read back from a table at a time to compare them with the rows it was built from
 _READ_BACK_ROWS = 4096
 #: what pyarrow raises for a value it cannot convert to a column's type
@@ -687,7 +690,8 @@ def find_table_issues(table) -> list[Issue]:
 
 
 def _table_issues(table, flagged=None, rows: list | None = None, free: dict | None = None) -> list[Issue]:
-    """The column rules over ``table`` (a layout :func:`covered` accepts, else every row is flagged);
+    """The column rules over ``table`` (a layout :func:`covered` accepts, of more than
+    :data:`_FEW_ROWS` rows; else every row is flagged);
     the rows they flag, and those ``flagged`` names, are named by :class:`_Checker` from ``rows`` (the
     values the table was built from; default: the table's own), with the free-form fields' first
     categories ``free``."""
@@ -697,7 +701,7 @@ def _table_issues(table, flagged=None, rows: list | None = None, free: dict | No
     n = table.num_rows
     if n == 0:
         return []
-    if covered(table.schema):
+    if covered(table.schema) and n > _FEW_ROWS:
         table = table.combine_chunks()
         col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
                for name in table.column_names}
@@ -712,7 +716,7 @@ def _table_issues(table, flagged=None, rows: list | None = None, free: dict | No
         for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
             bad |= _np(mask)
         seen = _flag_duplicates(index, index_blank, bad)
-    else:
+    else:  # (few rows: each is named whole, which costs less than the column rules' fixed cost)
         bad, seen = np.ones(n, dtype=bool), {}
     at = np.flatnonzero(bad)
     if not at.size:
