@@ -9,7 +9,7 @@ violation of one row: its position and key, the field, what was expected and wha
 Rows in memory (dicts, or a DataFrame) become a table once (:func:`rows_table`, with the explicit
 records schema) and are checked by the same column rules. Arrow's conversion to that schema would
 coerce what the contract refuses (``3.5`` into an int column is ``3``, bytes into a string column are
-text, a str into a list column is a one-element list, a key a struct does not have is dropped), so a
+text, a str into a list column a list of its characters, a key a struct does not have is dropped), so a
 row whose values do not read back from the table as they went in is flagged too, and every flagged
 row is named from its own values.
 """
