@@ -78,11 +78,11 @@ def test_import_command_id_field_none(tmp_path):
 def _mixed(tmp_path, n=20):
     """n rows from two sources, every third one unlabeled, as a records file."""
     from devenus.records import make_row, write_records
-    from devenus.records.labels import hide_row
+    from devenus.records.labels import hide_labels
 
     rows = [make_row(data_source="t", index=f"{'a' if i % 2 else 'b'}/{i}", source="a" if i % 2 else "b",
                      question=f"What is {i} + 1?", ground_truth=str(i + 1)) for i in range(n)]
-    rows = [hide_row(r) if i % 3 == 0 else r for i, r in enumerate(rows)]
+    rows = [hide_labels([r], 0.0)[0] if i % 3 == 0 else r for i, r in enumerate(rows)]
     return write_records(rows, tmp_path / "mixed.parquet")
 
 

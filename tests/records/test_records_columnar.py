@@ -100,28 +100,46 @@ def _bad_rows():
     return rs
 
 
-def test_column_checks_find_what_the_row_checker_finds():
+def test_column_checks_name_each_row_they_flag():
     t = table_of(_bad_rows())
-    want = find_issues(t.to_pylist())
-    assert len(want) >= 14
-    assert find_table_issues(t) == want
+    got = [(i.row, i.field) for i in find_table_issues(t)]
+    assert got == [(0, "data_source"), (1, "prompt"), (2, "prompt[0].role"), (2, "prompt[0].content"), (2, "prompt"),
+                   (3, "reward_model.style"), (5, "extra_info.label_source"), (6, "reward_model.ground_truth"),
+                   (7, "reward_model.ground_truth"), (8, "extra_info.index"), (9, "simulation.noise"),
+                   (10, "extra_info.index"), (11, "extra_info.split"), (12, "prompt"), (13, "ability")]
+    assert find_issues(_bad_rows()) == find_table_issues(t)  # rows in memory: the same table, the same issues
     assert find_table_issues(table_of(rows(20))) == []
     # a duplicate whose first occurrence breaks a rule too: the checker still names that row
     rs = rows(5)
     rs[1]["ability"] = " "
     rs[4]["extra_info"]["index"] = "t/1"
-    t = table_of(rs)
-    assert find_table_issues(t) == find_issues(t.to_pylist())
-    assert any("duplicate of row 1" in i.message for i in find_table_issues(t))
+    assert [(i.row, i.field, i.message) for i in find_table_issues(table_of(rs))] == [
+        (1, "ability", "expected a non-empty str, found str ' '"),
+        (4, "extra_info.index", "expected a unique key, found a duplicate of row 1")]
 
 
-def test_layouts_the_columns_do_not_cover_take_the_row_checker():
+def test_a_single_row_named_whole_gets_the_issues_the_column_rules_find():
+    # one row skips the column rules (the checker names it whole): the same issues as in a table
+    many = find_table_issues(table_of(_bad_rows()))
+    named = 0
+    for i, r in enumerate(_bad_rows()):
+        if i in (8, 10):
+            continue  # (duplicates need the other rows)
+        one = [(x.field, x.message) for x in find_issues([r])]
+        assert one == [(x.field, x.message) for x in many if x.row == i], i
+        named += bool(one)
+    assert named == 11
+
+
+def test_layouts_the_columns_do_not_cover_are_checked_as_rows():
     t = table_of(rows(3)).drop_columns(["ability"])
     assert not covered(t.schema)
-    assert find_table_issues(t) == find_issues(t.to_pylist()) and find_table_issues(t)
+    assert [(i.row, i.field, i.message) for i in find_table_issues(t)] == [(i, "ability", "missing") for i in range(3)]
     t = table_of(rows(3))
     t = t.set_column(t.schema.get_field_index("data_source"), "data_source", pa.array([1, 2, 3]))
-    assert not covered(t.schema) and find_table_issues(t) == find_issues(t.to_pylist())
+    assert not covered(t.schema)
+    assert [(i.row, i.field) for i in find_table_issues(t)] == [(i, "data_source") for i in range(3)]
+    assert all("expected a non-empty str, found int" in i.message for i in find_table_issues(t))
 
 
 def test_writer_errors_are_the_same_for_a_table(tmp_path):

@@ -307,6 +307,71 @@ def test_validate_rejects_other_inputs():
         validate_rows("not rows")
 
 
+# --- rows in memory become a table once: what pyarrow would coerce is still named ---------------------
+def _with(i, path, value, **kw):
+    r = row(i, **kw)
+    target = r
+    for p in path[:-1]:
+        target = target[p]
+    target[path[-1]] = value
+    return r
+
+
+@pytest.mark.parametrize("path, value, expected", [
+    (("extra_info", "difficulty"), 3.5, "a int or None"),  # pyarrow: 3
+    (("extra_info", "difficulty"), 3.0, "a int or None"),  # pyarrow: 3
+    (("extra_info", "index"), b"toy/1", "a non-empty str"),  # pyarrow: the text
+    (("reward_model", "ground_truth"), b"2", "a str"),
+    (("prompt", 0, "content"), b"What is 1+1?", "a non-empty str"),
+    (("extra_info", "labeled"), 1, "a bool"),  # pyarrow refuses: the row stands empty in the table
+    (("extra_info", "family"), ["a"], "a str or None"),
+    (("data_source",), True, "a non-empty str"),
+])
+def test_values_pyarrow_would_coerce_are_refused_by_row_and_field(path, value, expected):
+    rows = [row(0), _with(1, path, value), row(2)]
+    err = issues_of(rows)
+    field = ".".join(f"[{p}]" if isinstance(p, int) else p for p in path).replace(".[", "[")
+    assert [(i.row, i.key, i.field) for i in err.issues] == [(1, "toy/1" if path[-1] != "index" else None, field)], str(err)
+    assert f"expected {expected}" in err.issues[0].message and repr(value) in err.issues[0].message
+
+
+def test_a_str_where_a_list_was_is_named_not_wrapped():
+    a = row(0, extra={"tags": ["x", "y"]})
+    b = row(1, extra={"tags": "z"})  # pyarrow would store ["z"]
+    err = issues_of([a, b])
+    assert [(i.row, i.field) for i in err.issues] == [(1, "extra_info.tags")]
+    assert "expected list (as in row 0" in err.issues[0].message
+
+
+def test_a_key_a_struct_lacks_is_named_not_dropped():
+    r = row(0)
+    r["simulation"] = {"hidden_answer": None, "noise": "none"}
+    r["prompt"][0]["weight"] = 1
+    err = issues_of([r])
+    assert [(i.row, i.field) for i in err.issues] == [(0, "prompt[0]")]
+    assert "extra ['weight']" in err.issues[0].message
+
+
+def test_a_value_pyarrow_cannot_store_is_named_even_where_the_contract_allows_it():
+    r = row(1, extra={"difficulty": 2**70}, validate=False)  # an int, but not an int64
+    err = issues_of([row(0), r])
+    assert [(i.row, i.field) for i in err.issues] == [(1, "extra_info")]
+    assert err.issues[0].message.startswith("cannot be stored in a records table")
+
+
+def test_good_rows_become_the_table_they_hold():
+    from devenus.records.validate import rows_table
+
+    rows = [row(0, extra={"difficulty": 2, "tags": ["a"]}), unlabeled(1, simulation={"hidden_answer": "2", "noise": "none"}),
+            row(2, extra={"score": 1}), row(3, extra={"score": 2.5})]
+    table, issues = rows_table(rows)
+    assert issues == [] and table.num_rows == 4
+    back = table.to_pylist()
+    assert back[0]["extra_info"]["tags"] == ["a"] and back[3]["extra_info"]["score"] == 2.5
+    assert back[2]["extra_info"]["score"] == 1.0  # int beside float: one float column, as the contract allows
+    assert back[1]["simulation"] == {"hidden_answer": "2", "noise": "none"}
+
+
 # --- method view -------------------------------------------------------------------------------------
 def test_method_view_excludes_simulation_and_copies():
     r = row(0, simulation={"hidden_answer": "1", "noise": "active"})

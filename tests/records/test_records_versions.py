@@ -86,8 +86,8 @@ def test_streaming_writer_validates_across_batches(tmp_path):
 
 @pytest.mark.parametrize("field, value", [("difficulty", 3.5), ("difficulty", True), ("family", b"algebra")])
 def test_rows_are_checked_before_arrow_could_coerce_them(tmp_path, field, value):
-    # pyarrow writes 3.5 into an int64 column as 3, and bytes into a string column as text: a row dict
-    # is named by the row checker before it becomes a table, so such a row is refused, not rewritten
+    # pyarrow writes 3.5 into an int64 column as 3, and bytes into a string column as text: a row that
+    # does not read back from its table as it went in is named, so such a row is refused, not rewritten
     bad = rows(2)
     bad[1]["extra_info"][field] = value
     with pytest.raises(RecordError, match=f"row 1 .*extra_info.{field}: expected a (int|str) or None"):

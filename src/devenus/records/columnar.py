@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .schema import EXTRA_INFO, EXTRA_INFO_STANDARD, METHOD_COLUMNS, PY_WHITESPACE, SIMULATION, SIMULATION_FIELDS, records_schema
-from .validate import _fields, _is_int, _is_str, _np
+from .validate import _fields, _infer_type, _is_int, _is_str, _np
 
 __all__ = ["PY_WHITESPACE", "change_lines", "conform", "json_values", "table_changes", "table_schema"]
 
@@ -29,10 +29,8 @@ __all__ = ["PY_WHITESPACE", "change_lines", "conform", "json_values", "table_cha
 # the schema normalize_rows would infer
 # ---------------------------------------------------------------------------------------------------
 def _infer(path: str, arr):
-    """The type :func:`devenus.records.io._infer_type` gives the non-null values of ``arr``."""
+    """The type :func:`devenus.records.validate._infer_type` gives the non-null values of ``arr``."""
     import pyarrow as pa
-
-    from .io import _infer_type
 
     t = arr.type
     if arr.null_count == len(arr):

@@ -8,7 +8,6 @@ a crash (or any exception) before the rename leaves an existing file untouched.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,99 +21,32 @@ from .schema import (
     SIMULATION_FIELDS,
     records_schema,
 )
-from .validate import Issue, RecordError, _category, as_rows, find_table_issues, to_python, validate_rows
+from .validate import STORE_REFUSED, Issue, RecordError, find_table_issues, rows_table, to_python
 
 _KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
 
 
-def _infer_type(path: str, values: list[Any]):
-    """pyarrow type of a free-form metadata field from its non-None values."""
-    import pyarrow as pa
-
-    cats = {_category(v) for v in values}
-    if not cats:
-        return pa.string()
-    if cats == {"bool"}:
-        return pa.bool_()
-    if cats == {"int"}:
-        return pa.int64()
-    if cats <= {"int", "float"}:
-        return pa.float64()
-    if cats == {"str"}:
-        return pa.string()
-    try:
-        return pa.array(values).type
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise RecordError([Issue(None, None, path, f"cannot store these values in one Parquet column: {exc}")]) from exc
-
-
 def normalize_rows(rows: Any) -> tuple[list[dict[str, Any]], Any]:
-    """Rows with every struct filled to one key set (missing keys -> None), and their schema.
-
-    Standard ``extra_info`` keys are always present; extra metadata keys found in any row are added
-    to every row; a non-null ``simulation`` gets every simulation key. Returns (rows, pyarrow schema).
-    The input rows are not modified.
-    """
-    rows = [to_python(r) for r in as_rows(rows)]
-    extra_vals: dict[str, list[Any]] = {}
-    sim_vals: dict[str, list[Any]] = {}
-    col_vals: dict[str, list[Any]] = {}
-    for r in rows:
-        for k, v in (r.get(EXTRA_INFO) or {}).items():
-            if k not in EXTRA_INFO_STANDARD:
-                extra_vals.setdefault(k, [])
-                if v is not None:
-                    extra_vals[k].append(v)
-        sim = r.get(SIMULATION)
-        if isinstance(sim, Mapping):
-            for k, v in sim.items():
-                if k not in SIMULATION_FIELDS:
-                    sim_vals.setdefault(k, [])
-                    if v is not None:
-                        sim_vals[k].append(v)
-        for k, v in r.items():
-            if k not in _KNOWN_COLUMNS:
-                col_vals.setdefault(k, [])
-                if v is not None:
-                    col_vals[k].append(v)
-
-    schema = records_schema(
-        {k: _infer_type(f"{EXTRA_INFO}.{k}", v) for k, v in extra_vals.items()},
-        {k: _infer_type(f"{SIMULATION}.{k}", v) for k, v in sim_vals.items()},
-        {k: _infer_type(k, v) for k, v in col_vals.items()},
-    )
-    extra_keys = [f.name for f in schema.field(EXTRA_INFO).type]
-    sim_keys = [f.name for f in schema.field(SIMULATION).type]
-    out = []
-    for r in rows:
-        n = {}
-        for name in schema.names:
-            v = r.get(name)
-            if name == EXTRA_INFO and isinstance(v, Mapping):
-                v = {k: v.get(k) for k in extra_keys}
-            elif name == SIMULATION and isinstance(v, Mapping):
-                v = {k: v.get(k) for k in sim_keys}
-            n[name] = v
-        out.append(n)
-    return out, schema
+    """Rows with every struct filled to one key set (missing keys -> None), and their schema: the rows
+    of :func:`records_to_table` (not validated) read back. The input rows are not modified."""
+    table = records_to_table(rows, validate=False)
+    return table.to_pylist(), table.schema
 
 
 def records_to_table(rows: Any, *, validate: bool = True):
-    """A ``pyarrow.Table`` of ``rows`` (list of dicts or DataFrame) with the explicit records schema.
+    """A ``pyarrow.Table`` of ``rows`` (list of dicts or DataFrame) with the explicit records schema,
+    built once (:func:`~devenus.records.validate.rows_table`).
 
-    With ``validate`` (default) the rows are checked first and a :class:`RecordError` is raised if
-    they break the contract.
+    With ``validate`` (default) a :class:`RecordError` is raised if the rows break the contract;
+    without, only where pyarrow cannot store a row.
     """
-    import pyarrow as pa
-
-    rows = as_rows(rows)
-    if validate:
-        validate_rows(rows)
-    norm, schema = normalize_rows(rows)
-    try:
-        return pa.Table.from_pylist(norm, schema=schema)
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise RecordError(f"cannot build a records table: {exc}") from exc
+    table, issues = rows_table(rows)
+    if validate and issues:
+        raise RecordError(issues)
+    stored = [i for i in issues if i.message.startswith(STORE_REFUSED)]
+    if stored:
+        raise RecordError(f"cannot build a records table: {stored[0]}")
+    return table
 
 
 def _write_parquet(table, fileobj) -> None:

@@ -21,15 +21,13 @@ correct    the same with ``corrected``                             the row is la
 :meth:`.versions.VersionWriter.add_change_lines`), by row and within a row by sorted field path.
 ``why``: a string, or a string array with one entry per row.
 
-Two callers hold one row dict at a time, where a one-row table would cost a thousand times more:
-:func:`relabel` (a transition rule's proposal; ``(row, [Change])`` as :func:`.versions.row_changes`
-lists them) and :func:`hide_row` (a row built unlabeled). Each gives what its table edit gives for
-that row (tested).
+Callers that hold row dicts go through the same edits: :func:`hide_labels` (rows in memory, a
+fraction of them hidden) and :func:`relabel` (one row, a transition rule's proposal) make a table of
+their rows (:func:`.io.records_to_table`) and read the edited rows back.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import heapq
 import os
@@ -45,34 +43,6 @@ class LabelStateError(ValueError):
     """A label edit asked of a row in the wrong state (promoting a labeled row, correcting an unlabeled one)."""
 
 
-# ---------------------------------------------------------------------------------------------------
-# row dicts
-# ---------------------------------------------------------------------------------------------------
-def _copy_label_parts(row: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``row`` whose label structs are copies (the prompt is shared, never mutated)."""
-    r = dict(row)
-    r[REWARD_MODEL] = dict(row[REWARD_MODEL])
-    r[EXTRA_INFO] = dict(row[EXTRA_INFO])
-    return r
-
-
-def hide_row(row: dict[str, Any]) -> dict[str, Any]:
-    """One row as :func:`hide_table` leaves it, without changes: for rows built unlabeled (a pool, a
-    semi-supervised copy in memory), not edited in a version."""
-    r = _copy_label_parts(row)
-    target = r[REWARD_MODEL]["ground_truth"]
-    if target != "":
-        sim = dict(r.get(SIMULATION) or {"noise": "none"})
-        if sim.get("hidden_answer") is None:
-            sim["hidden_answer"] = target
-        sim.setdefault("noise", "none")
-        r[SIMULATION] = sim
-    r[REWARD_MODEL]["ground_truth"] = ""
-    r[EXTRA_INFO]["labeled"] = False
-    r[EXTRA_INFO]["label_source"] = UNLABELED_SOURCE
-    return r
-
-
 def _check_state(key: Any, labeled: Any, edit: str) -> None:
     want = edit == CORRECTED
     if bool(labeled) != want:
@@ -82,21 +52,18 @@ def _check_state(key: Any, labeled: Any, edit: str) -> None:
 
 
 def relabel(row: dict[str, Any], answer: str, why: str, source: str):
-    """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or :data:`CORRECTED`,
-    whose precondition it checks); the changes (as :func:`annotate_table` and the others give them for a
-    table). For a caller that decides one row at a time (a transition rule's proposal): a one-row
-    table would cost a thousand times more."""
-    from .versions import row_changes
+    """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or
+    :data:`CORRECTED`, whose precondition it checks), and its changes (:class:`.versions.Change`):
+    the table edit of a one-row table. ``row`` is not modified."""
+    import json
+
+    from .io import records_to_table
+    from .versions import Change
 
     if source not in (ANNOTATED, PROMOTED, CORRECTED):
         raise ValueError(f"label source must be one of {ANNOTATED!r}, {PROMOTED!r}, {CORRECTED!r}, got {source!r}")
-
-    _check_state(row[EXTRA_INFO].get("index"), row[EXTRA_INFO].get("labeled"), source)
-    new = _copy_label_parts(row)
-    new[REWARD_MODEL]["ground_truth"] = answer
-    new[EXTRA_INFO]["labeled"] = True
-    new[EXTRA_INFO]["label_source"] = source
-    return new, row_changes(row, new, why)
+    new, changes = _relabel_table(records_to_table([row], validate=False), [True], answer, why, source)
+    return new.to_pylist()[0], [Change(**json.loads(line)) for line in changes.column("line").to_pylist()]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -190,13 +157,11 @@ def _changes(before, after, m, why):
     return ch.set_column(0, "row", pa.array(at[ch.column("row").to_numpy()], pa.int64()))
 
 
-def hide_table(table, mask, why):
-    """The rows ``mask`` selects unlabeled, each old target kept as ``simulation.hidden_answer`` (an
-    existing one wins; an unlabeled row is unchanged): ``(table, changes)``."""
+def _hide(table, m):
+    """``table`` with the rows of the boolean mask ``m`` unlabeled (see :func:`hide_table`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    m = _mask(table, mask)
     pm = pa.array(m)
     extra, gt = table.column(EXTRA_INFO), pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
     new = _set_labels(table, m, pc.if_else(pm, pa.scalar(""), gt),
@@ -205,6 +170,14 @@ def hide_table(table, mask, why):
     moved = pc.and_(pm, pc.fill_null(pc.not_equal(gt, ""), False))
     if pc.any(moved).as_py():
         new = _with_hidden_answers(new, moved, gt)
+    return new
+
+
+def hide_table(table, mask, why):
+    """The rows ``mask`` selects unlabeled, each old target kept as ``simulation.hidden_answer`` (an
+    existing one wins; an unlabeled row is unchanged): ``(table, changes)``."""
+    m = _mask(table, mask)
+    new = _hide(table, m)
     return new, _changes(table, new, m, why)
 
 
@@ -272,11 +245,16 @@ def hide_labels(rows: Sequence[dict[str, Any]], labeled_fraction: float, seed: i
 
     Which rows stay labeled: :func:`kept_keys`. A hidden target moves to ``simulation.hidden_answer``
     (diagnostics only); the row becomes ``labeled=False``, ``label_source="none"``, ``ground_truth=""``.
+    The rows are edited as a table (:func:`hide_table`) and read back as plain dicts.
     """
+    from .io import records_to_table
+
     _check_fraction(labeled_fraction)
+    rows = list(rows)
     kept = kept_keys([r["extra_info"]["index"] for r in rows if r["extra_info"]["labeled"]], labeled_fraction, seed)
-    return [copy.deepcopy(hide_row(r)) if r["extra_info"]["labeled"] and r["extra_info"]["index"] not in kept
-            else copy.deepcopy(r) for r in rows]
+    hide = [bool(r["extra_info"]["labeled"]) and r["extra_info"]["index"] not in kept for r in rows]
+    table = records_to_table(rows, validate=False)
+    return _hide(table, _mask(table, hide)).to_pylist()
 
 
 def hide_labels_file(input: str | os.PathLike[str], out: str | os.PathLike[str], labeled_fraction: float,

@@ -6,10 +6,12 @@ per row) and hands the rows it flags (few, or none) to :class:`_Checker`, which 
 violation of one row: its position and key, the field, what was expected and what was found
 (duplicate keys, wrong types, inconsistent label states, ...). :class:`RecordError` lists them.
 
-Rows in memory (:func:`find_issues`, :func:`validate_rows`: dicts, or a DataFrame) are named by the
-same checker row by row before they become a table: Arrow's conversion to the explicit schema would
-coerce what the contract refuses (``3.5`` into an int column is ``3``, bytes into a string column
-are text, a key a struct does not have is dropped), so a table of them could no longer show it.
+Rows in memory (dicts, or a DataFrame) become a table once (:func:`rows_table`, with the explicit
+records schema) and are checked by the same column rules. Arrow's conversion to that schema would
+coerce what the contract refuses (``3.5`` into an int column is ``3``, bytes into a string column are
+text, a str into a list column a list of its characters, a key a struct does not have is dropped), so a
+row whose values do not read back from the table as they went in is flagged too, and every flagged
+row is named from its own values.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .schema import (
     SIMULATION,
     SIMULATION_FIELDS,
     UNLABELED_SOURCE,
+    records_schema,
 )
 
 #: how many violations a RecordError message lists before summarising the rest
@@ -374,13 +377,191 @@ class _Checker:
                 self.free(i, key, f"{SIMULATION}.{name}", v)
 
 
+# ---------------------------------------------------------------------------------------------------
+# rows in memory as a table
+# ---------------------------------------------------------------------------------------------------
+#: how the issue of a row pyarrow cannot store begins
+STORE_REFUSED = "cannot be stored in a records table"
+#: up to this many rows (one: make_row, relabel), a table's rows are all named by the checker (the column
+#: rules would only pick which, at a fixed cost of about 5 ms)
+_FEW_ROWS = 1
+#: rows read back from a table at a time to compare them with the rows it was built from
+_READ_BACK_ROWS = 4096
+#: what pyarrow raises for a value it cannot convert to a column's type
+_ARROW_ERRORS: tuple[type[BaseException], ...] = (TypeError, ValueError, OverflowError, AttributeError)
+
+
+def _infer_type(path: str, values: list[Any]):
+    """pyarrow type of a free-form metadata field from its non-None values."""
+    import pyarrow as pa
+
+    cats = {_category(v) for v in values}
+    if not cats:
+        return pa.string()
+    if cats == {"bool"}:
+        return pa.bool_()
+    if cats == {"int"}:
+        return pa.int64()
+    if cats <= {"int", "float"}:
+        return pa.float64()
+    if cats == {"str"}:
+        return pa.string()
+    try:
+        return pa.array(values).type
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise RecordError([Issue(None, None, path, f"cannot store these values in one Parquet column: {exc}")]) from exc
+
+
+def _free_fields(rows: list[Any]) -> dict[tuple[str | None, str], list]:
+    """The free-form fields of ``rows`` (``(struct or None, name)``: extra ``extra_info`` and
+    ``simulation`` keys, columns beyond the contract's), each as ``[category of its first value, that
+    row, the values of a category compatible with it]``: the column's type is inferred from those, and
+    a row with another category is named by :class:`_Checker` against that first row."""
+    free: dict[tuple[str | None, str], list] = {}
+
+    def see(group: str | None, name: Any, v: Any, i: int) -> None:
+        entry = free.setdefault((group, str(name)), [None, None, []])
+        cat = None if v is None else _category(v)
+        if cat is None:
+            return
+        if entry[0] is None:
+            entry[0], entry[1] = cat, i
+        if _compatible(entry[0], cat):
+            entry[2].append(to_python(v))
+
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            continue
+        for k, v in r.items():
+            if k not in METHOD_COLUMNS and k != SIMULATION:
+                see(None, k, v, i)
+        for group, standard in ((EXTRA_INFO, EXTRA_INFO_STANDARD), (SIMULATION, SIMULATION_FIELDS)):
+            struct = r.get(group)
+            if isinstance(struct, Mapping):
+                for k, v in struct.items():
+                    if k not in standard:
+                        see(group, k, v, i)
+    return free
+
+
+def _path(group: str | None, name: str) -> str:
+    return name if group is None else f"{group}.{name}"
+
+
+def _schema(rows: list[Any]) -> tuple[Any, dict[str, tuple[str, int]]]:
+    """The records schema of ``rows`` and each free-form field's first category and row."""
+    free = _free_fields(rows)
+    types = {g: {n: _infer_type(_path(g, n), e[2]) for (gg, n), e in free.items() if gg == g}
+             for g in (EXTRA_INFO, SIMULATION, None)}
+    schema = records_schema(types[EXTRA_INFO], types[SIMULATION], types[None])
+    return schema, {_path(g, n): (e[0], e[1]) for (g, n), e in free.items() if e[0] is not None}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``b``, read back from a table, is ``a`` as it went in: the same types (a tuple reads back
+    as a list; a NaN as a NaN) and keys (a key ``a`` lacks reads back as None)."""
+    t = type(a)
+    if t is str or t is int or t is bool or t is float:  # (the common leaves first: this runs per value)
+        return type(b) is t and (a == b or (a != a and b != b))
+    if a is None:
+        return b is None
+    if t is dict or isinstance(a, Mapping):
+        if type(b) is not dict:
+            return False
+        for k, v in a.items():
+            if k not in b or not _same(v, b[k]):
+                return False
+        return len(b) == len(a) or all(v is None for k, v in b.items() if k not in a)
+    if t is list or t is tuple:
+        if type(b) is not list or len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if not _same(x, y):
+                return False
+        return True
+    return t is type(b) and (a == b or (a != a and b != b))
+
+
+def _refused_rows(rows: list[Any], schema) -> dict[int, str]:
+    """The rows pyarrow cannot convert to ``schema`` (found by halving), each with pyarrow's reason."""
+    import pyarrow as pa
+
+    refused: dict[int, str] = {}
+    todo = [(0, len(rows))]
+    while todo:
+        lo, hi = todo.pop()
+        try:
+            pa.Table.from_pylist(rows[lo:hi], schema=schema)
+        except (pa.ArrowException, *_ARROW_ERRORS) as exc:
+            if hi - lo == 1:
+                refused[lo] = str(exc)
+            else:
+                mid = (lo + hi) // 2
+                todo += [(mid, hi), (lo, mid)]
+    return refused
+
+
+def _refused_field(row: Any, schema) -> str:
+    """The first column of a refused row that pyarrow cannot convert."""
+    import pyarrow as pa
+
+    if not isinstance(row, Mapping):
+        return "<row>"
+    for f in schema:
+        try:
+            pa.array([row.get(f.name)], f.type)
+        except (pa.ArrowException, *_ARROW_ERRORS):
+            return f.name
+    return "<row>"
+
+
+def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
+    """``(table, issues)``: rows in memory (a list of dicts or a DataFrame) as one records table with
+    the explicit schema, and every contract violation in them (the column rules of
+    :func:`find_table_issues`; a row that does not read back from the table as it went in, or that
+    pyarrow refuses, is flagged too and named from its own values). A row pyarrow refuses stands in the
+    table as an empty row that keeps its key; it is always named. Raises :class:`RecordError` where a
+    free-form field's values cannot share one Parquet column."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = as_rows(rows)
+    schema, free = _schema(rows)
+    # (the rows as they are: pyarrow fills a missing key with null, and the read-back check below
+    # names whatever it converts)
+    try:
+        table = pa.Table.from_pylist(rows, schema=schema)
+        refused: dict[int, str] = {}
+    except (pa.ArrowException, *_ARROW_ERRORS):
+        refused = _refused_rows(rows, schema)
+        stand_in = list(rows)
+        for i in refused:
+            extra = rows[i].get(EXTRA_INFO) if isinstance(rows[i], Mapping) else None
+            key = extra.get("index") if isinstance(extra, Mapping) else None
+            stand_in[i] = {EXTRA_INFO: {"index": key}} if isinstance(key, str) else {}
+        table = pa.Table.from_pylist(stand_in, schema=schema)
+    flagged = np.zeros(len(rows), dtype=bool)
+    for start in range(0, len(rows), _READ_BACK_ROWS):  # (read back a slice at a time: one copy of a slice in memory)
+        back = table.slice(start, _READ_BACK_ROWS).to_pylist()
+        flagged[start:start + len(back)] = [not _same(r, b) for r, b in zip(rows[start:start + len(back)], back)]
+    flagged[list(refused)] = True
+    issues = _table_issues(table, flagged, rows, free)
+    named = {i.row for i in issues}
+    for i, reason in refused.items():
+        if i not in named:
+            row = rows[i]
+            issues.append(Issue(i, None, _refused_field(row, schema), f"{STORE_REFUSED}: {reason}"))
+    issues.sort(key=lambda issue: issue.row)
+    return table, issues
+
+
 def find_issues(rows: Any) -> list[Issue]:
-    """Every contract violation in ``rows`` (a list of dicts or a DataFrame), without raising: each row
-    named by :class:`_Checker` (see the module's docstring for why rows in memory are not a table yet)."""
-    checker = _Checker()
-    for i, row in enumerate(as_rows(rows)):
-        checker.check(i, row)
-    return checker.issues
+    """Every contract violation in ``rows`` (a list of dicts or a DataFrame), without raising
+    (:func:`rows_table`'s issues)."""
+    try:
+        return rows_table(rows)[1]
+    except RecordError as exc:
+        return exc.issues
 
 
 def validate_rows(rows: Any, *, max_shown: int = MAX_SHOWN) -> None:
@@ -500,35 +681,51 @@ def _blank(col):
 def find_table_issues(table) -> list[Issue]:
     """Every contract violation in the rows of ``table`` (a pyarrow Table): the column rules flag the
     rows that break one (no Python step per row), and each flagged row is named by :class:`_Checker`
-    (its position and key, the field, what was expected and what was found), so the issues are the
-    ones ``find_issues(table.to_pylist())`` lists. A layout the column rules do not cover (a missing
-    column, an unexpected type) is named row by row whole."""
+    (its position and key, the field, what was expected and what was found). A table of a layout the
+    column rules do not cover (a missing column, an unexpected type) is checked as its rows are
+    (:func:`rows_table`)."""
+    if not covered(table.schema):
+        return find_issues(table.to_pylist())
+    return _table_issues(table)
+
+
+def _table_issues(table, flagged=None, rows: list | None = None, free: dict | None = None) -> list[Issue]:
+    """The column rules over ``table`` (a layout :func:`covered` accepts, of more than
+    :data:`_FEW_ROWS` rows; else every row is flagged);
+    the rows they flag, and those ``flagged`` names, are named by :class:`_Checker` from ``rows`` (the
+    values the table was built from; default: the table's own), with the free-form fields' first
+    categories ``free``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not covered(table.schema):
-        return find_issues(table.to_pylist())
     n = table.num_rows
     if n == 0:
         return []
-    table = table.combine_chunks()
-    col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
-           for name in table.column_names}
-    index = pc.struct_field(col[EXTRA_INFO], "index")
-    index_blank = _np(_blank(index))
-    bad = index_blank.copy()
-    bad |= _np(_blank(col["data_source"]))
-    bad |= _np(_blank(col["ability"]))
-    _flag_prompts(col["prompt"], bad)
-    for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
-        bad |= _np(mask)
-    seen = _flag_duplicates(index, index_blank, bad)
-    rows = np.flatnonzero(bad)
-    if not rows.size:
+    if covered(table.schema) and n > _FEW_ROWS:
+        table = table.combine_chunks()
+        col = {name: table.column(name).chunk(0) if table.column(name).num_chunks else table.column(name)
+               for name in table.column_names}
+        index = pc.struct_field(col[EXTRA_INFO], "index")
+        index_blank = _np(_blank(index))
+        bad = index_blank.copy()
+        if flagged is not None:
+            bad |= flagged
+        bad |= _np(_blank(col["data_source"]))
+        bad |= _np(_blank(col["ability"]))
+        _flag_prompts(col["prompt"], bad)
+        for mask in _label_masks(col):  # (one at a time: a mask is freed before the next is made)
+            bad |= _np(mask)
+        seen = _flag_duplicates(index, index_blank, bad)
+    else:  # (few rows: each is named whole, which costs less than the column rules' fixed cost)
+        bad, seen = np.ones(n, dtype=bool), {}
+    at = np.flatnonzero(bad)
+    if not at.size:
         return []
     checker = _Checker()
     checker.seen_index.update(seen)
-    for i, row in zip(rows.tolist(), table.take(pa.array(rows)).to_pylist()):
+    checker.free_types.update(free or {})
+    named = [rows[i] for i in at.tolist()] if rows is not None else table.take(pa.array(at)).to_pylist()
+    for i, row in zip(at.tolist(), named):
         checker.check(i, row)
     return checker.issues
 

@@ -41,9 +41,9 @@ from typing import Any
 from devenus.atomic import AtomicFiles
 
 from .columnar import _canonical, _dumps
-from .io import check_input, normalize_rows
+from .io import check_input
 from .schema import EXTRA_INFO, SIMULATION
-from .validate import Issue, RecordError, as_rows, covered, find_issues, find_table_issues
+from .validate import Issue, RecordError, as_rows, covered, find_table_issues, rows_table
 
 MANIFEST_FORMAT = "devenus.version/2"
 #: manifests of the first layout (changes and refusals inline) are still read
@@ -397,9 +397,8 @@ class VersionWriter:
     def _table(self, rows: Any) -> tuple[Any, bool]:
         """``(table, named)``: a batch as an Arrow table of a layout the column checks cover, and whether
         its rows were checked on the way. A table is as it is (checked column-wise by :meth:`write`);
-        row dicts (or a table of another layout) are checked by the row checker, then filled to one key
-        set (:func:`.io.normalize_rows`): Arrow's conversion would coerce what the contract refuses (see
-        :mod:`.validate`)."""
+        row dicts (or a table of another layout) become a table once and are checked as they do
+        (:func:`.validate.rows_table`)."""
         import pyarrow as pa
 
         if isinstance(rows, pa.RecordBatch):
@@ -411,15 +410,11 @@ class VersionWriter:
         rows = as_rows(rows)
         if not rows:
             return None, True
-        issues = [Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
-                  for i in find_issues(rows)]
+        table, issues = rows_table(rows)
         if issues:
-            raise RecordError(issues, header=f"the rows for {self.out} break the contract")
-        try:
-            norm, schema = normalize_rows(rows)
-            return pa.Table.from_pylist(norm, schema=schema), True
-        except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError) as exc:
-            raise RecordError(f"cannot write rows {self._rows}..{self._rows + len(rows) - 1} to {self.out}: {exc}") from exc
+            raise RecordError([Issue(None if i.row is None else i.row + self._rows, i.key, i.field, i.message)
+                               for i in issues], header=f"the rows for {self.out} break the contract")
+        return table, True
 
     def _fit(self, table: Any):
         """``table`` in the version's schema (set by the first batch, or given): a re-typing where

@@ -143,7 +143,7 @@ def question_sets(cfg: TestbedConfig) -> dict[str, list[tasks.Question]]:
 
 def question_rows(questions: list[tasks.Question], split: str, view: str = "original") -> list[dict]:
     """Record-contract rows for testbed questions: gold labels, hidden truth kept in ``simulation``."""
-    from devenus.records import make_row
+    from devenus.records import make_row, validate_rows
 
     rows = []
     for i, q in enumerate(questions):
@@ -160,8 +160,10 @@ def question_rows(questions: list[tasks.Question], split: str, view: str = "orig
                 label_source="gold",
                 extra={"difficulty": q.difficulty, "family": q.family, "view": view, "pair_key": base},
                 simulation={"hidden_answer": q.answer, "noise": "none"},
+                validate=False,
             )
         )
+    validate_rows(rows)  # (all at once: one table)
     return rows
 
 

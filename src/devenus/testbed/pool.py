@@ -37,7 +37,7 @@ class PoolConfig:
 
 def pool_rows(testbed_config=None, config: PoolConfig | None = None) -> list[dict]:
     """The pool's record rows (unlabeled; difficulty and family in ``extra_info``)."""
-    from devenus.records.labels import hide_row
+    from devenus.records.labels import hide_labels
     from devenus.testbed import TestbedConfig
     from devenus.testbed import tasks
     from devenus.testbed.build import question_sets, question_rows
@@ -46,7 +46,7 @@ def pool_rows(testbed_config=None, config: PoolConfig | None = None) -> list[dic
     cfg = config or PoolConfig()
     used = {q.key for qs in question_sets(tcfg).values() for q in qs}
     qs = tasks.generate("add", tuple(cfg.digits), cfg.size, seed=f"{tcfg.seed}:pool:{cfg.seed}", exclude=used)
-    return [hide_row(r) for r in question_rows(qs, "pool")]
+    return hide_labels(question_rows(qs, "pool"), 0.0)
 
 
 def build_pool(testbed_config=None, config: PoolConfig | None = None, cache_dir: str | Path | None = None) -> Path:

@@ -21,10 +21,11 @@ The import runs in stages, each in a module of its own:
    ever match (a bool, a non-finite number, unbalanced braces, longer than the verifier extracts) is
    *refused*: the row is left out and listed with its field and reason. Lengths are checked before any
    pattern runs, and the patterns are linear.
-4. **build rows** (:mod:`.columns` for a whole chunk pyarrow read, column-wise; :mod:`.build` record
-   by record where a chunk holds an error, a refusal, multiple choice or verl's layout, with the same
-   result): label modes and per-row errors; every bad row at once. ``dedupe="exact"``
-   (:class:`~.normalise.Deduper`) leaves out exact repeats of a prompt and its target.
+4. **build rows** (:mod:`.columns`): the values of a whole chunk pyarrow read, column-wise, or,
+   where a chunk holds an error, a refusal or multiple choice, each record's values by :mod:`.build`
+   (the same values); one records table built from them (:func:`~.columns.records_table`). Label
+   modes and per-row errors; every bad row at once. verl's layout is built record by record.
+   ``dedupe="exact"`` (:class:`~.normalise.Deduper`) leaves out exact repeats of a prompt and its target.
 5. **write** (:mod:`.pipeline`: :func:`import_file`): one dataset version through
    :mod:`devenus.records.versions` (Parquet + manifest whose parent is the raw input's hash);
    :func:`import_raw` returns the rows instead.

@@ -1,5 +1,7 @@
-"""Stage 4, one record at a time: the import's options, the label state by the label mode, and the
-row of a plain, multiple-choice or verl-layout record (or its refusal, or its error)."""
+"""Stage 4, one record at a time, where the columns do not settle a record: the import's options, the
+target by the label mode, and the column values of a plain or multiple-choice record (the records
+table is built from them by :func:`.columns.records_table`, as from the column route's), or the row
+of a verl-layout record (or its refusal, or its error)."""
 
 from __future__ import annotations
 
@@ -84,19 +86,35 @@ class ImportOptions:
         return cfg
 
 
+@dataclass(frozen=True)
+class Values:
+    """A plain or multiple-choice record's column values: ``content`` (the question the prompt asks,
+    with its options for multiple choice), ``choices`` (the option texts, or None)."""
+
+    question: str
+    target: str | None
+    difficulty: int | None
+    family: str | None
+    key: str
+    content: str
+    choices: list[str] | None = None
+
+
 @dataclass
 class Outcome:
-    """What stage 4 made of one record: a row, a refusal, or an issue (fatal for the import)."""
+    """What stage 4 made of one record: its values (plain, multiple choice), a row (verl's layout), a
+    refusal, or an issue (fatal for the import)."""
 
+    values: Values | None = None
     row: dict[str, Any] | None = None
     refusal: Refusal | None = None
     issue: Issue | None = None
     hidden: bool = False
 
 
-def _label_state(opts: ImportOptions, rec: Raw, key: str, field_name: str | None, value: Any,
-                 answer: str | None = None, checked: bool = False) -> tuple[bool, str, dict | None, Outcome | None]:
-    """(labeled, target, simulation, early outcome) by the label mode."""
+def _target(opts: ImportOptions, rec: Raw, key: str, field_name: str | None, value: Any,
+            answer: str | None = None, checked: bool = False) -> tuple[str | None, Outcome | None]:
+    """(the record's target, or None; an early outcome: a refused target, or none where labeled=True)."""
     if checked:
         target, why, refused = answer, (None if answer is not None else "empty"), None
     elif field_name is None:
@@ -104,19 +122,29 @@ def _label_state(opts: ImportOptions, rec: Raw, key: str, field_name: str | None
     else:
         target, why, refused = normalise_target(value, field_name)
     if refused:
-        return False, "", None, Outcome(refusal=Refusal(rec.where, field_name or "<answer>", refused, key))
-    if target is not None and opts.labeled is not False:
-        return True, target, None, None
+        return None, Outcome(refusal=Refusal(rec.where, field_name or "<answer>", refused, key))
     if target is None and opts.labeled is True:
-        return False, "", None, Outcome(issue=Issue(
+        return None, Outcome(issue=Issue(
             rec.pos, key, field_name or "<answer>",
             f"no answer ({why}) but labeled=True; use labeled='auto' to import such rows as unlabeled{_at(rec)}"))
+    return target, None
+
+
+def _label_state(opts: ImportOptions, rec: Raw, key: str, field_name: str | None,
+                 value: Any) -> tuple[bool, str, dict | None, Outcome | None]:
+    """(labeled, target, simulation, early outcome) of a verl-layout row by the label mode (as
+    :func:`.columns.records_table` sets them from a target column)."""
+    target, early = _target(opts, rec, key, field_name, value)
+    if early is not None:
+        return False, "", None, early
+    if target is not None and opts.labeled is not False:
+        return True, target, None, None
     sim = {"hidden_answer": target, "noise": "none"} if target is not None and opts.hidden_answers else None
     return False, "", sim, None
 
 
 def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) -> Outcome:
-    """Stage 4 for a plain or multiple-choice record."""
+    """Stage 4 for a plain or multiple-choice record: its column values."""
     q = rec.data.get(fm.question)
     if _missing(q) or not isinstance(q, str):
         return Outcome(issue=Issue(rec.pos, None, fm.question,
@@ -125,30 +153,24 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
     key, issue = keys.key(rec, question)
     if issue is not None:
         return Outcome(issue=issue)
-    extra: dict[str, Any] = {"view": "original", "pair_key": None, "question": question}
     try:
-        extra["difficulty"] = _difficulty(rec.data.get(fm.difficulty)) if fm.difficulty else None
+        difficulty = _difficulty(rec.data.get(fm.difficulty)) if fm.difficulty else None
     except ValueError as exc:
         return Outcome(issue=Issue(rec.pos, key, fm.difficulty or "", f"{exc}{_at(rec)}"))
-    extra["family"] = _family(rec.data.get(fm.family)) if fm.family else None
+    family = _family(rec.data.get(fm.family)) if fm.family else None
+    texts = None
     if fm.choices:
         got = choice_question(fm, rec, question)
         if isinstance(got, str):
             return Outcome(refusal=Refusal(rec.where, fm.options or GPQA_CORRECT, got, key))
         content, texts, letter = got
-        extra["choices"] = texts
-        labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, None, letter, checked=True)
+        target, early = _target(opts, rec, key, fm.answer, None, letter, checked=True)
     else:
         content = question
-        labeled, target, sim, early = _label_state(opts, rec, key, fm.answer, rec.data.get(fm.answer) if fm.answer else None)
+        target, early = _target(opts, rec, key, fm.answer, rec.data.get(fm.answer) if fm.answer else None)
     if early is not None:
         return early
-    row = make_row(
-        data_source=opts.data_source or opts.source, index=key, source=opts.source,
-        prompt=opts.format[1].messages(content, choice=bool(fm.choices)), ground_truth=target, labeled=labeled,
-        split=opts.split, ability=opts.ability or "math", extra=extra, simulation=sim, validate=False,
-    )
-    return Outcome(row=row, hidden=sim is not None)
+    return Outcome(values=Values(question, target, difficulty, family, key, content, texts))
 
 
 _VERL_TAKEN = set(EXTRA_INFO_REQUIRED) | {"question"}

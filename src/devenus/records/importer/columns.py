@@ -1,5 +1,6 @@
-"""Stage 4 for a whole chunk pyarrow read: the records table built column-wise, with exactly the rows
-:func:`~.build.build_record` makes, or None where a record needs the per-record route."""
+"""Stage 4 for a whole chunk pyarrow read: its column values computed column-wise, with exactly the
+values :func:`~.build.build_record` gives each record (or None where a record needs it), and the one
+builder of an import's records table from column values, :func:`records_table`."""
 
 from __future__ import annotations
 
@@ -165,7 +166,7 @@ def _column_targets(col: Any, field: str) -> Any:
 def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
               dedupe: Deduper | None = None) -> tuple[Any, int, Any] | None:
     """Stage 4 for a whole chunk at once, from pyarrow's table: ``(records table, hidden answers,
-    each row's record number)`` with exactly the rows :func:`~.build.build_record` makes, or None
+    each row's record number)`` with exactly the values :func:`~.build.build_record` gives, or None
     (nothing changed) where any record needs more than the plain route: an error, a refusal, a type
     Python would read otherwise (a float: Python keeps it as a Decimal), multiple choice, verl's
     layout. The caller then builds the chunk's records one by one; so every check is the
@@ -184,7 +185,7 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
     if len(keep) < n:
         rows = pa.array(keep, pa.int64())
         cols.update({k: cols[k].take(rows) for k in ("targets", "difficulty", "family", "qs")})
-    out, hidden = _records_table(opts, cols)
+    out, hidden = records_table(opts, cols)
     return out, hidden, range(chunk.pos, chunk.pos + n) if len(keep) == n else [chunk.pos + i for i in keep]
 
 
@@ -287,7 +288,7 @@ def _keys_in_order(chunk: Chunk, cols: dict, id_list: list[str] | None, keys: Ke
     return keep, keys.hash_keys(hashes if len(keep) == n else [hashes[i] for i in keep])
 
 
-def _prompts(fmt: Any, qs: Any, prompt_type: Any) -> Any:
+def _prompts(fmt: Any, qs: Any, prompt_type: Any, choice: bool = False) -> Any:
     """The prompt column: as PromptFormat.messages, the format's fixed messages (system, worked turns),
     then each row's question in the template. Row i's contents are prefix[0..k-1] and users[i], taken
     from one array [*prefix, *users]."""
@@ -296,7 +297,7 @@ def _prompts(fmt: Any, qs: Any, prompt_type: Any) -> Any:
     import pyarrow.compute as pc
 
     string, m = pa.string(), len(qs)
-    template = fmt.template()
+    template = fmt.template(choice)
     # template.replace("{question}", q) for every q: the template's pieces joined with the question
     # (PromptFormat.check: the template has the placeholder)
     pieces = template.split("{question}")
@@ -316,8 +317,11 @@ def _prompts(fmt: Any, qs: Any, prompt_type: Any) -> Any:
                                     type=prompt_type)
 
 
-def _records_table(opts: ImportOptions, cols: dict) -> tuple[Any, int]:
-    """The records table of the kept rows (label state by the label mode) and its hidden answers."""
+def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tuple[Any, int]:
+    """The records table of an import's rows and its hidden answers, from column values (``qs``: the
+    stripped questions; ``targets``: null where there is none; ``difficulty``, ``family``, ``index``;
+    for multiple choice, ``choice=True`` with ``content``, the question with its options, and
+    ``choices``, the option texts); the label state by the label mode."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -334,8 +338,8 @@ def _records_table(opts: ImportOptions, cols: dict) -> tuple[Any, int]:
         ground_truth = pc.fill_null(targets, "")
         hidden = pa.nulls(m, string)
 
-    schema = records_schema()
-    prompt = _prompts(opts.format[1], cols["qs"], schema.field("prompt").type)
+    schema = records_schema({"choices": pa.list_(string)} if choice else None)
+    prompt = _prompts(opts.format[1], cols.get("content", cols["qs"]), schema.field("prompt").type, choice)
 
     def const(v: Any) -> Any:
         return pa.repeat(pa.scalar(v, string), m)
@@ -346,6 +350,7 @@ def _records_table(opts: ImportOptions, cols: dict) -> tuple[Any, int]:
         "index": cols["index"], "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
         "source": const(opts.source), "split": const(opts.split), "difficulty": cols["difficulty"],
         "family": cols["family"], "view": const("original"), "pair_key": const(None), "question": cols["qs"],
+        "choices": cols.get("choices"),
     }
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
     simulation = pa.StructArray.from_arrays([hidden, const("none")], fields=list(schema.field("simulation").type),

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..io import check_input
 from ..schema import EXTRA_INFO
-from ..validate import Issue, RecordError, to_python, validate_rows
+from ..validate import Issue, RecordError, find_table_issues, to_python, validate_rows
 from ..versions import Refusal
 from . import columns
 from .build import ImportOptions, VerlPlan, build_record, build_verl_record
@@ -76,6 +76,20 @@ class ImportSummary:
             if len(self.refusals) > max_refusals:
                 text += f"\n  ... and {len(self.refusals) - max_refusals} more (all listed in the manifest)"
         return text
+
+
+def _value_columns(values: list) -> dict[str, Any]:
+    """:class:`~.build.Values` of records as the columns :func:`~.columns.records_table` takes."""
+    import pyarrow as pa
+
+    string = pa.string()
+    cols = {"qs": pa.array([v.question for v in values], string), "targets": pa.array([v.target for v in values], string),
+            "difficulty": pa.array([v.difficulty for v in values], pa.int64()),
+            "family": pa.array([v.family for v in values], string), "index": pa.array([v.key for v in values], string),
+            "content": pa.array([v.content for v in values], string)}
+    if values[0].choices is not None:
+        cols["choices"] = pa.array([v.choices for v in values], pa.list_(string))
+    return cols
 
 
 class _Restart(Exception):
@@ -145,7 +159,10 @@ class _Pipeline:
         return self.dedupe.repeat(q.strip(), target, rec.where)
 
     def _convert(self, chunk: Chunk) -> tuple[Any, list[int]]:
-        """One chunk's rows (a records table where :func:`fast_rows` made them) and each one's record number."""
+        """One chunk's rows (a records table; row dicts for verl's layout) and each one's record number:
+        column-wise where :func:`~.columns.fast_rows` settles the chunk, else record by record
+        (:func:`~.build.build_record`'s values, built into the table by the same
+        :func:`~.columns.records_table`)."""
         fast = columns.fast_rows(chunk, self.fields, self.opts, self.keys, self.dedupe)
         if fast is not None:
             table, hidden, pos = fast
@@ -163,20 +180,30 @@ class _Pipeline:
             elif o.refusal is not None:
                 self.refusals.append(o.refusal)
             elif not self.issues:  # once the import has failed, only errors are still collected
-                out.append(o.row)
+                out.append(o.row if o.row is not None else o.values)
                 pos.append(rec.pos)
                 self.hidden += o.hidden
-        return out, pos
+        if self.fields.from_verl or not out or self.issues:
+            return out, pos
+        table, hidden = columns.records_table(self.opts, _value_columns(out), choice=bool(self.fields.choices))
+        self.hidden += hidden
+        return table, pos
 
     def _batch(self, parts: list) -> Any:
         """One batch for stage 5 from the parts of consecutive chunks (rows or records tables)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if all(not isinstance(p, list) for p in parts) and not self.as_rows:
+        if all(not isinstance(p, list) for p in parts):
             out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
             labeled = pc.sum(pc.struct_field(out.column(EXTRA_INFO), "labeled")).as_py() or 0
             n = out.num_rows
+            if self.validate:  # (checked as the table it is, before it becomes rows)
+                issues = find_table_issues(out)
+                if issues:
+                    raise RecordError(issues)
+            if self.as_rows:
+                out = out.to_pylist()
         else:
             out = [r for p in parts for r in (p if isinstance(p, list) else p.to_pylist())]
             if self.validate:
