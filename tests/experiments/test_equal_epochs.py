@@ -92,3 +92,24 @@ def test_a_smoke_steps_override_wins_over_epochs(tmp_path, monkeypatch, capsys):
     assert main(["experiment", "selection_epochs", "--quick", "--steps", "1", "--results", str(tmp_path / "r" / "x"),
                  "--work", str(tmp_path / "w")]) == 0
     assert seen[0]["steps"] == 1 and "epochs" not in seen[0]
+
+
+def test_the_selection_epochs_report_states_each_arms_rows_steps_and_rollouts(tmp_path):
+    import json
+
+    d = EXPERIMENTS.get("selection_epochs")
+    exp = d.experiment(tmp_path / "r" / d.name, tmp_path / "w", validation={"test_id": tmp_path / "v.parquet"})
+    code = {"commit": "c", "dirty": False, "tree": "t"}
+    sizes = {"grpo_full": (512, 64, 8), "ttrl_selected": (297, 38, 16), "ttrl_random": (297, 38, 16)}
+    exp.results.mkdir(parents=True)
+    for seed in (0, 1):
+        for name, (rows, steps, per_prompt) in sizes.items():
+            rec = {"experiment": d.name, "name": name, "seed": seed, "fingerprint": exp.fingerprint(exp.arm(name)),
+                   "base_model": "w", "code": code, "returncode": 0, "per_question": {"ID": {"q": 0.5}},
+                   "epochs": {"epochs": 2.0, "rows": rows, "steps": steps}, "config": {"run": {"steps": steps}},
+                   "curves": [{"step": s, "devenus/rollouts/generated": 16 * per_prompt} for s in range(1, steps + 1)]}
+            (exp.results / f"{name}_s{seed}.json").write_text(json.dumps(rec))
+    text = d.report(exp)
+    assert "| grpo_full | 2 | 512 | 64 | 8192 |" in text
+    assert "| ttrl_selected | 2 | 297 | 38 | 9728 |" in text and "| ttrl_random | 2 | 297 | 38 | 9728 |" in text
+    assert (tmp_path / "r" / "selection_epochs_cost.md").read_text() == text
