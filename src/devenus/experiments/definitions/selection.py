@@ -102,8 +102,10 @@ train_file = routed_train_file(ROUTES, select_config)
 
 
 def _record_route(exp: Experiment, arm: str, seed: int, route, cfg) -> None:
-    """Counts and the hidden pass rate of each decision (simulation truth: a diagnostic, never routed on),
-    in ``<name>_routes.json`` beside the results folder."""
+    """Counts, the hidden pass rate of each decision and its histogram (simulation truth: a diagnostic, never
+    routed on), in ``<name>_routes.json`` beside the results folder."""
+    from collections import Counter
+
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -118,6 +120,10 @@ def _record_route(exp: Experiment, arm: str, seed: int, route, cfg) -> None:
     for d in ("annotate", "weak", "discard"):
         vals = [sim[k] for k, dd in zip(r["index"], r["decision"]) if dd == d and sim.get(k) is not None]
         out[f"{d}_hidden_pass_rate"] = float(np.mean(vals)) if vals else None
+        # where the budget went: questions per pass-rate bin k/G (G samples a question)
+        g = cfg.generate.samples
+        bins = Counter(round(v * g) for v in vals)
+        out[f"{d}_hidden_pass_rate_bins"] = {f"{k}/{g}": bins[k] for k in sorted(bins)}
     path = exp.results.parent / f"{exp.name}_routes.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data[f"{arm}_s{seed}"] = out
