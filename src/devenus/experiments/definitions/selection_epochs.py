@@ -16,14 +16,14 @@ epochs of its own data? The design of ``experiments/plans/selection.md`` (writte
 - One selection pass on the pool (``devenus.select``): 8 samples per question at T=1, scored by
   consistency and entropy, routed by ``consistency`` (the signal chosen before the old ``selection``
   experiment, on the pool's own hidden answers) with the old budgets: annotate the most uncertain 29.3%
-  (150 questions), discard the least uncertain 42.1% (215), weak supervision for the rest (147).
+  (150 questions), discard the least uncertain 42.1% (216), weak supervision for the rest (146).
 - Arms (TTRL as in the weak-supervision experiment: 16 votes, agreement floor 0.5):
   - ``grpo_full``: the whole pool, every label (:data:`POOL` rows);
   - ``ttrl_selected``: the routed subset (the annotated rows with their label, the weak rows trained on
     TTRL's majority votes; the discarded rows are not in the file), as the old ``ttrl_routed``;
   - ``ttrl_random``: the same budgets routed by a random order (``route.seed`` = the run's seed), the same TTRL.
 - Equal epochs (``Budget.epochs`` = 2): each arm trains ceil(2 x its rows / 16) steps of its own file, so
-  ``grpo_full`` trains 64 steps and each subset (297 rows) 38; ``steps`` = 64 is the most an arm may take.
+  ``grpo_full`` trains 64 steps and each subset (296 rows) 37; ``steps`` = 64 is the most an arm may take.
   Each result records its rows and steps (``epochs``), and the report each arm's rows, steps and rollouts
   generated (``devenus/rollouts/generated``: TTRL's 16 votes a prompt count, the cost).
 - Claims (``experiments/power.py``, plan ``selection``, one Holm family): ``ttrl_selected`` vs ``grpo_full``
