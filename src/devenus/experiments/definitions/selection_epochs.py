@@ -120,7 +120,10 @@ def report(exp: Experiment) -> str:
         e = r.get("epochs") or {}
         rollouts = sum(c.get("devenus/rollouts/generated", 0) for c in r.get("curves", []))
         rows.setdefault(name, []).append((e.get("rows"), (r.get("config") or {}).get("run", {}).get("steps"), rollouts))
-    lines = ["", "Cost per arm (equal epochs: steps = ceil(2 x rows / 16)); mean over seeds:", "",
+    epochs = exp.budget.get("epochs")
+    how = (f"equal epochs: steps = ceil({epochs:g} x rows / {exp.budget['prompts_per_step']})" if epochs is not None else
+           f"every arm {exp.budget['steps']} steps, equal epochs off: rows not recorded")
+    lines = ["", f"Cost per arm ({how}); mean over seeds:", "",
              "| arm | seeds | training rows | steps | rollouts generated |", "|---|---|---|---|---|"]
 
     def mean(vals):
