@@ -56,3 +56,29 @@ def test_a_pool_larger_than_the_split_is_refused():
     rows, rates = rows_with({4: 3})
     with pytest.raises(ValueError, match="pool of 5 needs at least that many rows; the split has 3"):
         stratify(rows, rates, 5, 8, random.Random(0))
+
+
+def test_a_pool_from_another_file_reads_its_own_cached_pass_rates(tmp_path):
+    # the candidate pool's rates are cached beside the testbed under the file's name, apart from the train split's
+    import json
+
+    from devenus.experiments.pool import stratified_pool
+    from devenus.records.versions import write_version
+    from devenus.testbed.pool import PoolConfig, pool_rows
+
+    class Testbed:  # the two things stratified_pool reads of a built testbed
+        def split(self, name):
+            return tmp_path / "tb" / "data" / f"{name}.parquet"
+
+    rows = pool_rows(config=PoolConfig(size=64))
+    cand = tmp_path / "cand" / "pool-x.parquet"
+    cand.parent.mkdir()
+    write_version(rows, cand, rule="t")
+    (tmp_path / "tb").mkdir()
+    rates = {r["extra_info"]["index"]: (i % 9) / 8 for i, r in enumerate(rows)}
+    (tmp_path / "tb" / "pass_rates_pool-x_n8_s0.json").write_text(json.dumps(rates))
+    out, about = stratified_pool("e", Testbed(), 0, 16, file=cand)
+    assert len(out) == 16 and all(0 < rates[r["extra_info"]["index"]] < 1 for r in out)
+    assert about["zero_variance_share"] == 0 and sum(v for k, v in about["pass_rate_bins"].items() if "/" in k) == 16
+    assert [r["extra_info"]["index"] for r in stratified_pool("e", Testbed(), 0, 16, file=cand)[0]] == \
+        [r["extra_info"]["index"] for r in out]  # one draw per (experiment, seed)

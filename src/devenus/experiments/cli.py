@@ -51,7 +51,8 @@ def add_parser(subparsers) -> None:
                    help="seconds before a run is killed and recorded as failed (0: never; default: the definition's, "
                         "3600): a rollout server that errors leaves verl waiting forever")
     p.add_argument("--steps", type=arg_type(int, ge=1),
-                   help="override the budget's steps (a smoke test: needs --results outside experiments/results)")
+                   help="override the budget's steps, for every arm (equal epochs off): a smoke test, needs "
+                        "--results outside experiments/results")
     p.add_argument("--work", help="run folders and data (default: outputs/NAME)")
     p.add_argument("--results", help="per-run JSONs (default: experiments/results/NAME); the tables beside it")
     Mixing.add_flags(p)
@@ -79,7 +80,7 @@ def cmd_experiment(args) -> int:
             args.usage_error("--steps is for smoke tests: give --results (and --work) outside experiments/results")
         from dataclasses import replace
 
-        budget = replace(d.budget, steps=args.steps)
+        budget = replace(d.budget, steps=args.steps, epochs=None)  # the smoke test's steps win over equal epochs
     exp = d.experiment(args.results, args.work, budget=budget, run_timeout_s=args.run_timeout,
                        mixing=Mixing.from_args(args))
     if args.report and not exp.results.is_dir():

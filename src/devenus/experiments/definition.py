@@ -43,9 +43,9 @@ def _run_key(name: str, default=dataclasses.MISSING):
 
 @dataclass(frozen=True)
 class Budget(Config):
-    """The run sizes every arm of an experiment shares (:class:`RunConfig` keys). The six first are
-    required, so a definition states its whole budget; the others are set where an experiment needs
-    them (None: the run's default, and absent from :meth:`as_dict`). A result's fingerprint hashes
+    """The run sizes every arm of an experiment shares (:class:`RunConfig` keys, and ``epochs``). The six
+    first are required, so a definition states its whole budget; the others are set where an experiment
+    needs them (None: the run's default, and absent from :meth:`as_dict`). A result's fingerprint hashes
     :meth:`as_dict`: changing a value reruns the experiment's results, adding a key set to None does not."""
 
     key_path: ClassVar[str] = "budget"
@@ -60,6 +60,12 @@ class Budget(Config):
     max_response_length: int | None = _run_key("max_response_length", None)
     max_prompt_length: int | None = _run_key("max_prompt_length", None)
     micro_batch: int | None = _run_key("micro_batch", None)
+    #: equal epochs (the runner's :func:`~devenus.experiments.runner.epoch_steps`): each arm trains
+    #: ceil(epochs x the rows of its own training file / prompts_per_step) steps; ``steps`` is then the most
+    #: an arm may take (an arm that would need more is refused before any run)
+    epochs: float | None = option(None, "train each arm ceil(epochs x its training rows / prompts_per_step) steps "
+                                        "(None: every arm trains `steps`; else `steps` is the most one may take)",
+                                  gt=0.0)
 
     @classmethod
     def override(cls, key: str, value: str = "...") -> str:
@@ -145,6 +151,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("ten_percent_labels", "ten_percent_labels"),
     ("rollout_savings", "rollout_savings"),
     ("selection", "selection"),
+    ("selection_epochs", "selection_epochs"),
     ("real_model", "real_model"),
 )}
 

@@ -4,7 +4,7 @@ A pool drawn at random from the testbed's train split is mostly questions the ba
 solves (1-digit sums it gets right, 4-digit ones it rarely does): a method has nothing to change on them.
 The plans in ``experiments/plans/`` instead draw per seed a pool stratified on the base model's pass rate:
 
-- :func:`pass_rates`: each train question's pass rate over ``n`` samples at T=1 (:mod:`devenus.generate`,
+- :func:`pass_rates`: each train (or candidate-pool) question's pass rate over ``n`` samples at T=1 (:mod:`devenus.generate`,
   so it depends only on the weights, the question and the sample seed), computed once per set of weights
   and cached beside the testbed (a few minutes on one core for 2,000 questions x 8 samples).
 - :func:`stratify`: the same count per pass-rate bin 1/n .. (n-1)/n where the split allows; bins that run
@@ -25,14 +25,17 @@ from typing import Mapping, Sequence
 SAMPLES = 8
 
 
-def pass_rates(tb, n: int = SAMPLES, seed: int = 0) -> dict[str, float]:
-    """``extra_info.index`` -> the base model's pass rate over ``n`` samples at T=1, for the train split;
-    cached per (testbed weights, n, seed) in the testbed's folder."""
+def pass_rates(tb, n: int = SAMPLES, seed: int = 0, file: Path | None = None) -> dict[str, float]:
+    """``extra_info.index`` -> the base model's pass rate over ``n`` samples at T=1, for the train split or
+    the testbed records in ``file`` (the candidate pool, :mod:`devenus.testbed.pool`), graded against the
+    simulation's truth (``simulation.hidden_answer``: the train split's labels, an unlabeled row's hidden
+    answer); cached per (testbed weights, file, n, seed) in the testbed's folder."""
     from devenus.atomic import write_text_atomic
     from devenus.records import read_records
 
     train = Path(tb.split("train"))
-    cache = train.parent.parent / f"pass_rates_train_n{n}_s{seed}.json"
+    path = train if file is None else Path(file)
+    cache = train.parent.parent / f"pass_rates_{'train' if file is None else path.stem}_n{n}_s{seed}.json"
     if cache.exists():
         return json.loads(cache.read_text())
     import torch
@@ -40,10 +43,10 @@ def pass_rates(tb, n: int = SAMPLES, seed: int = 0) -> dict[str, float]:
     from devenus.testbed.evaluate import accuracy
 
     torch.set_num_threads(1)
-    rows = read_records(train)
+    rows = read_records(path)
     model, tok = tb.load_model()
     acc = accuracy(model, tok, [r["prompt"][-1]["content"] for r in rows],
-                   [r["reward_model"]["ground_truth"] for r in rows], n, 1.0, tb.config.max_new_tokens, seed=seed)
+                   [r["simulation"]["hidden_answer"] for r in rows], n, 1.0, tb.config.max_new_tokens, seed=seed)
     rates = {r["extra_info"]["index"]: p for r, p in zip(rows, acc.per_question)}
     write_text_atomic(cache, json.dumps(rates, sort_keys=True))
     return rates
@@ -88,12 +91,14 @@ def histogram(rows: Sequence[dict], rates: Mapping[str, float], n: int = SAMPLES
     return out
 
 
-def stratified_pool(experiment: str, tb, seed: int, size: int) -> tuple[list[dict], dict]:
-    """The seed's pool for ``experiment`` and what describes it (bins, zero-variance share, pass-rate seed)."""
+def stratified_pool(experiment: str, tb, seed: int, size: int, file: Path | None = None) -> tuple[list[dict], dict]:
+    """The seed's pool for ``experiment`` drawn from the train split (or the records in ``file``), and what
+    describes it (bins, zero-variance share, pass-rate seed)."""
     from devenus.records import read_records
 
-    rates = pass_rates(tb)
-    rows = stratify(read_records(tb.split("train")), rates, size, SAMPLES, random.Random(f"{experiment}:pool:{seed}"))
+    rates = pass_rates(tb, file=file)
+    rows = stratify(read_records(file or tb.split("train")), rates, size, SAMPLES,
+                    random.Random(f"{experiment}:pool:{seed}"))
     hist = histogram(rows, rates)
     return rows, {"pass_rate_samples": SAMPLES, "pass_rate_bins": hist, "zero_variance_share": hist["0 or 1"] / size,
                   "mean_pass_rate": sum(rates[r["extra_info"]["index"]] for r in rows) / size}

@@ -128,6 +128,17 @@ def pool_train_file(size: int) -> "TrainFile":
     return train_file
 
 
+def epoch_steps(epochs: float, rows: int, prompts_per_step: int) -> int:
+    """Steps for ``epochs`` passes over ``rows`` training rows at ``prompts_per_step`` a step:
+    ceil(epochs x rows / prompts_per_step), so every row is offered at least ``epochs`` times in expectation
+    (verl's loader drops each pass's last partial batch and reshuffles; the ceiling makes up for it). A file
+    smaller than one step's batch cannot train at all and is refused."""
+    if rows < prompts_per_step:
+        raise ValueError(f"{rows} training rows cannot fill one step of {prompts_per_step} prompts")
+    # rounded first: 0.3 x 10 is 3.0000000000000004 in floating point, and one step more is not an epoch more
+    return math.ceil(round(epochs * rows / prompts_per_step, 9))
+
+
 # ------------------------------------------------------------------------------ validation data
 def validation_files(tb) -> dict[str, Path]:
     """Every held-out file a run validates on, keyed by split name."""
@@ -364,20 +375,44 @@ class Experiment:
         self._transitions[(name, seed)] = summary
         return summary
 
+    def train_data(self, arm: Arm, seed: int) -> Path | None:
+        """The file ``arm`` trains on for ``seed`` (built first if missing); None: the testbed's train split
+        (or nothing, for the testbed's validation-only ``base``)."""
+        if arm.transition is not None:
+            return self.transition_path(arm.name, seed)
+        if self.model != "testbed":  # no testbed split to fall back on: a validation-only run names one too
+            return Path(self.train_file(arm if arm.name != BASE else self.arms[0], seed, self))
+        return None if arm.name == BASE or self.train_file is None else Path(self.train_file(arm, seed, self))
+
+    def train_steps(self, arm: Arm, seed: int) -> tuple[int, int | None]:
+        """``(steps, rows)``: the steps ``arm`` trains for ``seed`` and the rows of its training file. Without
+        ``epochs`` in the budget every arm trains ``steps`` (rows None); with it, :func:`epoch_steps` of the
+        arm's own file, refused (one line) above ``steps``, the most an arm may take."""
+        epochs = self.budget.get("epochs")
+        if epochs is None or arm.name == BASE:
+            return self.budget["steps"], None
+        data = self.train_data(arm, seed) or self._testbed().split("train")
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(str(data)).metadata.num_rows
+        steps = epoch_steps(epochs, rows, self.budget["prompts_per_step"])
+        if steps > self.budget["steps"]:
+            raise ValueError(f"experiment {self.name!r}, arm {arm.name!r} seed {seed}: {epochs:g} epochs of its {rows} "
+                             f"rows need {steps} steps, over the budget's steps {self.budget['steps']} (the most an "
+                             f"arm may take)")
+        return steps, rows
+
     def run_config(self, arm: Arm, seed: int, out: Path, extra: Sequence[str] = ()):
         from devenus.runs.testbed import RunConfig
 
-        if arm.transition is not None:
-            data = self.transition_path(arm.name, seed)
-        elif self.model != "testbed":  # no testbed split to fall back on: a validation-only run names one too
-            data = self.train_file(arm if arm.name != BASE else self.arms[0], seed, self)
-        else:
-            data = None if arm.name == BASE or self.train_file is None else self.train_file(arm, seed, self)
+        data = self.train_data(arm, seed)
+        budget = {k: v for k, v in self.budget.items() if k != "epochs"}  # not a run's key: it sets the steps
+        budget["steps"] = self.train_steps(arm, seed)[0]
         # absolute: runs join a shared Ray head, whose workers have no working directory (cluster_rules refuses)
         model = {} if self.model == "testbed" else {"model_dir": self.model_dir()}
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [f"trainer.project_name=devenus_{self.name}", f"trainer.experiment_name={arm.name}_s{seed}"]
-        return RunConfig(**dict(self.budget), **model, seed=seed, method=arm.method, train_file=str(Path(data).resolve()) if data else None,
+        return RunConfig(**budget, **model, seed=seed, method=arm.method, train_file=str(Path(data).resolve()) if data else None,
                          val_files=tuple(str(p) for p in self.validation_files().values()),
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
                          extra_overrides=tuple(own) + tuple(arm.overrides) + tuple(extra)
@@ -426,6 +461,9 @@ class Experiment:
             "per_question": per_q, "val_metrics": {k2: v for m in metrics for k2, v in m.items() if k2.startswith("val-")},
             "curves": curves, "val_curve": val_curve, "log": str(r.log), "mechanism": run_mechanism(curves),
             **({"transition": self._transitions.get((name, seed))} if arm.transition is not None else {}),
+            # equal epochs: the rows the arm's steps were counted from (its steps: config.run.steps)
+            **({"epochs": {"epochs": self.budget["epochs"], "rows": self.train_steps(arm, seed)[1], "steps": cfg.steps}}
+               if self.budget.get("epochs") is not None and name != BASE else {}),
             "code": self.code_version(), "data": self.data_hashes(tb, cfg),
             # the run's fields, the exact overrides it was launched with, and the trainer's own composed
             # config (Hydra's, in the run dir; None when the run wrote none)
@@ -487,8 +525,9 @@ class Experiment:
             arm = self.arm(name)
             if arm.transition is not None:
                 self.source_data(arm, seed)  # D(0); its D(1) is built once the source has run
-            elif name != BASE and self.train_file is not None:
-                self.train_file(arm, seed, self)
+            elif name != BASE:
+                self.train_data(arm, seed)
+                self.train_steps(arm, seed)  # with epochs: a run over the budget's steps is refused now
         self.validation_files()  # built before any run starts
         t0 = time.perf_counter()
         previous = None

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable, Mapping
 
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.runner import Arm, Experiment, TrainFile
 
 NAME = "selection"
 POOL_QUESTIONS = 512
@@ -52,6 +53,10 @@ ROUTES = {
 }
 
 
+#: (work folder, route overrides, materialized output) -> the selection config
+SelectConfigFn = Callable[[Path, "dict | None", "Path | None"], object]
+
+
 def select_config(work: Path, routing: dict | None = None, out: Path | None = None):
     from devenus.select.config import load_config
 
@@ -63,34 +68,44 @@ def select_config(work: Path, routing: dict | None = None, out: Path | None = No
     return load_config(None, over)
 
 
-def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
-    """The arm's routed version of the pool. Generation and scoring run once (resumable shards under
-    ``<work>/select``); each (routing, seed) is routed and materialized into its own dataset version, one
-    at a time, before any training run starts."""
-    from devenus.select.stages import SelectionRun, run_generate, run_materialize, run_route, run_score
+def routed_train_file(routes: Mapping[str, Mapping], config: SelectConfigFn) -> TrainFile:
+    """A ``train_file``: the arm's routed version of the pool (``routes``: arm -> route overrides, ``{seed}``
+    the run's seed; ``config``: (work, routing, out) -> the selection config). Generation and scoring run
+    once (resumable shards under ``<work>/select``); each (routing, seed) is routed and materialized into its
+    own dataset version, one at a time, before any training run starts."""
 
-    routing = {k: (v.format(seed=seed) if isinstance(v, str) else v) for k, v in ROUTES[arm.name].items()}
-    if "route.seed" in routing:
-        routing["route.seed"] = int(routing["route.seed"])
-        path = exp.work / "data" / f"{arm.name}_s{seed}.parquet"
-    else:
-        path = exp.work / "data" / f"{arm.name}.parquet"  # the signal's routing does not depend on the seed
-    if path.exists():
+    def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
+        from devenus.select.stages import SelectionRun, run_generate, run_materialize, run_route, run_score
+
+        routing = {k: (v.format(seed=seed) if isinstance(v, str) else v) for k, v in routes[arm.name].items()}
+        if "route.seed" in routing:
+            routing["route.seed"] = int(routing["route.seed"])
+            path = exp.work / "data" / f"{arm.name}_s{seed}.parquet"
+        else:
+            path = exp.work / "data" / f"{arm.name}.parquet"  # the signal's routing does not depend on the seed
+        if path.exists():
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cfg = config(exp.work, routing, path)
+        run = SelectionRun(cfg)
+        run_generate(run)
+        run_score(run)
+        route = run_route(run, force=True)  # the shared folder's route stage is this arm's until the next one
+        run_materialize(run)
+        _record_route(exp, arm.name, seed, route, config(exp.work, None, None))
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cfg = select_config(exp.work, routing, path)
-    run = SelectionRun(cfg)
-    run_generate(run)
-    run_score(run)
-    route = run_route(run, force=True)  # the shared folder's route stage is this arm's until the next one
-    run_materialize(run)
-    _record_route(exp, arm.name, seed, route)
-    return path
+
+    return train_file
 
 
-def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
-    """Counts and the hidden pass rate of each decision (simulation truth: a diagnostic, never routed on),
-    in ``<name>_routes.json`` beside the results folder."""
+train_file = routed_train_file(ROUTES, select_config)
+
+
+def _record_route(exp: Experiment, arm: str, seed: int, route, cfg) -> None:
+    """Counts, the hidden pass rate of each decision and its histogram (simulation truth: a diagnostic, never
+    routed on), in ``<name>_routes.json`` beside the results folder."""
+    from collections import Counter
+
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -98,7 +113,6 @@ def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
     from devenus.select.stages import SelectionRun
     from devenus.select.stages.score import read_questions
 
-    cfg = select_config(exp.work)
     q = read_questions(SelectionRun(cfg).stage("score")).to_pydict()
     r = pq.read_table(str(route.shard_path(0))).to_pydict()
     sim = dict(zip(q["index"], q.get("sim_pass_rate") or [None] * len(q["index"])))
@@ -106,6 +120,10 @@ def _record_route(exp: Experiment, arm: str, seed: int, route) -> None:
     for d in ("annotate", "weak", "discard"):
         vals = [sim[k] for k, dd in zip(r["index"], r["decision"]) if dd == d and sim.get(k) is not None]
         out[f"{d}_hidden_pass_rate"] = float(np.mean(vals)) if vals else None
+        # where the budget went: questions per pass-rate bin k/G (G samples a question)
+        g = cfg.generate.samples
+        bins = Counter(round(v * g) for v in vals)
+        out[f"{d}_hidden_pass_rate_bins"] = {f"{k}/{g}": bins[k] for k in sorted(bins)}
     path = exp.results.parent / f"{exp.name}_routes.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data[f"{arm}_s{seed}"] = out
