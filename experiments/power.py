@@ -44,6 +44,7 @@ class Plan:
     #: them; when it has results the claims table decides these instead of the old design's
     run: str | None = None
     run_claims: tuple[tuple[str, str, int], ...] = ()
+    paper: str = ""  # the published claim the plan tests (paper, model), for the claims table
 
 
 PLANS = {
@@ -52,27 +53,33 @@ PLANS = {
              (("geomin@10", "grpo_full"), ("trapo@10", "grpo_full"), ("geomin@10", "grpo@10"), ("trapo@10", "grpo@10")),
              sides=(1, 0, 1, 1), margin=0.03, runs_per_seed=4, steps=40, seeds=5,
              run="ten_percent_labels", run_claims=(("geomin@10", "grpo_full", 1), ("geomin@10", "grpo@10", 1),
-                                             ("trapo@10", "grpo_full", 0), ("trapo@10", "grpo@10", 1))),
+                                             ("trapo@10", "grpo_full", 0), ("trapo@10", "grpo@10", 1)),
+             paper="GeoMin / TraPO papers (Qwen3-4B): 10% labels at or near full labels"),
         Plan("label_noise_rho", "label_noise",
              tuple((f"olr@{k}{r}", f"grpo@{k}{r}") for k in ("inactive", "active") for r in ("0.1", "0.3", "0.5")),
              sides=(1,) * 6, margin=0.03, runs_per_seed=9, steps=48, seeds=5,
              notes="sized on the 64-question pilot's SDs; runs rho 0.9 first (5 runs a seed)",
              run="label_noise_rho",
-             run_claims=tuple((f"olr@{k}{r}", f"grpo@{k}{r}", 1) for r in ("0.9", "0.5") for k in ("inactive", "active"))),
+             run_claims=tuple((f"olr@{k}{r}", f"grpo@{k}{r}", 1) for r in ("0.9", "0.5") for k in ("inactive", "active")),
+             paper="OLR paper (Qwen family): OLR > GRPO at every noise ratio up to 0.9"),
         Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
              sides=(1, -1), margin=0.03, runs_per_seed=3, steps=46, seeds=6,
              notes="equal epochs: 46 = the arms' mean steps (grpo_full 64, each 296-row subset 37)",
              run="selection_epochs",
-             run_claims=(("ttrl_selected", "grpo_full", 1), ("ttrl_selected", "ttrl_random", 1))),
+             run_claims=(("ttrl_selected", "grpo_full", 1), ("ttrl_selected", "ttrl_random", 1)),
+             paper="DE-Venus selection (57.9% data, 29.3% labels) >= full data"),
         Plan("label_free", "weak_supervision_paired", (("ttrl@0", "grpo_full"),),
              sides=(-1,), margin=0.03, runs_per_seed=1, steps=32, seeds=3,
-             notes="grpo_full shared with ten_percent_labels (same pool, budget, seeds)"),
+             notes="grpo_full shared with ten_percent_labels (same pool, budget, seeds)",
+             paper="TTRL; arXiv 2511.04902: label-free RL trails full labels"),
         Plan("rollout_savings", "rollout_savings",
              (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
-             sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3),
+             sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3,
+             paper="GRESO (Qwen2.5-Math-7B): same accuracy, 2.4x less rollout time than dynamic sampling"),
         Plan("real_model", "real_model", (("grpo", "base"), ("ttrl", "grpo"), ("semi@10", "ttrl")),
              sides=(1, -1, 1), margin=0.03, runs_per_seed=3, steps=6, seeds=2,
-             notes="the 2-seed pilot on SmolLM2: its SD sizes the next plan"),
+             notes="the 2-seed pilot on SmolLM2: its SD sizes the next plan",
+             paper="TTRL / TraPO directions on a real small model (SmolLM2 pilot)"),
     )
 }
 
@@ -176,14 +183,14 @@ def claims_table() -> str:
     :func:`~devenus.experiments.stats.decide` and Holm across the plan's claims."""
     from devenus.experiments.stats import decide, verdicts
 
-    lines = ["| plan | claim (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
-             "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|"]
+    lines = ["| plan | paper's claim | claim tested (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
+             "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|---|"]
     for plan in PLANS.values():
         if plan.run and (RESULTS / plan.run).is_dir():
             lines += plan_rows(plan)
             continue
         if plan.source is None:
-            lines.append(f"| {plan.name} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
+            lines.append(f"| {plan.name} | {plan.paper} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
             continue
         _, recs = _load(plan.source)
         decisions, cells = [], []
@@ -201,7 +208,7 @@ def claims_table() -> str:
                           f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
         v = verdicts(decisions)
         for dec, (name, claim, mech, diff, cost) in zip(decisions, cells):
-            lines.append(f"| {name} | {claim} | {mech} | {diff} | {v[dec.name]} (old design) | {cost} |")
+            lines.append(f"| {name} | {plan.paper} | {claim} | {mech} | {diff} | {v[dec.name]} (old design) | {cost} |")
     return "\n".join(lines)
 
 
@@ -246,7 +253,7 @@ def plan_rows(plan: Plan) -> list[str]:
                       f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})", None,
                       f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
     v = verdicts(decisions)
-    return [f"| {plan.name} | {claim} | {mech} | {diff} | {v[dec.name] + ' (plan design)' if dec else note} | {cost} |"
+    return [f"| {plan.name} | {plan.paper} | {claim} | {mech} | {diff} | {v[dec.name] + ' (plan design)' if dec else note} | {cost} |"
             for dec, claim, mech, diff, note, cost in cells]
 
 
