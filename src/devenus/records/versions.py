@@ -43,7 +43,8 @@ from devenus.atomic import AtomicFiles
 from .columnar import _canonical, _dumps
 from .io import check_input
 from .schema import EXTRA_INFO, SIMULATION
-from .validate import Issue, RecordError, as_rows, covered, find_table_issues, rows_table
+from .column_rules import covered
+from .validate import Issue, RecordError, as_rows, find_table_issues, rows_table
 
 MANIFEST_FORMAT = "devenus.version/2"
 #: manifests of the first layout (changes and refusals inline) are still read
