@@ -14,7 +14,8 @@ import pytest
 from devenus.records import RecordError, make_row
 from devenus.records.columnar import PY_WHITESPACE, table_changes, table_schema
 from devenus.records.io import normalize_rows
-from devenus.records.validate import covered, find_issues, find_table_issues
+from devenus.records.column_rules import covered
+from devenus.records.validate import find_issues, find_table_issues
 from devenus.records.versions import Change, VersionWriter, _dumps, removal_lines, row_changes, write_version
 
 
@@ -46,7 +47,7 @@ def test_blank_is_empty_after_strip_whatever_the_first_character():
     ``not value.strip()`` for every value, null included."""
     import random
 
-    from devenus.records.validate import _blank
+    from devenus.records.column_rules import _blank
 
     rng = random.Random(0)
     chars = [*PY_WHITESPACE, "a", "\u00e9", "\u200b", "\x00", "\uff58"]  # (zero-width space: not whitespace)

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from .schema import EXTRA_INFO, EXTRA_INFO_STANDARD, METHOD_COLUMNS, PY_WHITESPACE, SIMULATION, SIMULATION_FIELDS, records_schema
-from .validate import _fields, _infer_type, _is_int, _is_str, _np
+from .column_rules import _fields, _is_int, _is_str, _np
+from .validate import _infer_type
 
 __all__ = ["PY_WHITESPACE", "change_lines", "conform", "json_values", "table_changes", "table_schema"]
 

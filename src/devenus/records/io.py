@@ -87,7 +87,13 @@ def check_input(path: str | os.PathLike[str], what: str = "input") -> Path:
 
 
 def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list[dict[str, Any]]:
-    """Read a records Parquet file into a list of plain python dicts (lists, dicts, str, ...).
+    """Read a records Parquet file into a list of plain python dicts (lists, dicts, str, ...): the rows
+    of :func:`read_records_table`."""
+    return [to_python(r) for r in read_records_table(path, validate=validate).to_pylist()]
+
+
+def read_records_table(path: str | os.PathLike[str], *, validate: bool = True):
+    """Read a records Parquet file as one ``pyarrow.Table``.
 
     Pandas index columns (``__index_level_*``) are dropped. With ``validate`` (default) the table is
     checked column-wise (:func:`~devenus.records.validate.find_table_issues`) and a :class:`RecordError`
@@ -109,7 +115,7 @@ def read_records(path: str | os.PathLike[str], *, validate: bool = True) -> list
         issues = find_table_issues(table)
         if issues:
             raise RecordError(issues, header=f"records in {path} break the contract", hint=fix_hint(path, issues))
-    return [to_python(r) for r in table.to_pylist()]
+    return table
 
 
 #: fields a verl-prepared file lacks (or types differently) and an import adds

@@ -16,13 +16,14 @@ correct    the same with ``corrected``                             the row is la
 =========  ====================================================  ==========================================
 
 ``hide_table(table, mask, why) -> (table, changes)``, ``annotate_table(table, mask, answers, why)``,
-``promote_table(...)``, ``correct_table(...)``: no Python step per row; ``changes`` is a table ``row``,
+``promote_table(...)``, ``correct_table(...)`` (``relabel_table(..., source)``: the three by label source,
+as a transition rule applies its accepted proposals): no Python step per row; ``changes`` is a table ``row``,
 ``key``, ``field``, ``line`` (each :class:`.versions.Change` as its manifest JSON line, for
 :meth:`.versions.VersionWriter.add_change_lines`), by row and within a row by sorted field path.
 ``why``: a string, or a string array with one entry per row.
 
 Callers that hold row dicts go through the same edits: :func:`hide_labels` (rows in memory, a
-fraction of them hidden) and :func:`relabel` (one row, a transition rule's proposal) make a table of
+fraction of them hidden) and :func:`relabel` (one row) make a table of
 their rows (:func:`.io.records_to_table`) and read the edited rows back.
 """
 
@@ -54,15 +55,13 @@ def _check_state(key: Any, labeled: Any, edit: str) -> None:
 def relabel(row: dict[str, Any], answer: str, why: str, source: str):
     """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or
     :data:`CORRECTED`, whose precondition it checks), and its changes (:class:`.versions.Change`):
-    the table edit of a one-row table. ``row`` is not modified."""
+    the table edit of a one-row table (:func:`relabel_table`). ``row`` is not modified."""
     import json
 
     from .io import records_to_table
     from .versions import Change
 
-    if source not in (ANNOTATED, PROMOTED, CORRECTED):
-        raise ValueError(f"label source must be one of {ANNOTATED!r}, {PROMOTED!r}, {CORRECTED!r}, got {source!r}")
-    new, changes = _relabel_table(records_to_table([row], validate=False), [True], answer, why, source)
+    new, changes = relabel_table(records_to_table([row], validate=False), [True], answer, why, source)
     return new.to_pylist()[0], [Change(**json.loads(line)) for line in changes.column("line").to_pylist()]
 
 
@@ -181,11 +180,16 @@ def hide_table(table, mask, why):
     return new, _changes(table, new, m, why)
 
 
-def _relabel_table(table, mask, answers, why, source):
+def relabel_table(table, mask, answers, why, source):
+    """The rows ``mask`` selects labeled with ``answers`` as ``source`` (:data:`ANNOTATED`,
+    :data:`PROMOTED` or :data:`CORRECTED`, whose precondition every selected row must meet; ``answers``:
+    one per row of the table, read where ``mask``, or one string): ``(table, changes)``."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if source not in (ANNOTATED, PROMOTED, CORRECTED):
+        raise ValueError(f"label source must be one of {ANNOTATED!r}, {PROMOTED!r}, {CORRECTED!r}, got {source!r}")
     m = _mask(table, mask)
     pm = pa.array(m)
     extra = table.column(EXTRA_INFO)
@@ -204,17 +208,17 @@ def _relabel_table(table, mask, answers, why, source):
 def annotate_table(table, mask, answers, why):
     """The unlabeled rows ``mask`` selects labeled with an annotator's answers (``label_source=annotated``;
     ``answers``: one per row of the table, read where ``mask``, or one string): ``(table, changes)``."""
-    return _relabel_table(table, mask, answers, why, ANNOTATED)
+    return relabel_table(table, mask, answers, why, ANNOTATED)
 
 
 def promote_table(table, mask, answers, why):
     """The unlabeled rows ``mask`` selects labeled with accepted pseudo labels (``promoted``): ``(table, changes)``."""
-    return _relabel_table(table, mask, answers, why, PROMOTED)
+    return relabel_table(table, mask, answers, why, PROMOTED)
 
 
 def correct_table(table, mask, answers, why):
     """The labeled rows ``mask`` selects with their targets replaced (``corrected``): ``(table, changes)``."""
-    return _relabel_table(table, mask, answers, why, CORRECTED)
+    return relabel_table(table, mask, answers, why, CORRECTED)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ from devenus.atomic import AtomicFiles
 from .columnar import _canonical, _dumps
 from .io import check_input
 from .schema import EXTRA_INFO, SIMULATION
-from .validate import Issue, RecordError, as_rows, covered, find_table_issues, rows_table
+from .column_rules import covered
+from .validate import Issue, RecordError, as_rows, find_table_issues, rows_table
 
 MANIFEST_FORMAT = "devenus.version/2"
 #: manifests of the first layout (changes and refusals inline) are still read
@@ -585,7 +586,7 @@ def write_version(
     rule: str,
     config: Mapping[str, Any] | None = None,
     parent: Parent | str | os.PathLike[str] | Sequence[Parent | str | os.PathLike[str]] | None = None,
-    changes: Iterable[Change] = (),
+    changes: Iterable[Change] | Any = (),
     refusals: Iterable[Refusal] = (),
     force: bool = False,
     inputs: Iterable[Parent | str | os.PathLike[str]] = (),
@@ -596,7 +597,8 @@ def write_version(
     ``parent`` / ``inputs``: every input file (paths are hashed; or :class:`Parent` from
     :func:`parent_of`): each is a parent in the manifest and is never overwritten; ``rule``: the name
     of what made it, ``config``: its settings (JSON values), ``changes``: every changed or removed
-    row, ``refusals``: input rows not taken. Returns the :class:`Manifest`; see the module docstring
+    row (or a table of change lines, as the :mod:`.labels` table edits give them), ``refusals``: input
+    rows not taken. Returns the :class:`Manifest`; see the module docstring
     for the guarantees.
     """
     import pyarrow as pa
@@ -613,7 +615,10 @@ def write_version(
         else:
             for batch in rows:
                 w.write(batch)
-        w.add_changes(changes)
+        if isinstance(changes, pa.Table):
+            w.add_change_lines(changes)
+        else:
+            w.add_changes(changes)
         for r in refusals:
             w.refuse(r)
     assert w.manifest is not None

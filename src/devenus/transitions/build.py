@@ -32,8 +32,8 @@ from typing import Any
 
 from devenus.records.evidence import (EvidenceError, EvidenceProvenanceError, evidence_parts, read_evidence,
                                       read_provenance)
-from devenus.records.io import read_records
-from devenus.records.versions import Change, Manifest, Refusal, parent_of, write_version
+from devenus.records.io import read_records_table
+from devenus.records.versions import Manifest, Refusal, parent_of, write_version
 from devenus.transitions import rules
 from devenus.transitions.rules import TransitionError, rule_config
 
@@ -57,20 +57,22 @@ def build_transition(data: str | os.PathLike[str], evidence: str | os.PathLike[s
     rule = rules.get(rule)(rule_config(rule, thresholds))
     parent = parent_of(data)
     parts = _round_parts(evidence, round, parent)
-    rows = read_records(data)
+    table = read_records_table(data)
+    rows = table.to_pylist()
     by_key = {r["extra_info"]["index"]: i for i, r in enumerate(rows)}
     proposals = _proposals(evidence, round, rule, by_key, parent.name)
-    out_rows, changes, refusals = _apply(rule, rows, by_key, proposals)
+    out_table, changes, refusals, answers = _apply(rule, table, rows, by_key, proposals)
     digest = hashlib.sha256(json.dumps([proposals[k] for k in sorted(proposals)], sort_keys=True,
                                        default=str).encode()).hexdigest()
     config = {"rule": rule.name, "method": rule.method, "round": round, "thresholds": asdict(rule.config),
               "evidence": {"proposal_keys": len(proposals), "sha256": digest}}
     # every input is a parent (hashed: the audit recipe re-verifies them) and an input the output may not be
-    manifest = write_version(out_rows, out, rule=f"transition-{rule.name}", config=config,
+    manifest = write_version(out_table, out, rule=f"transition-{rule.name}", config=config,
                              parent=[parent, *parts], changes=changes, refusals=refusals, force=force,
                              inputs=[data, *parts])
-    precision, recall = _truth(rule, rows, out_rows, {c.key for c in changes}, by_key)
-    return TransitionResult(manifest, proposals=len(proposals), accepted=len({c.key for c in changes}),
+    changed = set(changes.column("key").to_pylist())
+    precision, recall = _truth(rule, rows, {k: answers[k] for k in changed}, by_key)
+    return TransitionResult(manifest, proposals=len(proposals), accepted=len(changed),
                             rejected=len(refusals), precision=precision, recall=recall)
 
 
@@ -122,12 +124,15 @@ def _proposals(evidence: str | os.PathLike[str], round: int, rule: rules.Transit
     return proposals
 
 
-def _apply(rule: rules.TransitionRule, rows: list, by_key: dict[str, int],
-           proposals: dict[str, list[dict[str, Any]]]) -> tuple[list, list[Change], list[Refusal]]:
-    """D(k+1)'s rows, its changes and the refusals: per key (sorted) the latest proposal decides."""
-    changes: list[Change] = []
+def _apply(rule: rules.TransitionRule, table, rows: list, by_key: dict[str, int],
+           proposals: dict[str, list[dict[str, Any]]]) -> tuple[Any, Any, list[Refusal], dict[str, str]]:
+    """D(k+1)'s table, its change lines (by key), the refusals and the accepted answers by key: per key
+    (sorted) the latest proposal decides (:meth:`~rules.TransitionRule.check`), and the accepted ones
+    are applied as one table edit (:meth:`~rules.TransitionRule.apply`)."""
+    import pyarrow.compute as pc
+
     refusals: list[Refusal] = []
-    out_rows = rows
+    accepted: dict[int, tuple[dict[str, Any], str]] = {}
     for key in sorted(proposals):
         ps = sorted(proposals[key], key=lambda e: e["step"])
         p = ps[-1]
@@ -137,15 +142,15 @@ def _apply(rule: rules.TransitionRule, rows: list, by_key: dict[str, int],
             refusals.append(Refusal(where=f"proposal at step {p['step']}", field="reward_model.ground_truth",
                                     why=why_not, key=key))
             continue
-        if out_rows is rows:
-            out_rows = list(rows)  # copy on first change: D(k)'s rows stay as read
-        out_rows[i], row_changes = rule.apply(p, rows[i], rule.summary(p, len(ps)))
-        changes += row_changes
-    return out_rows, changes, refusals
+        accepted[i] = p, rule.summary(p, len(ps))
+    out, changes = rule.apply(table, accepted)
+    changes = changes.take(pc.sort_indices(changes, [("key", "ascending")]))  # (stable: a row's fields stay sorted)
+    return out, changes, refusals, {rows[i]["extra_info"]["index"]: p["values"]["after"] for i, (p, _) in accepted.items()}
 
 
-def _truth(rule: rules.TransitionRule, before: list, after: list, changed: set[str], by_key: dict[str, int]):
-    """(precision, recall) of the accepted changes against ``simulation.hidden_answer`` (None without it)."""
+def _truth(rule: rules.TransitionRule, before: list, after: dict[str, str], by_key: dict[str, int]):
+    """(precision, recall) of the accepted changes (``after``: each changed key's new target) against
+    ``simulation.hidden_answer`` (None without it)."""
     from devenus.verify import get_default_verifier
 
     v = get_default_verifier()
@@ -154,7 +159,6 @@ def _truth(rule: rules.TransitionRule, before: list, after: list, changed: set[s
         return None, None
 
     fixable = sum(1 for r, h in zip(before, hidden) if h is not None and rule.fixable(r, h, v.equivalent))
-    right = sum(1 for k in changed if hidden[by_key[k]] is not None
-                and v.equivalent(after[by_key[k]]["reward_model"]["ground_truth"], hidden[by_key[k]]))
-    judged = sum(1 for k in changed if hidden[by_key[k]] is not None)
+    right = sum(1 for k, gt in after.items() if hidden[by_key[k]] is not None and v.equivalent(gt, hidden[by_key[k]]))
+    judged = sum(1 for k in after if hidden[by_key[k]] is not None)
     return (right / judged if judged else None), (right / fixable if fixable else None)

@@ -4,9 +4,10 @@ A rule is a :class:`TransitionRule` subclass that lives beside the method that p
 ``promote`` in ``online/refine/trapo2.py``, NL-OLR v2's ``correct`` in ``online/refine/nl_olr2.py``). It
 names the method whose proposals it applies, its config (the method config's own base class of the keys a
 proposal records, so the defaults are declared once), ``check(proposal, row)`` (why the proposal cannot be
-applied, reusing the method's online threshold check) and ``apply(proposal, row, why)`` (the new row and
-its :class:`~devenus.records.versions.Change` entries). :func:`devenus.transitions.build.build_transition`
-loops over a rule's proposals without knowing which rule it runs.
+applied, reusing the method's online threshold check) and ``apply(table, accepted)`` (the accepted
+proposals of a round as one table edit: the new table and its change lines).
+:func:`devenus.transitions.build.build_transition` loops over a rule's proposals without knowing which
+rule it runs: the rule decides each, the builder writes the version.
 
 Registration: built-in rules are named here by import path (:data:`BUILTIN`), so listing the names (the
 CLI's parser) imports no method module (and so no torch); :func:`register` adds a rule class at run time
@@ -69,13 +70,23 @@ class TransitionRule:
         denominator)."""
         raise NotImplementedError
 
-    def apply(self, proposal: dict[str, Any], row: dict[str, Any], why: str):
-        """(the new row, its changes): the target becomes the proposed answer, the row labeled, its
-        ``label_source`` this rule's, through the label vocabulary (:func:`devenus.records.labels.relabel`).
-        ``row`` is not modified."""
-        from devenus.records.labels import relabel
+    def apply(self, table, accepted: dict[int, tuple[dict[str, Any], str]]):
+        """(the new table, its change lines): every accepted row (position in ``table`` -> (its proposal,
+        the change's why)) gets the proposed answer as its target, labeled, its ``label_source`` this
+        rule's, in one table edit of the label vocabulary (:func:`devenus.records.labels.relabel_table`).
+        ``table`` is not modified."""
+        import numpy as np
+        import pyarrow as pa
 
-        return relabel(row, proposal["values"]["after"], why, self.label_source)
+        from devenus.records.labels import relabel_table
+
+        mask = np.zeros(table.num_rows, dtype=bool)
+        answers: list[str | None] = [None] * table.num_rows
+        whys: list[str | None] = [None] * table.num_rows
+        for i, (proposal, why) in accepted.items():
+            mask[i], answers[i], whys[i] = True, proposal["values"]["after"], why
+        return relabel_table(table, mask, pa.array(answers, pa.string()), pa.array(whys, pa.string()),
+                             self.label_source)
 
     def summary(self, proposal: dict[str, Any], n: int) -> str:
         """The evidence behind one change, as one sorted JSON line (the manifest's ``why``)."""
