@@ -1,4 +1,6 @@
-"""Training pools whose base pass rates spread around 0.5, for experiments that need room for an effect.
+"""Training pools for experiments: a seeded random draw, or one whose base pass rates spread around 0.5.
+
+:func:`seeded_pool` / :func:`pool_train_file` draw ``size`` questions of the testbed's train split per seed.
 
 A pool drawn at random from the testbed's train split is mostly questions the base model always or never
 solves (1-digit sums it gets right, 4-digit ones it rarely does): a method has nothing to change on them.
@@ -122,6 +124,37 @@ def stratified_train_file(size: int):
                 rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
             write_version(rows, path, rule=exp.name, parent=tb.split("train"),
                           config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed, **about})
+        return path
+
+    return train_file
+
+
+def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
+    """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
+    same pool, and each experiment draws its own."""
+    return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
+
+
+def pool_train_file(size: int):
+    """A definition's ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
+    split (drawn for the experiment's name) with the arm's ``labeled_fraction`` of labels kept (seeded),
+    written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
+    write the same file."""
+
+    def train_file(arm, seed: int, exp) -> Path:
+        from devenus.records import hide_labels, read_records
+        from devenus.records.versions import write_version
+        from devenus.testbed import build_testbed
+
+        tb = build_testbed()
+        path = exp.work / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, size)
+            if arm.labeled_fraction < 1.0:
+                rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
+            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
+                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed})
         return path
 
     return train_file

@@ -95,39 +95,6 @@ class Arm:
 
 
 # ------------------------------------------------------------------------------ training data
-def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
-    """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
-    same pool, and each experiment draws its own."""
-    import random
-
-    return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
-
-
-def pool_train_file(size: int) -> "TrainFile":
-    """An :class:`Experiment` ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
-    split (drawn for the experiment's name) with the arm's ``labeled_fraction`` of labels kept (seeded),
-    written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
-    write the same file."""
-
-    def train_file(arm: "Arm", seed: int, exp: "Experiment") -> Path:
-        from devenus.records import hide_labels, read_records
-        from devenus.records.versions import write_version
-        from devenus.testbed import build_testbed
-
-        tb = build_testbed()
-        path = exp.work / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, size)
-            if arm.labeled_fraction < 1.0:
-                rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
-            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
-                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed})
-        return path
-
-    return train_file
-
-
 def epoch_steps(epochs: float, rows: int, prompts_per_step: int) -> int:
     """Steps for ``epochs`` passes over ``rows`` training rows at ``prompts_per_step`` a step:
     ceil(epochs x rows / prompts_per_step), so every row is offered at least ``epochs`` times in expectation

@@ -53,7 +53,8 @@ import json
 from pathlib import Path
 
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.runner import Arm, Experiment, Transition, seeded_pool
+from devenus.experiments.pool import seeded_pool
+from devenus.experiments.runner import Arm, Experiment, Transition
 
 NAME = "label_noise"
 RHOS = (0.1, 0.3, 0.5)

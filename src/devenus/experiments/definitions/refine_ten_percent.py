@@ -28,7 +28,8 @@ refine_ten_percent.md (and .json) beside it.
 from __future__ import annotations
 
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.runner import Arm, pool_train_file
+from devenus.experiments.pool import pool_train_file
+from devenus.experiments.runner import Arm
 
 POOL = 64
 LABELED = 0.1

@@ -66,7 +66,8 @@ import json
 from pathlib import Path
 
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.runner import Arm, Experiment, pool_train_file
+from devenus.experiments.pool import pool_train_file
+from devenus.experiments.runner import Arm, Experiment
 
 NAME = "rollout_savings"
 POOL = 64
