@@ -39,7 +39,10 @@ def test_constructed_travels_to_the_late_surfaces():
     out = t.on_rollouts(prompts, outputs)
     assert list(out.non_tensor_batch[S.CONSTRUCTED_KEY]) == [False, False, True, True, False, False]
     assert S.ADMIT_KEY not in out.non_tensor_batch  # S_b waits for the log-prob pass
-    nt = {k: prompts.non_tensor_batch[k] for k in ("uid", "extra_info", "reward_model", "simulation")}
+    # verl's _get_gen_batch pops every non-tensor column but data_source/reward_model/extra_info/uid into the
+    # generation batch: `simulation` never comes back, the truth travels in the adapter's own column
+    assert list(out.non_tensor_batch[S.HIDDEN_KEY]) == list("113344")
+    nt = {k: prompts.non_tensor_batch[k] for k in ("uid", "extra_info", "reward_model")}
     batch = DataProto.from_dict(tensors={k: out.batch[k] for k in ("responses", "response_mask", "rm_scores")},
                                 non_tensors={**nt, **out.non_tensor_batch})
     batch.reorder(torch.tensor([5, 2, 0, 4, 3, 1]))  # verl balances rows between the two passes

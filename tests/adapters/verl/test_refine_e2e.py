@@ -115,6 +115,8 @@ def test_refine_method_trains_writes_evidence_and_resumes_to_the_same_state(meth
                    if m["devenus/target/corrections"] > 0)
     if method in ("trapo", "trapo2"):
         assert all("devenus/groups/admitted" in m for m in metrics.values())
+    if method in ("trapo", "geomin"):  # judged in the log-prob pass, after verl moved `simulation` out of the batch
+        assert any(k.startswith("devenus/mechanism/admission/") for m in metrics.values() for k in m)
     if method == "geomin":  # hidden states pooled in the Ray actor's log-prob pass reached the method
         assert all(m["devenus/geomin/layers_total"] == 5 for m in metrics.values())  # embeddings + 3 layers + norm
         assert all("devenus/geomin/admitted_share/unlabeled" in m for m in metrics.values())

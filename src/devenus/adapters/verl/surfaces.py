@@ -18,6 +18,7 @@ from devenus.online.rollouts import RolloutBatch, label_states, truncated_rows
 # non-tensor keys DE-Venus adds to a training batch (they travel through verl's balance/reorder)
 TARGET_KEY = "devenus_target"  # the target each row was scored against after S_y
 CONSTRUCTED_KEY = "devenus_constructed"  # rows whose target S_y substituted (what S_r/S_b/S_a see of S_y)
+HIDDEN_KEY = "devenus_hidden"  # simulation truth per row, for mechanism metrics only (verl pops `simulation`)
 ADMIT_KEY = "devenus_admit"  # S_b decision per row
 WEIGHT_KEY = "devenus_adv_weight"  # S_a weight per row
 

@@ -198,6 +198,8 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
                                            rows=decided.regraded)
         outputs.non_tensor_batch[surfaces.TARGET_KEY] = view.target.copy()
         outputs.non_tensor_batch[surfaces.CONSTRUCTED_KEY] = view.constructed.copy()
+        if decided.hidden is not None:  # verl moves `simulation` into the generation batch: the log-prob pass reads this
+            outputs.non_tensor_batch[surfaces.HIDDEN_KEY] = np.asarray(decided.hidden, dtype=object)
         if not self.rules.after_log_prob:
             self._write_row_decisions(self.rules.row_surfaces(view, decided.hidden), outputs)
         return outputs
@@ -264,7 +266,9 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         }
         if "self_verification" in self.method.step_needs:
             view.fields["self_verification"] = self._self_verification(batch, view)
-        hidden = diagnostics.hidden_answers(batch.non_tensor_batch.get("simulation"))  # mechanism metrics only
+        hidden = batch.non_tensor_batch.get(surfaces.HIDDEN_KEY)  # mechanism metrics only
+        if hidden is None:
+            hidden = diagnostics.hidden_answers(batch.non_tensor_batch.get("simulation"))
         self._write_row_decisions(self.rules.row_surfaces(view, hidden), batch)
 
     def _self_verification(self, batch: DataProto, view) -> np.ndarray:
