@@ -220,7 +220,8 @@ def mechanism_cell(recs: dict, arm: str) -> str:
     per_run = [r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, _), r in recs.items() if n == arm]
     keys = sorted({k for m in per_run for k in m})
     if not keys:
-        return "none declared (GRPO-family arm)"
+        method = next((r["arm"]["method"] for (n, _), r in recs.items() if n == arm and r.get("arm")), arm)
+        return "none declared (GRPO-family arm)" if method == "grpo" else f"{method}'s metrics not logged in these runs"
     cells = []
     for key in keys:
         vals = [m[key]["value"] for m in per_run if key in m]
