@@ -157,3 +157,23 @@ def write_noisy_version(rows: Sequence[dict], parent, out, rho: float, regime: s
     cfg = {"rho": rho, "regime": regime, "seed": seed, **(config or {})}
     m = write_version(noisy, out, rule="testbed-noise", config=cfg, parent=parent, changes=changes, force=force)
     return noisy, m
+
+
+def cached_wrong_answers(tb, rows: Sequence[dict], n_samples: int, seed: int, path) -> dict[str, list[str]]:
+    """:func:`sample_wrong_answers` of the testbed ``tb``'s base model for ``rows``, cached as JSON at ``path``
+    (sampling is minutes on one core; every arm of a seed reads the same answers)."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if path.exists():
+        return json.loads(path.read_text())
+    import torch
+
+    from devenus.atomic import write_text_atomic
+
+    torch.set_num_threads(1)
+    model, tok = tb.load_model()
+    wrong = sample_wrong_answers(model, tok, rows, n_samples, seed=seed)
+    write_text_atomic(path, json.dumps(wrong, sort_keys=True))
+    return wrong

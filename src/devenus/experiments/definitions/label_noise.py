@@ -49,7 +49,6 @@ Results: one JSON per (arm, seed) under experiments/results/label_noise/, the ta
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from devenus.experiments.definition import Budget, Definition
@@ -103,30 +102,13 @@ GROUPS = {
 }
 
 
-def wrong_answers(tb, rows: list[dict], seed: int, work: Path) -> dict[str, list[str]]:
-    """Wrong answers the base model samples for the pool (active noise), cached per seed."""
-    path = work / f"wrong_pool{POOL}_s{seed}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    import torch
-
-    from devenus.atomic import write_text_atomic
-    from devenus.testbed.noise import sample_wrong_answers
-
-    torch.set_num_threads(1)
-    model, tok = tb.load_model()
-    wrong = sample_wrong_answers(model, tok, rows, WRONG_SAMPLES, seed=seed)
-    write_text_atomic(path, json.dumps(wrong, sort_keys=True))
-    return wrong
-
-
 def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The arm's pool, clean or with its noise, written once as a dataset version (every injected label
     listed in its manifest) before any run starts."""
     from devenus.records import read_records
     from devenus.records.versions import row_changes, write_version
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, inject_noise
+    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, cached_wrong_answers, inject_noise
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
@@ -139,7 +121,8 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
     changes = []
     if regime != "none":
-        wrong = wrong_answers(tb, rows, seed, data) if regime in NEEDS_WRONG_ANSWERS else None
+        wrong = (cached_wrong_answers(tb, rows, WRONG_SAMPLES, seed, data / f"wrong_pool{POOL}_s{seed}.json")
+                 if regime in NEEDS_WRONG_ANSWERS else None)
         noisy = inject_noise(rows, rho, regime, seed, wrong)
         changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
         rows = noisy

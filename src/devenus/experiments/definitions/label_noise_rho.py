@@ -20,7 +20,6 @@ any run; its amendment, also before any run, explains the pool size and OLR's ``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from devenus.experiments.definition import Budget, Definition
@@ -55,30 +54,13 @@ ARMS, NOISE = plan()
 GROUPS = {f"rho{rho:g}": ("grpo_clean",) + tuple(a for a, (_, r) in NOISE.items() if r == rho) for rho in RHOS}
 
 
-def wrong_answers(tb, rows: list[dict], seed: int, data: Path) -> dict[str, list[str]]:
-    """Wrong answers the base model samples for the pool (active noise), cached per seed."""
-    path = data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    import torch
-
-    from devenus.atomic import write_text_atomic
-    from devenus.testbed.noise import sample_wrong_answers
-
-    torch.set_num_threads(1)
-    model, tok = tb.load_model()
-    wrong = sample_wrong_answers(model, tok, rows, WRONG_SAMPLES, seed=seed)
-    write_text_atomic(path, json.dumps(wrong, sort_keys=True))
-    return wrong
-
-
 def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The seed's stratified pool, clean or with the arm's noise, written once as a dataset version (every
     injected label listed in its manifest) before any run starts."""
     from devenus.experiments.pool import stratified_pool
     from devenus.records.versions import row_changes, write_version
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, inject_noise
+    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, cached_wrong_answers, inject_noise
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
@@ -90,7 +72,8 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     rows, about = stratified_pool(exp.name, tb, seed, POOL)
     changes = []
     if regime != "none":
-        wrong = wrong_answers(tb, rows, seed, data) if regime in NEEDS_WRONG_ANSWERS else None
+        cache = data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json"
+        wrong = cached_wrong_answers(tb, rows, WRONG_SAMPLES, seed, cache) if regime in NEEDS_WRONG_ANSWERS else None
         noisy = inject_noise(rows, rho, regime, seed, wrong)
         changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
         rows = noisy
