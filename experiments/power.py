@@ -180,35 +180,18 @@ def mechanism_today(recs: dict, arm: str) -> str:
 
 def claims_table() -> str:
     """The one claims table from today's committed results: each plan's claims decided with
-    :func:`~devenus.experiments.stats.decide` and Holm across the plan's claims."""
-    from devenus.experiments.stats import decide, verdicts
-
+    :func:`~devenus.experiments.stats.decide` and Holm across the plan's claims (on the plan's own runs where
+    they exist, :func:`plan_rows`; else on the old design's)."""
     lines = ["| plan | paper's claim | claim tested (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
              "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|---|"]
     for plan in PLANS.values():
         if plan.run and (RESULTS / plan.run).is_dir():
             lines += plan_rows(plan)
-            continue
-        if plan.source is None:
+        elif plan.source is None:
             lines.append(f"| {plan.name} | {plan.paper} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
-            continue
-        _, recs = _load(plan.source)
-        decisions, cells = [], []
-        for (arm, ref), side in zip(plan.claims, plan.sides):
-            runs = {sd: r for (n, sd), r in recs.items() if n == arm}
-            refs = {sd: r for (n, sd), r in recs.items() if n == ref}
-            seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
-            d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
-            dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
-            decisions.append(dec)
-            wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
-            iv = Experiment._paired(runs, refs).get("ID", {})
-            cells.append((plan.name, f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}", mechanism_today(recs, arm),
-                          f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})",
-                          f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
-        v = verdicts(decisions)
-        for dec, (name, claim, mech, diff, cost) in zip(decisions, cells):
-            lines.append(f"| {name} | {plan.paper} | {claim} | {mech} | {diff} | {v[dec.name]} (old design) | {cost} |")
+        else:
+            claims = [(arm, ref, side) for (arm, ref), side in zip(plan.claims, plan.sides)]
+            lines += decided_rows(plan, plan.source, claims, mechanism_today, "old design", min_seeds=0)
     return "\n".join(lines)
 
 
@@ -233,29 +216,37 @@ def mechanism_cell(recs: dict, arm: str) -> str:
 def plan_rows(plan: Plan) -> list[str]:
     """The claims of ``plan`` decided on the results of its own design (``plan.run``), Holm across the claims
     that have paired seeds; a claim without runs is listed as not run."""
+    return decided_rows(plan, plan.run, plan.run_claims, mechanism_cell, "plan design", min_seeds=2)
+
+
+def decided_rows(plan: Plan, source: str, claims, mechanism, design: str, min_seeds: int) -> list[str]:
+    """Table rows for ``claims`` ((arm, reference, claimed side)) on the committed results of ``source``: the
+    paired ID difference (seeds on the same weights), the verdict with Holm across the claims decided, the
+    ``mechanism(records, arm)`` cell, the cost; a claim with fewer than ``min_seeds`` paired seeds is not run."""
     from devenus.experiments.stats import decide, verdicts
 
-    _, recs = _load(plan.run)
+    _, recs = _load(source)
     decisions, cells = [], []
-    for arm, ref, side in plan.run_claims:
+    for arm, ref, side in claims:
         runs = {sd: r for (n, sd), r in recs.items() if n == arm}
         refs = {sd: r for (n, sd), r in recs.items() if n == ref}
         seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
         claim = f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}"
-        if len(seeds) < 2:
-            cells.append((None, claim, "-", f"{len(seeds)} paired seed(s)", "not run under the plan", "-"))
+        if len(seeds) < min_seeds:
+            cells.append((None, claim, "-", f"{len(seeds)} paired seed(s)", "-"))
             continue
         d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
         dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
         decisions.append(dec)
         iv = Experiment._paired(runs, refs).get("ID", {})
         wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
-        cells.append((dec, claim, mechanism_cell(recs, arm),
-                      f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})", None,
+        cells.append((dec, claim, mechanism(recs, arm),
+                      f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})",
                       f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
     v = verdicts(decisions)
-    return [f"| {plan.name} | {plan.paper} | {claim} | {mech} | {diff} | {v[dec.name] + ' (plan design)' if dec else note} | {cost} |"
-            for dec, claim, mech, diff, note, cost in cells]
+    return [f"| {plan.name} | {plan.paper} | {claim} | {mech} | {diff} | "
+            f"{f'{v[dec.name]} ({design})' if dec else 'not run under the plan'} | {cost} |"
+            for dec, claim, mech, diff, cost in cells]
 
 
 def main(argv=None) -> int:
