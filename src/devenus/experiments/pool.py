@@ -109,24 +109,7 @@ def stratified_pool(experiment: str, tb, seed: int, size: int, file: Path | None
 def stratified_train_file(size: int):
     """A definition's ``train_file``: the seed's :func:`stratified_pool` with the arm's ``labeled_fraction``
     of labels kept (seeded), written once under ``<work>/data`` as a dataset version before any run."""
-
-    def train_file(arm, seed: int, exp) -> Path:
-        from devenus.records import hide_labels
-        from devenus.records.versions import write_version
-        from devenus.testbed import build_testbed
-
-        tb = build_testbed()
-        path = exp.work / "data" / f"strat{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            rows, about = stratified_pool(exp.name, tb, seed, size)
-            if arm.labeled_fraction < 1.0:
-                rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
-            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
-                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed, **about})
-        return path
-
-    return train_file
+    return _pool_file(f"strat{size}", size, lambda exp, tb, seed: stratified_pool(exp.name, tb, seed, size))
 
 
 def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
@@ -141,20 +124,33 @@ def pool_train_file(size: int):
     written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
     write the same file."""
 
+    def draw(exp, tb, seed: int):
+        from devenus.records import read_records
+
+        return seeded_pool(exp.name, read_records(tb.split("train")), seed, size), {}
+
+    return _pool_file(f"pool{size}", size, draw)
+
+
+def _pool_file(stem: str, size: int, draw):
+    """The ``train_file`` both pools share: ``draw(experiment, testbed, seed) -> (rows, description)``, the
+    arm's labels hidden down to its fraction, written once as ``<work>/data/<stem>_<fraction>_s<seed>.parquet``
+    (the description joins the version's config)."""
+
     def train_file(arm, seed: int, exp) -> Path:
-        from devenus.records import hide_labels, read_records
+        from devenus.records import hide_labels
         from devenus.records.versions import write_version
         from devenus.testbed import build_testbed
 
         tb = build_testbed()
-        path = exp.work / "data" / f"pool{size}_{arm.labeled_fraction:g}_s{seed}.parquet"
+        path = exp.work / "data" / f"{stem}_{arm.labeled_fraction:g}_s{seed}.parquet"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, size)
+            rows, about = draw(exp, tb, seed)
             if arm.labeled_fraction < 1.0:
                 rows = hide_labels(rows, arm.labeled_fraction, seed=seed)
             write_version(rows, path, rule=exp.name, parent=tb.split("train"),
-                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed})
+                          config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed, **about})
         return path
 
     return train_file
