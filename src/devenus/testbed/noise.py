@@ -177,3 +177,17 @@ def cached_wrong_answers(tb, rows: Sequence[dict], n_samples: int, seed: int, pa
     wrong = sample_wrong_answers(model, tok, rows, n_samples, seed=seed)
     write_text_atomic(path, json.dumps(wrong, sort_keys=True))
     return wrong
+
+
+def noisy_rows(tb, rows: Sequence[dict], regime: str, rho: float, seed: int, n_samples: int, wrong_cache):
+    """``(rows, changes)``: ``rows`` with :func:`inject_noise` of ``regime`` at ``rho`` (``"none"``: unchanged,
+    no changes), the active regime's wrong answers sampled from ``tb``'s base model (:func:`cached_wrong_answers`,
+    ``n_samples`` a question, cached at ``wrong_cache``), and every changed field as a
+    :class:`~devenus.records.versions.Change` for the dataset version's manifest."""
+    from devenus.records.versions import row_changes
+
+    if regime == "none":
+        return list(rows), []
+    wrong = cached_wrong_answers(tb, rows, n_samples, seed, wrong_cache) if regime in NEEDS_WRONG_ANSWERS else None
+    noisy = inject_noise(rows, rho, regime, seed, wrong)
+    return noisy, [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]

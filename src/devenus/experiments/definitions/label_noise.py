@@ -106,9 +106,9 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The arm's pool, clean or with its noise, written once as a dataset version (every injected label
     listed in its manifest) before any run starts."""
     from devenus.records import read_records
-    from devenus.records.versions import row_changes, write_version
+    from devenus.records.versions import write_version
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, cached_wrong_answers, inject_noise
+    from devenus.testbed.noise import noisy_rows
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
@@ -119,13 +119,7 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     data.mkdir(parents=True, exist_ok=True)
     rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, POOL)
     config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
-    changes = []
-    if regime != "none":
-        wrong = (cached_wrong_answers(tb, rows, WRONG_SAMPLES, seed, data / f"wrong_pool{POOL}_s{seed}.json")
-                 if regime in NEEDS_WRONG_ANSWERS else None)
-        noisy = inject_noise(rows, rho, regime, seed, wrong)
-        changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
-        rows = noisy
+    rows, changes = noisy_rows(tb, rows, regime, rho, seed, WRONG_SAMPLES, data / f"wrong_pool{POOL}_s{seed}.json")
     write_version(rows, path, rule=exp.name, parent=tb.split("train"), config=config, changes=changes)
     return path
 

@@ -58,9 +58,9 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     """The seed's stratified pool, clean or with the arm's noise, written once as a dataset version (every
     injected label listed in its manifest) before any run starts."""
     from devenus.experiments.pool import stratified_pool
-    from devenus.records.versions import row_changes, write_version
+    from devenus.records.versions import write_version
     from devenus.testbed import build_testbed
-    from devenus.testbed.noise import NEEDS_WRONG_ANSWERS, cached_wrong_answers, inject_noise
+    from devenus.testbed.noise import noisy_rows
 
     tb = build_testbed()
     regime, rho = NOISE.get(arm.name, ("none", 0.0))
@@ -70,13 +70,8 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
         return path
     data.mkdir(parents=True, exist_ok=True)
     rows, about = stratified_pool(exp.name, tb, seed, POOL)
-    changes = []
-    if regime != "none":
-        cache = data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json"
-        wrong = cached_wrong_answers(tb, rows, WRONG_SAMPLES, seed, cache) if regime in NEEDS_WRONG_ANSWERS else None
-        noisy = inject_noise(rows, rho, regime, seed, wrong)
-        changes = [c for a, b in zip(rows, noisy) for c in row_changes(a, b, f"{regime} noise at rho={rho:g}")]
-        rows = noisy
+    rows, changes = noisy_rows(tb, rows, regime, rho, seed, WRONG_SAMPLES,
+                               data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json")
     write_version(rows, path, rule=exp.name, parent=tb.split("train"),
                   config={"pool": POOL, "seed": seed, "regime": regime, "rho": rho, **about}, changes=changes)
     return path
