@@ -375,10 +375,10 @@ class Experiment:
         data = self.train_data(arm, seed)
         budget = {k: v for k, v in self.budget.items() if k != "epochs"}  # not a run's key: it sets the steps
         budget["steps"] = self.train_steps(arm, seed)[0]
-        # absolute: runs join a shared Ray head, whose workers have no working directory (cluster_rules refuses)
         model = {} if self.model == "testbed" else {"model_dir": self.model_dir()}
         own = [f"+devenus.method_config.{k}={v}" for k, v in arm.method_config.items()]
         own += [f"trainer.project_name=devenus_{self.name}", f"trainer.experiment_name={arm.name}_s{seed}"]
+        # the train file absolute: runs join a shared Ray head, whose workers have no working directory
         return RunConfig(**budget, **model, seed=seed, method=arm.method, train_file=str(Path(data).resolve()) if data else None,
                          val_files=tuple(str(p) for p in self.validation_files().values()),
                          val_before_train=arm.name == BASE, val_only=arm.name == BASE,
