@@ -95,11 +95,12 @@ def test_table_edits_give_the_rows_and_changes_the_vocabulary_says(edit):
     new_table, lines = table_fn(table, pa.array(mask), why)
     assert new_table.to_pylist() == want_rows
     assert lines_as_changes(lines) == want_changes and want_changes  # same changes, same order, not empty
-    if edit != "hide":  # a row caller (a transition rule) goes through the same edit, on a one-row table
+    if edit != "hide":  # a transition rule's edit by label source is the same edit, also on a one-row table
         source = {"annotate": labels.ANNOTATED, "promote": labels.PROMOTED, "correct": labels.CORRECTED}[edit]
         i = mask.index(True)
-        assert labels.relabel(src[i], f"a{src[i]['extra_info']['index']}", why, source) == (
-            want_rows[i], row_changes(src[i], want_rows[i], why))
+        one, one_lines = labels.relabel_table(records_to_table([src[i]]), [True], f"a{src[i]['extra_info']['index']}",
+                                              why, source)
+        assert (one.to_pylist(), lines_as_changes(one_lines)) == ([want_rows[i]], row_changes(src[i], want_rows[i], why))
     else:
         assert labels.hide_labels(src, 0.0) == [by_hand(r, "hide") if r["extra_info"]["labeled"] else r for r in src]
     assert src == records_to_table(rows()).to_pylist()  # the inputs are not modified
@@ -125,7 +126,7 @@ def test_each_edit_sets_the_label_state_its_name_says():
 def test_an_edit_of_a_row_in_the_wrong_state_names_the_row():
     src = rows()
     with pytest.raises(labels.LabelStateError, match=r"row 't/0': cannot mark a labeled row promoted"):
-        labels.relabel(src[0], "1", "x", labels.PROMOTED)
+        labels.relabel_table(records_to_table(src[:1]), [True], "1", "x", labels.PROMOTED)
     with pytest.raises(labels.LabelStateError, match=r"row 't/1': cannot mark a unlabeled row corrected"):
         labels.correct_table(records_to_table(src), pa.array([False, True] + [False] * 6), "1", "x")
 

@@ -23,8 +23,8 @@ as a transition rule applies its accepted proposals): no Python step per row; ``
 ``why``: a string, or a string array with one entry per row.
 
 Callers that hold row dicts go through the same edits: :func:`hide_labels` (rows in memory, a
-fraction of them hidden) and :func:`relabel` (one row) make a table of
-their rows (:func:`.io.records_to_table`) and read the edited rows back.
+fraction of them hidden) makes a table of its rows (:func:`.io.records_to_table`) and reads the edited
+rows back.
 """
 
 from __future__ import annotations
@@ -50,19 +50,6 @@ def _check_state(key: Any, labeled: Any, edit: str) -> None:
         state = "labeled" if labeled else "unlabeled"
         raise LabelStateError(f"row {key!r}: cannot mark a {state} row {edit} "
                               f"({edit} applies to {'labeled' if want else 'unlabeled'} rows)")
-
-
-def relabel(row: dict[str, Any], answer: str, why: str, source: str):
-    """``row`` labeled with ``answer`` as ``source`` (:data:`ANNOTATED`, :data:`PROMOTED` or
-    :data:`CORRECTED`, whose precondition it checks), and its changes (:class:`.versions.Change`):
-    the table edit of a one-row table (:func:`relabel_table`). ``row`` is not modified."""
-    import json
-
-    from .io import records_to_table
-    from .versions import Change
-
-    new, changes = relabel_table(records_to_table([row], validate=False), [True], answer, why, source)
-    return new.to_pylist()[0], [Change(**json.loads(line)) for line in changes.column("line").to_pylist()]
 
 
 # ---------------------------------------------------------------------------------------------------

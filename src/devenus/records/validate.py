@@ -382,7 +382,7 @@ class _Checker:
 # ---------------------------------------------------------------------------------------------------
 #: how the issue of a row pyarrow cannot store begins
 STORE_REFUSED = "cannot be stored in a records table"
-#: up to this many rows (one: make_row, relabel), a table's rows are all named by the checker (the column
+#: up to this many rows (one: make_row), a table's rows are all named by the checker (the column
 #: rules would only pick which, at a fixed cost of about 5 ms)
 _FEW_ROWS = 1
 #: rows read back from a table at a time to compare them with the rows it was built from
