@@ -211,3 +211,13 @@ def test_a_report_without_results_is_one_line_and_writes_nothing(tmp_path, capsy
 def test_an_unknown_experiment_is_one_line_with_a_did_you_mean(capsys):
     assert main(["experiment", "selectoin", "--report"]) == 1
     assert capsys.readouterr().err.startswith("error: unknown experiment 'selectoin' (did you mean 'selection'?)")
+
+
+def test_the_label_free_arm_shares_the_ten_percent_pool_and_is_the_weak_supervision_ttrl():
+    # plans/label_free.md: TTRL without labels on ten_percent_labels' pool and budget, against its grpo_full
+    from devenus.experiments.definitions.weak_supervision import LABEL_FREE
+
+    arms = {a.name: a for a in EXPERIMENTS.get("ten_percent_labels").arms}
+    ttrl = arms["ttrl@0"]
+    assert (ttrl.method, ttrl.labeled_fraction, ttrl.baseline, ttrl.claimed_side) == ("ttrl", 0.0, "grpo_full", -1)
+    assert dict(ttrl.method_config) == LABEL_FREE["ttrl"]
