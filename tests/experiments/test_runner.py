@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -244,7 +245,7 @@ SLOW_RUNS = textwrap.dedent("""
             return None
         def validation_files(self):
             return {}
-        entry = ("-c", "import time; open('started', 'a').write('x'); time.sleep(300)  # dvsleepmarker")
+        entry = ("-c", "import time; open('started', 'a').write('x'); time.sleep(300)  # " + sys.argv[2])
         def command(self, tb, out, cfg):
             return []
 
@@ -258,7 +259,8 @@ SLOW_RUNS = textwrap.dedent("""
 def test_sigterm_stops_the_runs_in_flight(tmp_path):
     script = tmp_path / "sweep.py"
     script.write_text(SLOW_RUNS)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], cwd=tmp_path)
+    marker = f"dvsleepmarker-{uuid.uuid4().hex}"  # this test's runs only, not another test run's on the machine
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), marker], cwd=tmp_path)
     started = tmp_path / "started"
     deadline = time.time() + 60
     while (not started.exists() or len(started.read_text()) < 2) and time.time() < deadline:
@@ -266,9 +268,11 @@ def test_sigterm_stops_the_runs_in_flight(tmp_path):
     assert started.read_text() == "xx"  # base and grpo_full, side by side
     proc.terminate()
     assert proc.wait(timeout=30) != 0
-    time.sleep(1)
-    out = subprocess.run(["pgrep", "-f", "dvsleepmarker"], capture_output=True, text=True)
-    assert out.stdout.strip() == ""  # both runs were killed, not left behind
+    deadline = time.time() + 30  # the kill is sent before the sweep exits; a loaded machine reaps slowly
+    while (left := subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip()) \
+            and time.time() < deadline:
+        time.sleep(0.2)
+    assert left == ""  # both runs were killed, not left behind
     recs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "t").glob("*.json")]
     assert recs and all(r["returncode"] != 0 for r in recs)  # recorded as failed: a rerun redoes them
 
