@@ -19,7 +19,7 @@
 - the guard's state is saved beside each checkpoint (``devenus_collapse_guard.json``) and restored on
   resume, so a resumed run keeps its baselines and streak.
 
-Wiring (the lead): ``class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer)`` and, at the end of
+Wiring: ``class DeVenusTrainer(RolloutBudgetMixin, CollapseGuardMixin, RayPPOTrainer)`` and, at the end of
 ``DeVenusTrainer._update_actor``, ``self.collapse_guard_step(batch, out.meta_info["metrics"])``.
 """
 
