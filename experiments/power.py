@@ -76,6 +76,8 @@ PLANS = {
         Plan("rollout_savings", "rollout_savings",
              (("grpo+skip", "grpo"), ("grpo+ds", "grpo"), ("grpo+ds+skip", "grpo+ds")),
              sides=(0, 0, 0), margin=0.03, runs_per_seed=4, steps=32, seeds=3,
+             run="rollout_budget",
+             run_claims=(("grpo+ds+skip", "grpo+ds", 0), ("grpo+skip", "grpo", 0), ("grpo+ds", "grpo", 0)),
              paper="GRESO (Qwen2.5-Math-7B): same accuracy, 2.4x less rollout time than dynamic sampling"),
         Plan("real_model", "real_model", (("grpo", "base"), ("ttrl", "grpo"), ("semi@10", "ttrl")),
              sides=(1, -1, 1), margin=0.03, runs_per_seed=3, steps=6, seeds=2,

@@ -150,6 +150,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("refine_ten_percent", "refine_ten_percent"),
     ("ten_percent_labels", "ten_percent_labels"),
     ("rollout_savings", "rollout_savings"),
+    ("rollout_budget", "rollout_budget"),
     ("selection", "selection"),
     ("selection_epochs", "selection_epochs"),
     ("real_model", "real_model"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from devenus.atomic import atomic_write
 
@@ -93,11 +93,13 @@ def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple
 
 
 def plot_curves(name: str, panels: Mapping[str, Mapping[str, list]], out: Path,
-                targets: Mapping[str, tuple[float, float, float]] | None = None) -> Path | None:
+                targets: Mapping[str, tuple[float, float, float]] | None = None,
+                levels: Sequence[float] = ()) -> Path | None:
     """Held-out accuracy against rollouts generated: one panel per reference arm, one colour per arm, one
     line per seed (``panels[title][arm] = [points of seed 0, points of seed 1, ...]``, points as
     :func:`devenus.experiments.curves.accuracy_curve` gives them). ``targets[title] = (accuracy, rollouts,
-    goal)``: the reference's final accuracy (dashed) and ``goal`` x its rollouts (dotted), means over seeds.
+    goal)``: the reference's final accuracy (dashed) and ``goal`` x its rollouts (dotted), means over seeds;
+    ``levels``: accuracy levels drawn as thin grey lines in every panel.
     Writes ``out`` (PNG, atomically); None when there is no curve to draw."""
     panels = {t: {a: [p for p in runs if p] for a, runs in arms.items()} for t, arms in panels.items()}
     panels = {t: {a: runs for a, runs in arms.items() if runs} for t, arms in panels.items()}
@@ -120,6 +122,8 @@ def plot_curves(name: str, panels: Mapping[str, Mapping[str, list]], out: Path,
             acc, rollouts, goal = targets[title]
             ax.axhline(acc, color="black", ls="--", lw=0.8, label="reference's final accuracy")
             ax.axvline(goal * rollouts, color="black", ls=":", lw=0.8, label=f"{goal:g} x reference's rollouts")
+        for k, level in enumerate(levels):
+            ax.axhline(level, color="grey", ls=":", lw=0.7, label="accuracy levels" if k == 0 else None)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("rollouts generated (cumulative)")
         ax.set_ylabel("held-out ID accuracy")

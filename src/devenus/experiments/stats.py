@@ -36,9 +36,13 @@ class Interval:
         return self.mean + self.half_width
 
     def verdict(self, side: int = 1) -> str:
-        """Against 0, for a claim that the effect has sign ``side``: the specs' three outcomes."""
+        """Against 0, for a claim that the effect has sign ``side``: the specs' three outcomes. ``side`` 0 (a
+        claim of no difference): whether the interval excludes 0 at all; equivalence itself is TOST's
+        (:func:`decide`)."""
         if math.isnan(self.half_width):
             return "one run: no interval"
+        if side == 0:
+            return "excludes 0 (claimed: none)" if self.low > 0 or self.high < 0 else "includes 0"
         if side * self.low > 0 if side > 0 else side * self.high > 0:
             return "excludes 0 (claimed side)"
         if (self.high < 0) if side > 0 else (self.low > 0):

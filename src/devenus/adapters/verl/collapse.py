@@ -13,13 +13,13 @@
 - verl's retention (``trainer.max_actor_ckpt_to_keep``) is held for every save made while a streak of
   flagged steps runs or after the guard acted (rollback only): the checkpoints from before the onset,
   the rollback candidates, survive until the rollback (:func:`.checkpoint.retention_held`).
-- how it stops without copying fit(): this step's metrics are logged by fit() as usual; the next training
-  generation raises :class:`CollapseStop` before anything is generated, and ``fit`` (wrapped here, not
-  copied) catches it and returns. Nothing of the next step has run.
+- how it stops without copying fit(): the stop every rule shares (:mod:`.stop`): this step's metrics are
+  logged by fit() as usual; the next training generation raises before anything is generated, and
+  ``fit`` (wrapped, not copied) returns. Nothing of the next step has run; the rollback is chosen after.
 - the guard's state is saved beside each checkpoint (``devenus_collapse_guard.json``) and restored on
   resume, so a resumed run keeps its baselines and streak.
 
-Wiring (the lead): ``class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer)`` and, at the end of
+Wiring: ``class DeVenusTrainer(RolloutBudgetMixin, CollapseGuardMixin, RayPPOTrainer)`` and, at the end of
 ``DeVenusTrainer._update_actor``, ``self.collapse_guard_step(batch, out.meta_info["metrics"])``.
 """
 
@@ -31,18 +31,11 @@ import os
 import numpy as np
 
 from devenus.adapters.verl.checkpoint import TRACKER_FILE, complete_steps, retention_held
+from devenus.adapters.verl.stop import StopMixin
 from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, batch_observations
 
 STATE_FILE = "devenus_collapse_guard.json"
 RESULT_FILE = "collapse_guard.json"
-
-
-class CollapseStop(Exception):
-    """Raised at the start of the step after the guard acted; caught by :meth:`CollapseGuardMixin.fit`."""
-
-    def __init__(self, result: dict):
-        super().__init__(result["message"])
-        self.result = result
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -64,12 +57,12 @@ def rollback_pointer(folder: str, step: int | None) -> str:
     return f"{path} now points at global_step_{step}"
 
 
-class CollapseGuardMixin:
+class CollapseGuardMixin(StopMixin):
     """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled`` (read from
     the host trainer's typed ``overlay``)."""
 
     _collapse_guard: CollapseGuard | bool | None = None  # False: read once, disabled
-    _collapse_stop: CollapseStop | None = None
+    _collapse_result: dict | None = None  # the guard's decision once it acted
 
     def collapse_guard(self) -> CollapseGuard | None:
         if self._collapse_guard is None:  # the config is read once: a disabled guard costs one check a step
@@ -114,32 +107,16 @@ class CollapseGuardMixin:
         os.makedirs(folder, exist_ok=True)
         _write_json(os.path.join(folder, RESULT_FILE), result)
         print(msg, flush=True)
-        self._collapse_stop = CollapseStop(result)
+        self._collapse_result = result
+        self.request_stop(result)
         return {"devenus/collapse/stop_step": float(decision.step),
                 "devenus/collapse/rollback_step": float(-1 if result["rollback_to"] is None else result["rollback_to"])}
 
-    # ------------------------------------------------------------------------------ stopping fit()
-    def init_workers(self):
-        super().init_workers()
-        manager = self.async_rollout_manager
-        generate = manager.generate_sequences
-
-        def generate_unless_stopped(prompts):
-            # the first training generation after the guard acted: fit() logged the acting step already
-            if self._collapse_stop is not None and not prompts.meta_info.get("validate", False):
-                raise self._collapse_stop
-            return generate(prompts)
-
-        manager.generate_sequences = generate_unless_stopped
-
+    # ------------------------------------------------------------------------------ after fit()
     def fit(self):
-        try:
-            out = super().fit()
-        except CollapseStop as stop:
-            print(f"[devenus] stopped for collapse at step {stop.result['step']}", flush=True)
-            out = None
-        if self._collapse_stop is not None:  # also when the guard acted at the last step (nothing raised)
-            self._collapse_finish(self._collapse_stop.result)
+        out = super().fit()  # the shared stop (StopMixin) ends fit() at the step after the guard acted
+        if self._collapse_result is not None:  # also when it acted at the last step, or another rule stopped the run
+            self._collapse_finish(self._collapse_result)
         return out
 
     def _collapse_finish(self, result: dict) -> None:

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from devenus.adapters.verl.cpu.launch import BACKENDS
 from devenus.online.probe import ProbeConfig
 from devenus.config import Config, ConfigError, config_from_dict, option, section
+from devenus.online.budget import RolloutBudgetConfig
 from devenus.online.collapse_guard import CollapseGuardConfig
 from devenus.online.sampling.dynamic_sampling import DynamicSamplingConfig
 from devenus.online.sampling.skipping import SkipConfig
@@ -50,6 +51,8 @@ class DevenusConfig(Config):
     skip: SkipConfig = section(SkipConfig, "skip prompts before rollout from their reward history "
                                            "(docs/sampling/skipping.md)")
     collapse_guard: CollapseGuardConfig = section(CollapseGuardConfig, "stop rule for label-free rewards (docs/sampling/collapse_guard.md)")
+    budget: RolloutBudgetConfig = section(RolloutBudgetConfig, "stop at a rollout count, not a step count "
+                                                               "(docs/trainer.md, \"Rollout budget\")")
     evidence_dir: str | None = option(None, "where evidence parts are written (null: <default_local_dir>/evidence)")
     round: int = option(0, "the lifecycle round the evidence belongs to", ge=0)
 

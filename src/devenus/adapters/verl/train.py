@@ -81,6 +81,10 @@ def check_setup(config) -> DevenusConfig:
     _check_rollouts(config, spec.name, method)
     _check_sampling(config, overlay.dynamic_sampling, method, overlay.skip)
     _check_engine(config, spec.name, method)
+    from devenus.online.budget import check_budget
+
+    if (why := check_budget(overlay.budget.rollouts, int(config.trainer.get("test_freq", -1)))) is not None:
+        raise SetupError(why)
     validate = overlay.validate_data
     labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):

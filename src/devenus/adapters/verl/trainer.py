@@ -40,6 +40,7 @@ from devenus.adapters.verl import checkpoint as ckpt
 from devenus.adapters.verl import sampling as dynamic
 from devenus.adapters.verl import seams, surfaces, token_stats
 from devenus.adapters.verl import votes as vote_rows
+from devenus.adapters.verl.budget import RolloutBudgetMixin  # rollout budget (devenus.budget)
 from devenus.adapters.verl.collapse import CollapseGuardMixin  # collapse guard (devenus.collapse_guard)
 from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online import diagnostics
@@ -62,7 +63,7 @@ def save_atomically(obj, path: str) -> None:
         torch.save(obj, str(tmp))
 
 
-class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
+class DeVenusTrainer(RolloutBudgetMixin, CollapseGuardMixin, RayPPOTrainer):
     # dynamic sampling (class defaults: off, as for a trainer built without verl's __init__ in tests)
     sampling_config = sampling.DynamicSamplingConfig()
     # a rule that skips prompts before rollout (their slots become placeholders that refill fills);
@@ -73,6 +74,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
     _filter_off = False  # the placeholders' last refill generates without the filter
     _skip_granule: int | None = None  # prompts a filtered generate call keeps a multiple of (read once)
     _rollouts_generated = 0  # responses generated for this training step (devenus/rollouts/generated)
+    _generation_s = 0.0  # wall seconds of this step's training generate calls (devenus/timing_s/generation)
 
     def __init__(self, *args, method: OnlineMethod, overlay: DevenusConfig | None = None, **kwargs):
         self.method = method  # before verl's __init__: its _create_dataloader asks the method for a sampler
@@ -139,13 +141,16 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
             if extra:  # one call generates the N = n + len(extra) rollouts per prompt; M = n of them train
                 had_agent = vote_rows.AGENT_KEY in prompts.non_tensor_batch
                 prompts, train = vote_rows.expand_for_votes(prompts, n, extra, default_agent)
+            t0 = time.perf_counter()
             outputs = generate(prompts)
+            self._generation_s += time.perf_counter() - t0
             if extra:
                 vote_rows.drop_added_columns(outputs, had_agent=had_agent)
             t0 = time.perf_counter()
             votes = self.vote_rollouts(step_prompts, generate)
             if votes is not None:  # more vote-only rows, from another generation (e.g. a teacher's)
-                self.rules.metrics["devenus/timing_s/vote_rollouts"] = time.perf_counter() - t0
+                self.rules.metrics["devenus/timing_s/vote_rollouts"] = dt = time.perf_counter() - t0
+                self._generation_s += dt
                 if train is None:
                     train = np.ones(len(outputs), bool)
                 prompts, outputs = surfaces.append_rows(prompts, votes[0]), surfaces.append_rows(outputs, votes[1])
@@ -300,6 +305,7 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
             # are then saved by this step's checkpoint, so a resume continues with the same state
             out.meta_info["metrics"].update(self.probe_pass())
         self.collapse_guard_step(batch, out.meta_info["metrics"])  # collapse guard: last, on the complete metrics
+        self.budget_step(out.meta_info["metrics"])  # the step's rollouts are counted: stop here if the budget says
         return out
 
     def _prepare_update(self, batch: DataProto):
@@ -316,10 +322,11 @@ class DeVenusTrainer(CollapseGuardMixin, RayPPOTrainer):
         self._write_evidence(metrics)
         metrics["devenus/timing_s/hooks"] = self._hook_s
         metrics[sampling.ROLLOUTS_GENERATED] = self._rollouts_generated
+        metrics[sampling.GENERATION_S] = self._generation_s
         if self.pre_rollout_filter is not None:  # its decisions of this step: metrics, and evidence saved now
             metrics.update(self.pre_rollout_filter.pop_metrics())
             self._append_evidence(self.pre_rollout_filter.pop_evidence())
-        self._hook_s, self._rollouts_generated = 0.0, 0
+        self._hook_s, self._rollouts_generated, self._generation_s = 0.0, 0, 0.0
         return train, metrics, skip
 
     # ------------------------------------------------------------------------------ probe passes

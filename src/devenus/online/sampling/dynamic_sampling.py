@@ -33,6 +33,9 @@ from devenus.online.rollouts import RolloutBatch
 PLACEHOLDER_KEY = "devenus_placeholder"
 #: always logged: responses generated for this training step (training + refill + vote-only rows)
 ROLLOUTS_GENERATED = "devenus/rollouts/generated"
+#: always logged: wall seconds of this step's training generate calls (first call, refill rounds, vote-only
+#: generations; verl's timing_s/gen misses refill rounds, which run inside its old_log_prob timer)
+GENERATION_S = "devenus/timing_s/generation"
 
 
 class DynamicSamplingConfigError(ConfigError):
