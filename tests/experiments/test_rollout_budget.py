@@ -56,7 +56,7 @@ def test_arms_budget_pool_and_validation_are_the_plans(rb):
     assert rb.ROLLOUTS == 4096 == 32 * d.budget.prompts_per_step * d.budget.rollouts_per_prompt
     assert d.budget.steps == rb.STEP_CAP == 64 and d.budget.val_n == 2 and d.seeds == (0, 1, 2)
     assert (d.budget.prompts_per_step, d.budget.rollouts_per_prompt, d.budget.lr, d.budget.kl_coef) == (16, 8, 5e-5, 0.01)
-    assert rb.POOL == 512 and rb.LEVELS == (0.40, 0.45, 0.50, 0.55) and rb.MARGIN == 0.03
+    assert rb.POOL == 128 and rb.LEVELS == (0.40, 0.45, 0.50, 0.55) and rb.MARGIN == 0.03
     for a in d.arms:
         assert "trainer.test_freq=4" in a.overrides and "+devenus.budget.rollouts=4096" in a.overrides
         assert any("dynamic_sampling.enabled=true" in o for o in a.overrides) == ("ds" in a.name)

@@ -15,7 +15,8 @@ any run); ``rollout_savings`` is the old design, kept with its results.
   vote-only rows), what plain GRPO spends in 32 steps of 16 prompts x 8 rollouts; :data:`STEP_CAP` steps is the
   most a run may take (an arm that skips gets more steps for the same rollouts). lr 5e-5, KL 0.01.
 - Pool: :data:`POOL` questions per seed stratified on the base model's pass rate (:mod:`devenus.experiments.pool`:
-  pass rates spread around 0.5); its zero-variance share (questions at pass rate 0 or 1 over 8 base samples)
+  pass rates spread around 0.5), so the budget visits each question 4 times (skipping needs earlier visits);
+  its zero-variance share (questions at pass rate 0 or 1 over 8 base samples)
   is written beside the results (``rollout_budget_pool.json``) and reported.
 - Held-out: the 512 ID questions (``test_id`` + ``test_id_extra``), T=1, avg@2, every :data:`TEST_FREQ` steps
   and at step 0 (the ``base`` run); never trained or tuned on.
@@ -48,7 +49,9 @@ from devenus.experiments.runner import BASE, Arm, Experiment
 from devenus.online.sampling.dynamic_sampling import GENERATION_S, ROLLOUTS_GENERATED
 
 NAME = "rollout_budget"
-POOL = 512
+#: 128, not the plan's 512 (its amendment, before any run): 4,096 rollouts are 512 prompt visits, so a
+#: 512-question pool is seen once and skipping, which acts on a prompt's earlier visits, could not act
+POOL = 128
 ROLLOUTS = 32 * 16 * 8  # plain GRPO's rollouts in 32 steps
 STEP_CAP = 64
 TEST_FREQ = 4
@@ -220,7 +223,7 @@ def report_numbers(records: dict, pools: dict) -> tuple[str, dict]:
         text.append(f"| {c['claim']} | {len(c['seeds'])} | {'-' if mean is None else format(mean, '+.3f')} | "
                     f"{'-' if sd is None else format(sd, '.3f')} | {c['verdict']} |")
     share = {seed: p.get("zero_variance_share") for seed, p in sorted(pools.items())}
-    text += ["", "Pool (512 questions stratified on the base pass rate over 8 samples): zero-variance share "
+    text += ["", f"Pool ({POOL} questions stratified on the base pass rate over 8 samples): zero-variance share "
              "(pass rate 0 or 1) per seed: " + (", ".join(f"seed {s}: {v:.3f}" for s, v in share.items()
                                                         if v is not None) or "no pool description found")]
     floors = {arm: f for arm in ran if (f := zero_variance_floor(records, arm))["seeds"]}
@@ -277,7 +280,7 @@ def plot(recs: dict, path: Path) -> Path | None:
 
 DEFINITION = Definition(
     name=NAME,
-    summary="dynamic sampling and skipping vs GRPO at an equal rollout budget (4,096), 512-question stratified pool",
+    summary="dynamic sampling and skipping vs GRPO at an equal rollout budget (4,096), 128-question stratified pool",
     arms=arms(),
     # lr and KL as in rollout_savings (the weak-supervision experiment's, set before any held-out number)
     budget=Budget(steps=STEP_CAP, prompts_per_step=16, rollouts_per_prompt=8, val_n=2, kl_coef=0.01, lr=5e-5),
