@@ -167,6 +167,8 @@ def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | 
                 kill_group(proc.pid)
             rc = proc.wait()
             guard.kill()
+    if first is None and metrics_path.exists() and metrics_path.stat().st_size > 0:
+        first = time.perf_counter() - t0  # the run wrote its metrics and ended between two polls
     if on_step is not None:
         _deliver(metrics_path, delivered, on_step)
     val_dir = _validation_dir(ov)
