@@ -23,6 +23,8 @@ from e2e import PLUGINS, kill_tree, run_train, setup_error, train, train_cmd, tr
         # docs/methods/intuitor.md, "Differences from the reference" 6: the reference can take SC from fused kernels
         (["devenus.method=intuitor", "actor_rollout_ref.model.use_fused_kernels=True"],
          "method 'intuitor' takes self-certainty from the full logits, which fused kernels never materialise"),
+        # a rollout budget stops only at a validation step (docs/trainer.md, "Rollout budget")
+        (["+devenus.budget.rollouts=4096", "trainer.test_freq=-1"], "trainer.test_freq > 0"),
     ],
 )
 def test_clear_errors_before_ray(base_testbed, tmp_path, extra, message):

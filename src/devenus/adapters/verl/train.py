@@ -67,6 +67,14 @@ def _identity_columns(path: str) -> tuple[list, list]:
     return col("extra_info"), col("reward_model")
 
 
+def _check_budget(config, rollouts: int) -> None:
+    """A rollout budget stops only at a validation step: refused before Ray starts when there is none."""
+    from devenus.online.budget import check_budget
+
+    if (why := check_budget(rollouts, int(config.trainer.get("test_freq", -1)))) is not None:
+        raise SetupError(why)
+
+
 def check_setup(config) -> DevenusConfig:
     """The typed ``devenus`` config, once these hold: method known, method config valid, every row keyed by ``extra_info.index``, the label states the
     method's ``data_needs`` ask for present, and (``devenus.validate_data``) the full record contract."""
@@ -81,10 +89,7 @@ def check_setup(config) -> DevenusConfig:
     _check_rollouts(config, spec.name, method)
     _check_sampling(config, overlay.dynamic_sampling, method, overlay.skip)
     _check_engine(config, spec.name, method)
-    from devenus.online.budget import check_budget
-
-    if (why := check_budget(overlay.budget.rollouts, int(config.trainer.get("test_freq", -1)))) is not None:
-        raise SetupError(why)
+    _check_budget(config, overlay.budget.rollouts)
     validate = overlay.validate_data
     labeled, train_rows = [], []
     for kind in ("train_files", "val_files"):
