@@ -107,6 +107,25 @@ def base_run(records: Mapping[tuple[str, int], Mapping], record: Mapping) -> Map
     return base if base is not None and weights_id(base) == weights_id(record) else None
 
 
+def paired_curves(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, group: str = "ID",
+                  key: str = ROLLOUTS, notes: list[str] | None = None) -> dict[int, tuple[Points, Points]]:
+    """Per seed where ``arm`` and ``ref`` both ran on the same base-model weights (the runner's pairing rule):
+    their accuracy curves, both from that seed's base run. With ``notes``, a seed whose curve cannot be read
+    is named there and left out; without, the error propagates."""
+    out = {}
+    for (name, seed), r in sorted(records.items()):
+        if name != arm or (ref, seed) not in records or weights_id(r) != weights_id(records[(ref, seed)]):
+            continue
+        base = base_run(records, r)
+        try:
+            out[seed] = (accuracy_curve(r, base, group, key), accuracy_curve(records[(ref, seed)], base, group, key))
+        except (KeyError, ValueError) as e:
+            if notes is None:
+                raise
+            notes.append(f"- {arm} vs {ref}, seed {seed}: {e}")
+    return out
+
+
 def savings(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, goal: float = 0.6,
             group: str = "ID", key: str = ROLLOUTS) -> dict:
     """``arm`` against ``ref`` seed by seed (both runs of a seed, on the same base-model weights).
@@ -117,13 +136,7 @@ def savings(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, goal
     accuracy at ``goal`` x ref_rollouts minus ``target``. Over seeds: ``ratio`` (mean interval, only when
     every seed reached), its verdict against ``goal`` (claimed: below), and ``delta_at_goal``."""
     per_seed: dict[int, dict] = {}
-    for (name, seed), r in sorted(records.items()):
-        if name != arm or (ref, seed) not in records:
-            continue
-        ref_r, base = records[(ref, seed)], base_run(records, r)
-        if weights_id(r) != weights_id(ref_r):
-            continue  # other weights: no pairing (the runner's rule)
-        a, b = accuracy_curve(r, base, group, key), accuracy_curve(ref_r, base, group, key)
+    for seed, (a, b) in paired_curves(records, arm, ref, group, key).items():
         if not a or not b:
             continue
         target, total = b[-1][1], b[-1][0]

@@ -98,21 +98,12 @@ def reach(records: dict, pairs=PAIRS, levels=LEVELS, key: str = ROLLOUTS_GENERAT
     """Per ``"arm vs ref"`` and level: per seed the arm's and the reference's cumulative ``key`` at their first
     crossing of the level (None: never; then the run's total bounds it), the ratio or its bound, and over
     seeds the ratio's mean interval when every seed has one. Also the notes on runs left out."""
-    from devenus.experiments.curves import accuracy_curve, base_run, rollouts_to_reach
-    from devenus.experiments.provenance import weights_id
+    from devenus.experiments.curves import paired_curves, rollouts_to_reach
     from devenus.experiments.stats import mean_interval
 
     out, notes = {}, []
     for arm, ref in pairs:
-        curves = {}
-        for (name, seed), r in sorted(records.items()):
-            if name != arm or (ref, seed) not in records or weights_id(r) != weights_id(records[(ref, seed)]):
-                continue
-            base = base_run(records, r)
-            try:
-                curves[seed] = (accuracy_curve(r, base, key=key), accuracy_curve(records[(ref, seed)], base, key=key))
-            except (KeyError, ValueError) as e:
-                notes.append(f"- {arm} vs {ref}, seed {seed}: {e}")
+        curves = paired_curves(records, arm, ref, key=key, notes=notes)
         pair = out[f"{arm} vs {ref}"] = {}
         for level in levels:
             seeds = {}
