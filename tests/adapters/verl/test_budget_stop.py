@@ -20,8 +20,6 @@ from devenus.online.sampling.dynamic_sampling import ROLLOUTS_GENERATED  # noqa:
 class Base:
     """verl's side of what the mixin touches: a fit() that validates then starts the next training step."""
 
-    folder = None
-
     def init_workers(self):
         pass
 
@@ -31,14 +29,6 @@ class Base:
         self.async_rollout_manager.generate_sequences(DataProto.from_dict(tensors={"x": zeros()}))
         return "ran to the end"
 
-    def _save_checkpoint(self):
-        pass
-
-    def _load_checkpoint(self):
-        return None
-
-    def _step_folder(self):
-        return self.folder
 
 
 class T(B.RolloutBudgetMixin, Base):
@@ -109,20 +99,22 @@ def test_a_stop_at_the_last_step_raises_nothing(tmp_path):
 def test_the_count_survives_a_resume_and_a_resume_without_it_is_refused(tmp_path):
     t = trainer(tmp_path, budget=20)
     steps(t, 8, 2)
-    t._save_checkpoint()
-    saved = tmp_path / "global_step_2" / B.STATE_FILE
+    folder = tmp_path / "global_step_2"
+    folder.mkdir()
+    t.save_step_state(str(folder))  # DeVenusTrainer._save_checkpoint's chain, before verl's save
+    saved = folder / B.STATE_FILE
     assert json.loads(saved.read_text()) == {"step": 2, "rollouts": 16.0}
     r = trainer(tmp_path, budget=20)
-    r.global_steps, r.folder = 2, str(tmp_path / "global_step_2")
-    r._load_checkpoint()
+    r.global_steps = 2
+    r.load_step_state(str(folder))  # DeVenusTrainer._load_checkpoint's chain, after verl's load
     assert r._budget_rollouts == 16.0
     logged = steps(r, 8, 4, first=3)
     assert logged[3]["devenus/budget/rollouts"] == 24 and logged[4]["devenus/budget/stop_step"] == 4
     saved.unlink()
     r = trainer(tmp_path, budget=20)
-    r.global_steps, r.folder = 2, str(tmp_path / "global_step_2")
+    r.global_steps = 2
     with pytest.raises(FileNotFoundError, match="devenus_budget.json"):
-        r._load_checkpoint()
+        r.load_step_state(str(folder))
 
 
 def test_the_first_stop_requested_is_the_one_raised(tmp_path):

@@ -184,3 +184,23 @@ def test_rollback_step_survives_the_acting_steps_save(tmp_path, action):
     assert t.config.trainer.max_actor_ckpt_to_keep == 2  # the hold was lifted after the save
     pointer = C.pointer_step(tmp_path)
     assert pointer in C.complete_steps(tmp_path), "the resume pointer names a complete checkpoint"
+
+
+def test_every_layers_state_is_saved_and_restored_through_the_trainers_chain(tmp_path):
+    """DeVenusTrainer._save_checkpoint runs the save_step_state chain (method, collapse guard) before verl's
+    save; load_step_state, which DeVenusTrainer._load_checkpoint calls after verl's load, restores each layer."""
+    from test_surfaces import make_batch
+
+    t = _trainer(tmp_path, "rollback")
+    for step, length in enumerate([12] * 4, start=1):
+        t.global_steps = step
+        t.collapse_guard_step(make_batch([length] * 4, [False] * 4, [""] * 4, ["1234567"] * 4, ["a", "a", "b", "b"]), {})
+    t._save_checkpoint()
+    folder = tmp_path / "global_step_4"
+    saved = json.loads((folder / STATE_FILE).read_text())
+    assert saved == json.loads(json.dumps(t.collapse_guard().state_dict()))
+    r = _trainer(tmp_path, "rollback")
+    r.global_steps = 4
+    assert r.collapse_guard().state_dict() != t.collapse_guard().state_dict()  # a fresh guard before the load
+    r.load_step_state(str(folder))
+    assert json.loads(json.dumps(r.collapse_guard().state_dict())) == saved

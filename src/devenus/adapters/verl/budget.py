@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 
+from devenus.adapters.verl.checkpoint import StepStateHooks
 from devenus.adapters.verl.stop import StopMixin
 from devenus.online.budget import PREFIX, budget_stop
 from devenus.online.sampling.dynamic_sampling import ROLLOUTS_GENERATED
@@ -27,7 +28,7 @@ from devenus.online.sampling.dynamic_sampling import ROLLOUTS_GENERATED
 STATE_FILE = "devenus_budget.json"
 
 
-class RolloutBudgetMixin(StopMixin):
+class RolloutBudgetMixin(StopMixin, StepStateHooks):
     """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.budget.rollouts`` > 0 (read from the
     host trainer's typed ``overlay``)."""
 
@@ -49,24 +50,21 @@ class RolloutBudgetMixin(StopMixin):
         self.request_stop({"stopped_for": "the rollout budget", "step": step, "rollouts": done, "budget": budget,
                            "message": msg})
 
-    def _save_checkpoint(self):
-        if self.overlay.budget.rollouts:  # before verl's save: the pointer it writes last commits this count too
+    def save_step_state(self, folder: str) -> None:
+        super().save_step_state(folder)
+        if self.overlay.budget.rollouts:
             from devenus.atomic import write_text_atomic
 
-            folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-            os.makedirs(folder, exist_ok=True)
             write_text_atomic(os.path.join(folder, STATE_FILE),
                               json.dumps({"step": int(self.global_steps), "rollouts": self._budget_rollouts}) + "\n")
-        super()._save_checkpoint()
 
-    def _load_checkpoint(self):
-        result = super()._load_checkpoint()
-        if self.overlay.budget.rollouts and self.global_steps > 0:
-            path = os.path.join(self._step_folder(), STATE_FILE)
+    def load_step_state(self, folder: str) -> None:
+        super().load_step_state(folder)
+        if self.overlay.budget.rollouts:
+            path = os.path.join(folder, STATE_FILE)
             if not os.path.exists(path):
                 raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: the rollout budget "
                                         f"cannot stop where the run would have without its count")
             with open(path) as f:
                 self._budget_rollouts = float(json.load(f)["rollouts"])
             print(f"[devenus] restored the rollout count ({self._budget_rollouts:.0f}) from {path}")
-        return result

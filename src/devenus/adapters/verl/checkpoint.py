@@ -30,7 +30,7 @@ from pathlib import Path
 
 from devenus.atomic import atomic_dir
 
-__all__ = ["TRACKER_FILE", "complete_steps", "pointer_step", "prune_step_state", "retention_held",
+__all__ = ["TRACKER_FILE", "StepStateHooks", "complete_steps", "pointer_step", "prune_step_state", "retention_held",
            "resolve_actor_dir", "is_verl_checkpoint", "merge_to_hf"]
 
 MERGED_DIRNAME = "huggingface_merged"
@@ -40,6 +40,20 @@ STATE_PREFIX = "devenus_"  # every entry DE-Venus writes into a global_step_N fo
 DATALOADER_FILE = "data.pt"  # verl's dataloader state: its last write of a step before the pointer
 # verl's retention keys, read by RayPPOTrainer._save_checkpoint at each save (seams.py)
 RETENTION_KEYS = ("max_actor_ckpt_to_keep", "max_critic_ckpt_to_keep", "remove_previous_ckpt_in_save")
+
+
+class StepStateHooks:
+    """The chain every trainer layer joins to keep per-step state beside verl's checkpoint.
+    ``DeVenusTrainer._save_checkpoint`` calls ``save_step_state(folder)`` before verl's save (whose pointer,
+    written last, commits it); ``DeVenusTrainer._load_checkpoint`` calls ``load_step_state(folder)`` after
+    verl's load of a step > 0. Each layer writes only ``devenus_*`` entries (what :func:`prune_step_state`
+    removes) and calls ``super()``; this base ends the chain."""
+
+    def save_step_state(self, folder: str) -> None:
+        pass
+
+    def load_step_state(self, folder: str) -> None:
+        pass
 
 
 def _step_folders(root: str | os.PathLike) -> dict[int, Path]:

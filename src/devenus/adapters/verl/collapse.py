@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from devenus.adapters.verl.checkpoint import TRACKER_FILE, complete_steps, retention_held
+from devenus.adapters.verl.checkpoint import TRACKER_FILE, StepStateHooks, complete_steps, retention_held
 from devenus.adapters.verl.stop import StopMixin
 from devenus.online.collapse_guard import REWARD_ACCURACY_METRIC, CollapseGuard, batch_observations
 
@@ -57,7 +57,7 @@ def rollback_pointer(folder: str, step: int | None) -> str:
     return f"{path} now points at global_step_{step}"
 
 
-class CollapseGuardMixin(StopMixin):
+class CollapseGuardMixin(StopMixin, StepStateHooks):
     """Mixed in before verl's RayPPOTrainer; does nothing unless ``devenus.collapse_guard.enabled`` (read from
     the host trainer's typed ``overlay``)."""
 
@@ -134,23 +134,20 @@ class CollapseGuardMixin(StopMixin):
     # ------------------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self):
         guard = self._collapse_guard or None
-        if guard is not None:  # before verl's save: the pointer it writes last commits this state too
-            folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-            os.makedirs(folder, exist_ok=True)
-            _write_json(os.path.join(folder, STATE_FILE), guard.state_dict())
         with retention_held(self.config.trainer, guard is not None and guard.holds_checkpoints):
             super()._save_checkpoint()
 
-    def _load_checkpoint(self):
-        result = super()._load_checkpoint()
+    def save_step_state(self, folder: str) -> None:
+        super().save_step_state(folder)
+        guard = self._collapse_guard or None
+        if guard is not None:
+            _write_json(os.path.join(folder, STATE_FILE), guard.state_dict())
+
+    def load_step_state(self, folder: str) -> None:
+        super().load_step_state(folder)
         guard = self.collapse_guard()
-        if guard is not None and self.global_steps > 0:
-            cfg = self.config.trainer
-            folder = cfg.resume_from_path if cfg.resume_mode == "resume_path" and cfg.resume_from_path else \
-                os.path.join(cfg.default_local_dir, f"global_step_{self.global_steps}")
-            path = os.path.join(folder, STATE_FILE)
-            if os.path.exists(path):
-                with open(path) as f:
-                    guard.load_state_dict(json.load(f))
-                print(f"[devenus] restored the collapse guard's state from {path}")
-        return result
+        path = os.path.join(folder, STATE_FILE)
+        if guard is not None and os.path.exists(path):
+            with open(path) as f:
+                guard.load_state_dict(json.load(f))
+            print(f"[devenus] restored the collapse guard's state from {path}")

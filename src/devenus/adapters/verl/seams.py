@@ -41,10 +41,11 @@ SEAMS: tuple[Seam, ...] = (
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_create_dataloader", "member",
          "trainer.DeVenusTrainer (the sampler seam)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_save_checkpoint", "member",
-         "trainer.DeVenusTrainer (method state; teacher.EMATeacherTrainer's shards through save_step_state; the "
-         "pruning), collapse.CollapseGuardMixin (the guard's state, held retention)"),
+         "trainer.DeVenusTrainer (every layer's state through the save_step_state chain: the method, the "
+         "budget's count, the guard, the EMA teacher's shards; the pruning), collapse.CollapseGuardMixin (held "
+         "retention)"),
     Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", "_load_checkpoint", "member",
-         "trainer.DeVenusTrainer, teacher.EMATeacherTrainer, collapse.CollapseGuardMixin (resume)"),
+         "trainer.DeVenusTrainer (resume: the load_step_state chain of every layer)"),
     # checkpoint hygiene (checkpoint.retention_held, prune_step_state): verl reads its retention keys at
     # each save, its checkpoint manager removes only the actor folder, and the resume pointer is its last write
     *(Seam("verl.trainer.ppo.ray_trainer:RayPPOTrainer", f'self.config.trainer.get("{key}", {default})', "text",

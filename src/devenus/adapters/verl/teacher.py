@@ -130,7 +130,7 @@ class EMATeacherTrainer(DeVenusTrainer):
 
     def init_workers(self):
         super().init_workers()
-        self._teacher("init")  # the base model; a resumed run replaces it in _load_checkpoint
+        self._teacher("init")  # the base model; a resumed run replaces it in load_step_state
 
     # ---- the teacher's votes: one more generation per step, with the teacher's weights -----------
     def vote_rollouts(self, prompts: DataProto, generate) -> tuple[DataProto, DataProto]:
@@ -168,11 +168,9 @@ class EMATeacherTrainer(DeVenusTrainer):
         super().save_step_state(folder)
         self._teacher("save", folder=os.path.abspath(folder))  # devenus_teacher/: pruned with verl's actor folder
 
-    def _load_checkpoint(self):
-        result = super()._load_checkpoint()
-        if self.global_steps > 0:
-            res = self._teacher("load", folder=self._step_folder())
-            print(f"[devenus] restored the EMA teacher from {self._step_folder()} "
-                  f"(checksum {sum(r['teacher_checksum'] for r in res):.6e}, "
-                  f"{self.method.teacher_update_count()} updates)")
-        return result
+    def load_step_state(self, folder: str) -> None:
+        super().load_step_state(folder)
+        res = self._teacher("load", folder=folder)
+        print(f"[devenus] restored the EMA teacher from {folder} "
+              f"(checksum {sum(r['teacher_checksum'] for r in res):.6e}, "
+              f"{self.method.teacher_update_count()} updates)")

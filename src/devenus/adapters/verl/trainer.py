@@ -466,7 +466,8 @@ class DeVenusTrainer(RolloutBudgetMixin, CollapseGuardMixin, RayPPOTrainer):
 
     def save_step_state(self, folder: str) -> None:
         """DE-Venus's per-step state into ``folder`` (``global_step_N``), each file ``devenus_*`` (what
-        :func:`.checkpoint.prune_step_state` removes with the checkpoint); subclasses add theirs."""
+        :func:`.checkpoint.prune_step_state` removes with the checkpoint); every layer adds its own and calls
+        ``super()`` (:class:`.checkpoint.StepStateHooks`: the rules' mixins, the EMA teacher)."""
         payload = {"method": self.method.name, "step": self.global_steps, "state": self.method.state_dict()}
         save_atomically(payload, os.path.join(folder, METHOD_STATE_FILE))
         if self.composes_steps:
@@ -474,33 +475,40 @@ class DeVenusTrainer(RolloutBudgetMixin, CollapseGuardMixin, RayPPOTrainer):
             save_atomically({"step": self.global_steps, "refill": self.refill_order().state_dict(),
                              "filter": None if f is None else f.state_dict()},
                             os.path.join(folder, SAMPLING_STATE_FILE))
+        super().save_step_state(folder)
 
     def _load_checkpoint(self):
         result = super()._load_checkpoint()
         if self.global_steps > 0:
-            path = os.path.join(self._step_folder(), METHOD_STATE_FILE)
-            if os.path.exists(path):
-                payload = torch.load(path, weights_only=False)
-                if payload["method"] != self.method.name:
-                    raise ValueError(f"checkpoint {path} holds state of method {payload['method']!r}, "
-                                     f"this run uses {self.method.name!r}")
-                self.method.load_state_dict(payload["state"])
-                print(f"[devenus] restored {self.method.name} state from {path}")
-            elif self.method.state_dict():
-                raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
-                                        f"{self.method.name} cannot make the same decisions without its state")
-            path = os.path.join(self._step_folder(), SAMPLING_STATE_FILE)
-            if os.path.exists(path):  # the cursor is applied when the refill order is first built (the dataset is known then)
-                state = torch.load(path, weights_only=False)
-                self._refill_state = state["refill"]
-                print(f"[devenus] restored the refill cursor from {path}")
-                if self.pre_rollout_filter is not None and state.get("filter") is not None:
-                    self.pre_rollout_filter.load_state_dict(state["filter"])  # replaces the seeded histories
-                    print(f"[devenus] restored the skip histories from {path}")
-            if self.pre_rollout_filter is not None and not os.path.exists(path):
-                raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: the skip rule "
-                                        f"cannot make the same decisions without its histories")
+            self.load_step_state(self._step_folder())
         return result
+
+    def load_step_state(self, folder: str) -> None:
+        """What :meth:`save_step_state` wrote for the step verl resumed at; a state a layer needs and cannot
+        find is refused (a resumed run must make the decisions an uninterrupted one would)."""
+        path = os.path.join(folder, METHOD_STATE_FILE)
+        if os.path.exists(path):
+            payload = torch.load(path, weights_only=False)
+            if payload["method"] != self.method.name:
+                raise ValueError(f"checkpoint {path} holds state of method {payload['method']!r}, "
+                                 f"this run uses {self.method.name!r}")
+            self.method.load_state_dict(payload["state"])
+            print(f"[devenus] restored {self.method.name} state from {path}")
+        elif self.method.state_dict():
+            raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: "
+                                    f"{self.method.name} cannot make the same decisions without its state")
+        path = os.path.join(folder, SAMPLING_STATE_FILE)
+        if os.path.exists(path):  # the cursor is applied when the refill order is first built (the dataset is known then)
+            state = torch.load(path, weights_only=False)
+            self._refill_state = state["refill"]
+            print(f"[devenus] restored the refill cursor from {path}")
+            if self.pre_rollout_filter is not None and state.get("filter") is not None:
+                self.pre_rollout_filter.load_state_dict(state["filter"])  # replaces the seeded histories
+                print(f"[devenus] restored the skip histories from {path}")
+        if self.pre_rollout_filter is not None and not os.path.exists(path):
+            raise FileNotFoundError(f"resuming at step {self.global_steps} without {path}: the skip rule "
+                                    f"cannot make the same decisions without its histories")
+        super().load_step_state(folder)
 
 
 def check_kept(rule, prompts: int, kept: int, granule: int) -> None:
