@@ -226,30 +226,24 @@ def decided_rows(plan: Plan, source: str, claims, mechanism, design: str, min_se
     """Table rows for ``claims`` ((arm, reference, claimed side)) on the committed results of ``source``: the
     paired ID difference (seeds on the same weights), the verdict with Holm across the claims decided, the
     ``mechanism(records, arm)`` cell, the cost; a claim with fewer than ``min_seeds`` paired seeds is not run."""
-    from devenus.experiments.stats import decide, verdicts
+    from devenus.experiments.stats import decide_claims
 
     _, recs = _load(source)
-    decisions, cells = [], []
-    for arm, ref, side in claims:
-        runs = {sd: r for (n, sd), r in recs.items() if n == arm}
-        refs = {sd: r for (n, sd), r in recs.items() if n == ref}
-        seeds = [sd for sd in sorted(set(runs) & set(refs)) if runs[sd].get("base_model") == refs[sd].get("base_model")]
-        claim = f"{arm} vs {ref}, {'+-='[{1: 0, -1: 1, 0: 2}[side]]}"
-        if len(seeds) < min_seeds:
-            cells.append((None, claim, "-", f"{len(seeds)} paired seed(s)", "-"))
+    rows = []
+    for c in decide_claims(recs, claims, plan.margin, min_seeds):
+        claim = f"{c.arm} vs {c.ref}, {'+-='[{1: 0, -1: 1, 0: 2}[c.side]]}"
+        if c.decision is None:
+            rows.append(f"| {plan.name} | {plan.paper} | {claim} | - | {len(c.seeds)} paired seed(s) | "
+                        f"not run under the plan | - |")
             continue
-        d = [runs[sd]["accuracy"]["ID"] - refs[sd]["accuracy"]["ID"] for sd in seeds]
-        dec = decide(f"{arm} vs {ref}", d, side, plan.margin)
-        decisions.append(dec)
+        runs = {sd: r for (n, sd), r in recs.items() if n == c.arm}
+        refs = {sd: r for (n, sd), r in recs.items() if n == c.ref}
         iv = Experiment._paired(runs, refs).get("ID", {})
-        wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (arm, ref)) / 60
-        cells.append((dec, claim, mechanism(recs, arm),
-                      f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({dec.n})",
-                      f"{len([k for k in recs if k[0] in (arm, ref)])} runs, {wall:.0f} min"))
-    v = verdicts(decisions)
-    return [f"| {plan.name} | {plan.paper} | {claim} | {mech} | {diff} | "
-            f"{f'{v[dec.name]} ({design})' if dec else 'not run under the plan'} | {cost} |"
-            for dec, claim, mech, diff, cost in cells]
+        wall = sum(r["wall_s"] for k, r in recs.items() if k[0] in (c.arm, c.ref)) / 60
+        rows.append(f"| {plan.name} | {plan.paper} | {claim} | {mechanism(recs, c.arm)} | "
+                    f"{iv.get('mean', float('nan')):+.3f} ± {iv.get('half_width', float('nan')):.3f} ({c.decision.n}) | "
+                    f"{c.verdict} ({design}) | {len([k for k in recs if k[0] in (c.arm, c.ref)])} runs, {wall:.0f} min |")
+    return rows
 
 
 def main(argv=None) -> int:

@@ -113,3 +113,22 @@ def test_power_far_in_the_tail_is_one_not_nan():
 
     assert power_difference(6, 0.0347, 0.3) == 1.0 and power_equivalence(6, 0.001, 0.3) == 1.0
     assert 0.40 < power_difference(6, 0.0347, 0.03) < 0.41
+
+
+def test_decide_claims_pairs_seeds_on_the_same_weights_and_holm_spans_only_decided_claims():
+    from devenus.experiments.stats import decide_claims
+
+    def rec(acc, w="w0"):
+        return {"accuracy": {"ID": acc}, "base_model": w}
+
+    records = {("a", 0): rec(0.60), ("a", 1): rec(0.62), ("a", 2): rec(0.61), ("a", 3): rec(0.9, "w1"),
+               ("r", 0): rec(0.50), ("r", 1): rec(0.51), ("r", 2): rec(0.52), ("r", 3): rec(0.5),
+               ("b", 0): rec(0.55)}
+    a, b, c = decide_claims(records, [("a", "r", 1), ("b", "r", 1), ("z", "r", 1)], margin=0.03)
+    assert a.seeds == [0, 1, 2] and a.diffs == pytest.approx([0.10, 0.11, 0.09])  # seed 3: other weights
+    alone = verdicts([decide("a vs r", a.diffs, 1, 0.03)])  # one decided claim: Holm changes nothing
+    assert a.verdict == alone["a vs r"] == "reproduced"
+    assert (b.seeds, b.decision, b.verdict) == ([0], None, None)  # one seed: below min_seeds, not in the family
+    assert (c.seeds, c.diffs, c.decision) == ([], [], None)
+    (b1,) = decide_claims(records, [("b", "r", 1)], margin=0.03, min_seeds=1)
+    assert b1.decision.n == 1 and b1.verdict == "inconclusive"

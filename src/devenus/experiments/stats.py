@@ -189,6 +189,38 @@ def verdicts(decisions: Sequence[Decision], alpha: float = 0.05) -> dict[str, st
     return out
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One claim decided on results: ``arm`` vs ``ref`` over the ``seeds`` both ran on the same base weights;
+    ``decision`` and ``verdict`` are None when it has fewer seeds than the family asks for."""
+
+    arm: str
+    ref: str
+    side: int
+    seeds: list
+    diffs: list
+    decision: Decision | None
+    verdict: str | None
+
+
+def decide_claims(records: Mapping, claims: Sequence[tuple[str, str, int]], margin: float,
+                  min_seeds: int = 2) -> list[Claim]:
+    """Each claim ``(arm, reference, claimed side)`` on ``records`` (``(arm, seed) -> result`` with
+    ``accuracy["ID"]`` and ``base_model``): ID differences over the seeds both ran on the same weights, decided
+    with :func:`decide`, Holm (:func:`verdicts`) across the claims with at least ``min_seeds`` (and 1) seeds."""
+    rows, decisions = [], []
+    for arm, ref, side in claims:
+        seeds = [sd for (n, sd) in sorted(records) if n == arm and (ref, sd) in records
+                 and records[(arm, sd)].get("base_model") == records[(ref, sd)].get("base_model")]
+        d = [records[(arm, sd)]["accuracy"]["ID"] - records[(ref, sd)]["accuracy"]["ID"] for sd in seeds]
+        dec = decide(f"{arm} vs {ref}", d, side, margin) if d and len(d) >= min_seeds else None
+        decisions += [dec] if dec else []
+        rows.append((arm, ref, side, seeds, d, dec))
+    v = verdicts(decisions)
+    return [Claim(arm, ref, side, seeds, d, dec, v[dec.name] if dec else None)
+            for arm, ref, side, seeds, d, dec in rows]
+
+
 def power_difference(n: int, sd: float, delta: float, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t test with ``n`` pairs to detect a true mean difference ``delta``."""
     from scipy.stats import nct

@@ -152,22 +152,17 @@ def _reach_lines(table: dict, unit: str) -> list[str]:
 def decided_claims(records: dict) -> list[dict]:
     """The final-accuracy claims (:data:`CLAIMS`): paired ID differences over seeds on the same weights,
     TOST at ±:data:`MARGIN` and the difference test, Holm across the claims with 2 or more seeds."""
-    from devenus.experiments.stats import decide, verdicts
+    import math
 
-    rows, decisions = [], []
-    for arm, ref, side in CLAIMS:
-        seeds = [s for (n, s), r in sorted(records.items()) if n == arm and (ref, s) in records
-                 and r.get("base_model") == records[(ref, s)].get("base_model")]
-        d = [records[(arm, s)]["accuracy"]["ID"] - records[(ref, s)]["accuracy"]["ID"] for s in seeds]
-        dec = decide(f"{arm} vs {ref}", d, side, MARGIN) if d else None
-        if dec is not None and dec.n >= 2:
-            decisions.append(dec)
-        rows.append({"claim": f"{arm} vs {ref}", "side": side, "seeds": seeds, "decision": dec})
-    v = verdicts(decisions)
-    for row in rows:
-        dec = row.pop("decision")
-        row.update({"mean": None, "verdict": "not run"} if dec is None else
-                   {"mean": dec.mean, "sd": dec.sd, "verdict": v.get(dec.name, "one seed: not decided")})
+    from devenus.experiments.stats import decide_claims
+
+    rows = []
+    for c in decide_claims(records, CLAIMS, MARGIN):
+        row = {"claim": f"{c.arm} vs {c.ref}", "side": c.side, "seeds": c.seeds}
+        row.update({"mean": None, "verdict": "not run"} if not c.seeds else
+                   {"mean": math.fsum(c.diffs) / len(c.diffs), "sd": c.decision.sd if c.decision else float("nan"),
+                    "verdict": c.verdict or "one seed: not decided"})
+        rows.append(row)
     return rows
 
 
