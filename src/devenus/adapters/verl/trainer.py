@@ -14,8 +14,9 @@ offers, and writes the decisions back into verl's native contracts (see docs/tra
   ``rm_scores``, the tensor fit() already holds as its reward.
 - before the update: ``_update_actor`` applies admission (zero-weight padding of dropped groups) and
   advantage weights, then adds DE-Venus's metrics to the actor's metrics, which fit() logs.
-- checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` keep the method's state beside verl's
-  (written before verl's save, whose resume pointer then commits both), and after each save prune
+- checkpoints: ``_save_checkpoint`` / ``_load_checkpoint`` run the ``save_step_state`` / ``load_step_state``
+  chain every layer joins (the method, the rules' mixins, the EMA teacher: :class:`.checkpoint.StepStateHooks`),
+  written before verl's save, whose resume pointer then commits both, and after each save prune
   DE-Venus's state of the checkpoints verl's retention removed (:mod:`.checkpoint`).
 - dynamic sampling (``devenus.dynamic_sampling``, :mod:`.sampling`): ``_compute_old_log_prob`` drops
   zero-variance groups (and a pre-rollout filter's placeholder slots) and refills their slots in place
