@@ -154,6 +154,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("selection", "selection"),
     ("selection_epochs", "selection_epochs"),
     ("real_model", "real_model"),
+    ("mechanism_sweep", "mechanism_sweep"),
 )}
 
 
