@@ -1,7 +1,7 @@
 """Each label-free method's supervision judged against the simulation's truth: the design of
 ``experiments/plans/mechanism_sweep.md`` (written before any run).
 
-    devenus experiment mechanism_sweep --seed 0      # every arm, one seed (the plan's run)
+    devenus experiment mechanism_sweep --full        # every arm, seed 0 (the plan's run)
     devenus experiment mechanism_sweep --report      # the tables from the results on disk
 
 - Arms, every label hidden: ``ttrl@0`` (the majority vote of 16 samples, agreement floor 0.5: the reference
