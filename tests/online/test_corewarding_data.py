@@ -4,7 +4,8 @@ import pytest
 
 from devenus.cli import main
 from devenus.records import make_row, read_records, write_records
-from devenus.records.pairs import pair_problems, pair_views
+from devenus.records import hide_labels
+from devenus.records.pairs import pair_problems, pair_views, pair_with_rewrites
 
 
 def row(i, view="original", pk=None, **kw):
@@ -20,6 +21,20 @@ def test_pair_views_interleaves_in_original_order():
     assert [r["extra_info"]["index"] for r in out] == ["q2", "q2#paraphrase", "q0", "q0#paraphrase", "q1", "q1#paraphrase"]
     assert pair_problems(out) == []
     assert orig[0]["extra_info"]["view"] == "original"  # inputs untouched (deep copies)
+
+
+def test_pair_with_rewrites_takes_the_originals_rewrites_and_their_label_state():
+    orig = hide_labels([row(i) for i in (3, 1, 2)], 0.5, seed=0)  # some hidden, some labeled
+    rew = [row(i, "paraphrase") for i in (0, 1, 2, 3, 4)]  # 0 and 4 have no original here: left out
+    out = pair_with_rewrites(orig, rew)
+    assert [r["extra_info"]["index"] for r in out] == ["q3", "q3#paraphrase", "q1", "q1#paraphrase", "q2", "q2#paraphrase"]
+    state = {r["extra_info"]["index"]: (r["extra_info"]["labeled"], r["reward_model"]["ground_truth"]) for r in out}
+    for o in orig:
+        i = o["extra_info"]["index"]
+        assert state[i + "#paraphrase"][0] == state[i][0]  # a pair is labeled or unlabeled as one
+        assert (state[i + "#paraphrase"][1] == "") == (not o["extra_info"]["labeled"])
+    assert {state[i][0] for i in ("q1", "q2", "q3")} == {True, False}  # both states exercised
+    assert all(r["extra_info"]["labeled"] for r in rew)  # inputs untouched
 
 
 def test_pair_views_errors_name_the_keys():

@@ -90,6 +90,19 @@ def pair_views(
     return out
 
 
+def pair_with_rewrites(originals: Sequence[dict[str, Any]], rewrites: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`pair_views` of ``originals`` and their rewrites (those of ``rewrites`` whose pair_key an original
+    holds), each rewrite given its original's label state: hidden (:func:`~devenus.records.hide_labels`) where
+    the original's target is, so a pair is labeled or unlabeled as one."""
+    from .labels import hide_labels
+
+    keys = {_pair_key(r) for r in originals}
+    hidden = {_pair_key(r) for r in originals if not r["extra_info"]["labeled"]}
+    mine = [r for r in rewrites if _pair_key(r) in keys]
+    return pair_views(originals, hide_labels([r for r in mine if _pair_key(r) in hidden], 0.0)
+                      + [r for r in mine if _pair_key(r) not in hidden])
+
+
 def pair_view_files(original: str, rewrite: str, out: str, *, force: bool = False) -> list[dict[str, Any]]:
     """Read both record files, pair them (:func:`pair_views`) and write the dataset version ``out``
     (Parquet + manifest; parents: both files; changes: every ``extra_info.view`` filled in).

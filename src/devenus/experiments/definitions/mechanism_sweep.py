@@ -58,14 +58,12 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
         return path
     pairs = path.with_name(f"pairs_{path.name}")
     if not pairs.exists():
-        from devenus.records import hide_labels, read_records, write_records
-        from devenus.records.pairs import pair_views
+        from devenus.records import read_records, write_records
+        from devenus.records.pairs import pair_with_rewrites
         from devenus.testbed import build_testbed
 
-        originals = read_records(path)
-        keys = {r["extra_info"]["index"] for r in originals}
-        para = [p for p in read_records(build_testbed().split("train_paraphrase")) if p["extra_info"]["pair_key"] in keys]
-        write_records(pair_views(originals, hide_labels(para, 0.0)), pairs)
+        write_records(pair_with_rewrites(read_records(path), read_records(build_testbed().split("train_paraphrase"))),
+                      pairs)
     return pairs
 
 

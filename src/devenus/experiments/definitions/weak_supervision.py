@@ -66,14 +66,10 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path | None:
     if arm.method == "corewarding":  # both views of each question; a pair shares its label state
         path = work / f"pairs_{arm.labeled_fraction:g}_s{seed}.parquet"
         if not path.exists():
-            from devenus.records.pairs import pair_views
+            from devenus.records.pairs import pair_with_rewrites
 
             originals = hide_labels(read_records(tb.split("train")), arm.labeled_fraction, seed=seed)
-            hidden = {r["extra_info"]["index"] for r in originals if not r["extra_info"]["labeled"]}
-            para = read_records(tb.split("train_paraphrase"))
-            para = hide_labels([p for p in para if p["extra_info"]["pair_key"] in hidden], 0.0) + [
-                p for p in para if p["extra_info"]["pair_key"] not in hidden]
-            write_records(pair_views(originals, para), path)
+            write_records(pair_with_rewrites(originals, read_records(tb.split("train_paraphrase"))), path)
         return path
     if arm.labeled_fraction >= 1.0:
         return None  # the testbed's own train split
