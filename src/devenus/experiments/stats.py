@@ -208,10 +208,12 @@ def decide_claims(records: Mapping, claims: Sequence[tuple[str, str, int]], marg
     """Each claim ``(arm, reference, claimed side)`` on ``records`` (``(arm, seed) -> result`` with
     ``accuracy["ID"]`` and ``base_model``): ID differences over the seeds both ran on the same weights, decided
     with :func:`decide`, Holm (:func:`verdicts`) across the claims with at least ``min_seeds`` (and 1) seeds."""
+    from devenus.experiments.provenance import weights_id  # the runner's pairing rule
+
     rows, decisions = [], []
     for arm, ref, side in claims:
         seeds = [sd for (n, sd) in sorted(records) if n == arm and (ref, sd) in records
-                 and records[(arm, sd)].get("base_model") == records[(ref, sd)].get("base_model")]
+                 and weights_id(records[(arm, sd)]) == weights_id(records[(ref, sd)])]
         d = [records[(arm, sd)]["accuracy"]["ID"] - records[(ref, sd)]["accuracy"]["ID"] for sd in seeds]
         dec = decide(f"{arm} vs {ref}", d, side, margin) if d and len(d) >= min_seeds else None
         decisions += [dec] if dec else []

@@ -80,8 +80,10 @@ def target_verdict(arm: dict, ref: dict) -> tuple[float, float, float, str]:
     the difference, its 95% Wald interval (independent groups), and the verdict at ±:data:`PRECISION_MARGIN`."""
     import math
 
+    from scipy.stats import norm
+
     p, q = arm["num"] / arm["den"], ref["num"] / ref["den"]
-    half = 1.959964 * math.sqrt(p * (1 - p) / arm["den"] + q * (1 - q) / ref["den"])
+    half = norm.ppf(0.975) * math.sqrt(p * (1 - p) / arm["den"] + q * (1 - q) / ref["den"])
     d = p - q
     lo, hi = d - half, d + half
     verdict = ("level within the margin" if -PRECISION_MARGIN < lo and hi < PRECISION_MARGIN else
