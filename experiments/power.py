@@ -22,7 +22,9 @@ from devenus.experiments.runner import BASE, Experiment
 from devenus.experiments.stats import power_difference, seeds_needed, t_ppf
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CEILING_MIN = 8 * 60  # wall-clock ceiling across every plan, two runs at a time
+CEILING_MIN = 8 * 60  # wall-clock ceiling across every first-stage plan, two runs at a time
+#: confirmatory follow-ups (a replication of a pilot's undecided claims) are budgeted apart, and stated
+FOLLOW_UP_CEILING_MIN = 2 * 60
 PARALLEL = 2
 
 
@@ -45,6 +47,8 @@ class Plan:
     run: str | None = None
     run_claims: tuple[tuple[str, str, int], ...] = ()
     paper: str = ""  # the published claim the plan tests (paper, model), for the claims table
+    #: a confirmatory plan reads its verdict only once every planned seed has finished (no interim look)
+    confirmatory: bool = False
 
 
 PLANS = {
@@ -62,6 +66,13 @@ PLANS = {
              run="label_noise_rho",
              run_claims=tuple((f"olr@{k}{r}", f"grpo@{k}{r}", 1) for r in ("0.9", "0.5") for k in ("inactive", "active")),
              paper="OLR paper (Qwen family): OLR > GRPO at every noise ratio up to 0.9"),
+        Plan("label_noise_confirm", "label_noise_rho",
+             (("olr@active0.9", "grpo@active0.9"), ("olr@active0.5", "grpo@active0.5")),
+             sides=(1, 1), margin=0.03, runs_per_seed=4, steps=48, seeds=8, confirmatory=True,
+             notes="replicates label_noise_rho's active claims on seeds 5-12, decided on those alone",
+             run="label_noise_confirm",
+             run_claims=tuple((f"olr@active{r}", f"grpo@active{r}", 1) for r in ("0.9", "0.5")),
+             paper="OLR paper (Qwen family): OLR > GRPO under active noise (replication)"),
         Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
              sides=(1, -1), margin=0.03, runs_per_seed=3, steps=46, seeds=6,
              notes="equal epochs: 46 = the arms' mean steps (grpo_full 64, each 296-row subset 37)",
@@ -187,10 +198,11 @@ def claims_table() -> str:
     they exist, :func:`plan_rows`; else on the old design's)."""
     lines = ["| plan | paper's claim | claim tested (arm vs reference, claimed side) | mechanism metric (today) | ΔID ± 95% (n) | verdict "
              "(margin ±0.03, Holm) | cost (committed runs, run time) |", "|---|---|---|---|---|---|---|"]
+    shown = {p.run for p in PLANS.values() if p.run and (RESULTS / p.run).is_dir()}
     for plan in PLANS.values():
         if plan.run and (RESULTS / plan.run).is_dir():
             lines += plan_rows(plan)
-        elif plan.source is None:
+        elif plan.source is None or plan.source in shown:  # a replication's pilot has its own rows
             lines.append(f"| {plan.name} | {plan.paper} | see [plan](plans/{plan.name}.md) | - | - | not yet run under the plan | - |")
         else:
             claims = [(arm, ref, side) for (arm, ref), side in zip(plan.claims, plan.sides)]
@@ -219,7 +231,8 @@ def mechanism_cell(recs: dict, arm: str) -> str:
 def plan_rows(plan: Plan) -> list[str]:
     """The claims of ``plan`` decided on the results of its own design (``plan.run``), Holm across the claims
     that have paired seeds; a claim without runs is listed as not run."""
-    return decided_rows(plan, plan.run, plan.run_claims, mechanism_cell, "plan design", min_seeds=2)
+    return decided_rows(plan, plan.run, plan.run_claims, mechanism_cell, "plan design",
+                        min_seeds=plan.seeds if plan.confirmatory else 2)
 
 
 def decided_rows(plan: Plan, source: str, claims, mechanism, design: str, min_seeds: int) -> list[str]:
@@ -234,7 +247,7 @@ def decided_rows(plan: Plan, source: str, claims, mechanism, design: str, min_se
         claim = f"{c.arm} vs {c.ref}, {'+-='[{1: 0, -1: 1, 0: 2}[c.side]]}"
         if c.decision is None:
             rows.append(f"| {plan.name} | {plan.paper} | {claim} | - | {len(c.seeds)} paired seed(s) | "
-                        f"not run under the plan | - |")
+                        f"{'verdict not read (fewer than the planned seeds)' if c.seeds else 'not run under the plan'} | - |")
             continue
         runs = {sd: r for (n, sd), r in recs.items() if n == c.arm}
         refs = {sd: r for (n, sd), r in recs.items() if n == c.ref}
@@ -254,10 +267,10 @@ def main(argv=None) -> int:
     if args.claims:
         print(claims_table())
         return 0
-    total = 0.0
+    total = {False: 0.0, True: 0.0}
     for name in args.plan or list(PLANS):
         a = analyse(PLANS[name])
-        total += a["wall_min"]
+        total[PLANS[name].confirmatory] += a["wall_min"]
         print(f"## {name}  (variances from {a['source']}" + (", borrowed" if PLANS[name].borrow else "") + ")")
         for r in a["claims"]:
             print(f"  {r['arm']} - {r['ref']}: n {r['n']}, mean {r['mean']:+.3f}, SD {r['sd']:.4f}")
@@ -269,7 +282,9 @@ def main(argv=None) -> int:
                   f"the test detects {a['detectable_at_planned']:.3f} (worst SD)")
         print(f"  planned: {a['seeds_planned']} seeds, {a['runs']} runs x {a['minutes_per_run']:.1f} min, "
               f"{a['wall_min']:.0f} min wall at {PARALLEL} at a time" + (f"  [{PLANS[name].notes}]" if PLANS[name].notes else ""))
-    print(f"# total {total:.0f} min wall (ceiling {CEILING_MIN})" + ("" if total <= CEILING_MIN else "  OVER THE CEILING"))
+    for follow_up, ceiling in ((False, CEILING_MIN), (True, FOLLOW_UP_CEILING_MIN)):
+        print(f"# {'confirmatory follow-ups' if follow_up else 'first-stage plans'}: total {total[follow_up]:.0f} min "
+              f"wall (ceiling {ceiling})" + ("" if total[follow_up] <= ceiling else "  OVER THE CEILING"))
     return 0
 
 

@@ -69,7 +69,7 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     if path.exists():
         return path
     data.mkdir(parents=True, exist_ok=True)
-    rows, about = stratified_pool(exp.name, tb, seed, POOL)
+    rows, about = stratified_pool(NAME, tb, seed, POOL)  # the design's draw, also for its replication
     rows, changes = noisy_rows(tb, rows, regime, rho, seed, WRONG_SAMPLES,
                                data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json")
     write_version(rows, path, rule=exp.name, parent=tb.split("train"),
