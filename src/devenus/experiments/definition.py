@@ -156,6 +156,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("selection_epochs", "selection_epochs"),
     ("real_model", "real_model"),
     ("mechanism_sweep", "mechanism_sweep"),
+    ("refine_mechanism", "refine_mechanism"),
 )}
 
 
