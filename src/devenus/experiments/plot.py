@@ -82,7 +82,7 @@ def plot_differences(name: str, comp: Mapping[str, dict], records: Mapping[tuple
     axes[0][0].set_yticklabels([f"{arm} − {p['ref']}  (n={p['ID']['n']})" for arm, p in rows])
     bys = sorted({p["by"] for _, p in rows})
     title = (f"{name}: paired differences, 95% Student-t intervals (paired by {' / '.join(bys)}); dots: per "
-             f"seed; green/red: interval excludes 0 on the claimed/other side; n: runs paired; axis set by n >= 3")
+             f"seed; green/red: interval excludes 0 on the claimed/other side (per arm, before Holm: the claims table decides); n: runs paired; axis set by n >= 3")
     # wrapped to the figure's width so a one-panel figure does not cut it
     fig.suptitle(textwrap.fill(title, width=int(30 * 4.2 * len(splits) / 1.8)), fontsize=8)
     fig.tight_layout()

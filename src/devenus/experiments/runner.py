@@ -633,7 +633,7 @@ class Experiment:
         finished = self.finished(recs)
         seeds = sorted({s for (_, s) in recs})
         head = ["arm", "seeds"] + [f"{g}" for g in AGGREGATES] + [f"Δ{g} vs base" for g in AGGREGATES] + \
-               ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "verdict (ID, over seeds)", "pseudo-label acc (last 5)", "failed"]
+               ["vs", *(f"Δ{g} vs baseline" for g in AGGREGATES), "ID interval vs 0 (per arm, before Holm)", "pseudo-label acc (last 5)", "failed"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         bys = set()
         for name, row in comp.items():
