@@ -22,6 +22,10 @@ MIXING = {"label_noise": Mixing(weights=True),
           "ten_percent_labels": Mixing(code=True)}  # ttrl@0 (label_free plan) ran at a later code version
 
 
+#: the committed results another experiment's report reads (a replication reads its pilot)
+READS = {"label_noise_confirm": ("label_noise_rho",), "refine_mechanism": ("label_noise_rho",)}
+
+
 def committed(name: str) -> bool:
     return (RESULTS / name).is_dir()
 
@@ -121,6 +125,8 @@ def test_each_report_on_a_copy_of_the_committed_results_writes_the_committed_tab
         shutil.copytree(RESULTS / name, out / name)
     else:
         (out / name).mkdir(parents=True)
+    for other in READS.get(name, ()):
+        shutil.copytree(RESULTS / other, out / other)
     tables = sorted(p.name for p in RESULTS.glob(f"{name}*.*") if p.suffix in (".md", ".json"))
     for t in tables:
         shutil.copy(RESULTS / t, out / t)

@@ -55,3 +55,19 @@ def test_the_claims_table_does_not_tabulate_a_pilot_twice(tmp_path, monkeypatch)
     table = power.claims_table()
     assert "| label_noise_confirm | " in table
     assert all("not yet run under the plan" in r for r in table.splitlines() if r.startswith("| label_noise_confirm"))
+
+
+def test_the_replications_own_report_decides_on_its_seeds_and_only_describes_the_pilot(tmp_path):
+    from devenus.experiments.definitions.label_noise_confirm import claims_text
+    from devenus.experiments.runner import Experiment
+
+    _write(tmp_path / "new", range(5, 13))
+    _write(tmp_path / "pilot", range(0, 5))
+    load = lambda f: Experiment("label_noise_confirm", arms=[], budget={}, results=f).records()  # noqa: E731
+    pilot = {k: {**r, "accuracy": {"ID": r["accuracy"]["ID"] - 0.01 * ("olr" in k[0])}} for k, r in load(tmp_path / "pilot").items()}
+    rows = [r for r in claims_text(load(tmp_path / "new"), pilot).splitlines() if r.startswith("| olr@")]
+    assert rows[0].startswith("| olr@active0.9 vs grpo@active0.9, + | +0.020 ± ") and "(8) |" in rows[0]
+    assert "| reproduced | +0.009 ± " in rows[0] and rows[0].endswith("(13) |")  # pilot: 0.01 lower
+    assert "| null within margin | -0.011 ± " in rows[1]
+    early = claims_text({k: r for k, r in load(tmp_path / "new").items() if k[1] < 12}, pilot)
+    assert early.count("not read: 7 of 8 seeds finished") == 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from devenus.experiments.definition import Definition
 from devenus.experiments.definitions import label_noise_rho as pilot
+from devenus.experiments.runner import Experiment
 
 NAME = "label_noise_confirm"
 #: the claims replicated, by (regime, rho); see the plan for why not the inactive ones
@@ -21,6 +22,49 @@ SETTINGS = (("active", 0.9), ("active", 0.5))
 ARM_NAMES = tuple(pilot.arm_name(m, regime, rho) for regime, rho in SETTINGS for m in ("grpo", "olr"))
 #: new seeds, disjoint from the pilot's
 SEEDS = tuple(range(5, 13))
+MARGIN = 0.03  # the plan's pre-registered equivalence margin (ID accuracy)
+CLAIMS = tuple((pilot.arm_name("olr", regime, rho), pilot.arm_name("grpo", regime, rho), 1) for regime, rho in SETTINGS)
+
+
+def claims_text(recs: dict, pilot_recs: dict) -> str:
+    """The plan's decision on the replication's seeds alone (Holm over :data:`CLAIMS`; no verdict before every
+    planned seed has finished), and, as a description only, the pilot's seeds and both pooled."""
+    from devenus.experiments.stats import decide_claims, mean_interval
+
+    def cell(diffs: list) -> str:
+        if len(diffs) < 2:
+            return f"{len(diffs)} seed(s)"
+        iv = mean_interval(diffs)
+        return f"{iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n})"
+
+    new = decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS))
+    old = {(c.arm, c.ref): c for c in decide_claims(pilot_recs, CLAIMS, MARGIN)}
+    lines = [f"{NAME}: the plan's claims decided on seeds {SEEDS[0]}-{SEEDS[-1]} alone (paired t test and TOST at "
+             f"±{MARGIN}, Holm across the {len(CLAIMS)} claims); the pilot ({pilot.NAME}, seeds "
+             f"{min(pilot.DEFINITION.seeds)}-{max(pilot.DEFINITION.seeds)}) and the pooled seeds are a description, not a test.",
+             "", "| claim | ΔID ± 95% (seeds), replication | p (difference) | p (TOST) | verdict | pilot | pooled (description) |",
+             "|---|---|---|---|---|---|---|"]
+    for c in new:
+        p = old.get((c.arm, c.ref))
+        pilot_diffs = p.diffs if p else []
+        if c.decision is None:
+            ps, verdict = "- | -", f"not read: {len(c.seeds)} of {len(SEEDS)} seeds finished"
+        else:
+            ps, verdict = f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f}", c.verdict
+        lines.append(f"| {c.arm} vs {c.ref}, + | {cell(c.diffs)} | {ps} | {verdict} | {cell(pilot_diffs)} | "
+                     f"{cell(pilot_diffs + c.diffs)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(exp: Experiment) -> str:
+    """The claims table (``<name>_claims.md``) beside the runner's table; its text."""
+    from devenus.atomic import write_text_atomic
+
+    folder = exp.results.parent / pilot.NAME
+    pilot_recs = pilot.DEFINITION.experiment(folder).finished() if folder.is_dir() else {}
+    text = claims_text(exp.finished(), pilot_recs)
+    write_text_atomic(exp.results.parent / f"{NAME}_claims.md", text)
+    return text
 
 DEFINITION = Definition(
     name=NAME,
@@ -31,4 +75,5 @@ DEFINITION = Definition(
     quick_seeds=SEEDS[:1],
     groups={f"rho{rho:g}": tuple(a for a in ARM_NAMES if a.endswith(f"{rho:g}")) for _, rho in SETTINGS},
     train_file=pilot.train_file,
+    report=write_report,
 )
