@@ -9,6 +9,7 @@ from scipy.stats import binomtest
 
 from devenus.experiments.definition import EXPERIMENTS
 from devenus.experiments.definitions import refine_mechanism as rm
+from devenus.experiments.stats import proportion_difference, wilson_interval
 
 
 def _m(**ratios):
@@ -21,18 +22,18 @@ def _rows(text):
 
 
 def test_the_clustered_wilson_interval_is_scipys_at_the_effective_n():
-    lo, hi = rm.wilson_clustered(60, 120)  # 10 / 20 effective
+    lo, hi = wilson_interval(60, 120, design_effect=rm.VISITS)  # 10 / 20 effective
     ci = binomtest(10, 20).proportion_ci(method="wilson")
     assert (lo, hi) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
 def test_a_difference_allows_for_the_visits_per_question():
-    d, lo, hi = rm._wald(0.8, 2400, 0.7, 2400)
+    d, lo, hi = proportion_difference(1920, 2400, 1680, 2400, design_effect=rm.VISITS)  # 0.8 vs 0.7
     half = 1.959963984540054 * math.sqrt(6 * (0.8 * 0.2 / 2400 + 0.7 * 0.3 / 2400))
     assert (d, lo, hi) == pytest.approx((0.1, 0.1 - half, 0.1 + half))
     # 0.1 +- 0.060 with the inflation (+- 0.024 without it)
     assert lo > 0 and half == pytest.approx(0.0596, abs=1e-3)
-    assert rm._wald(0.8, 600, 0.7, 600)[1] < 0  # a quarter of the groups: no longer excludes 0
+    assert proportion_difference(480, 600, 420, 600, design_effect=rm.VISITS)[1] < 0  # a quarter of the groups: no longer excludes 0
 
 
 def test_every_verdict_on_known_counts():

@@ -101,6 +101,33 @@ def paired_over_questions(arm: Mapping[str, float], base: Mapping[str, float], l
     return mean_interval(d, level)
 
 
+# ---- proportions pooled over a run (mechanism metrics): counts k of n
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))
+
+
+def wilson_interval(k: float, n: float, design_effect: float = 1.0, level: float = 0.95) -> tuple[float, float]:
+    """Wilson interval of k / n at the effective n = n / ``design_effect`` (the same proportion): with
+    clustered counts (a question counted on each of its visits) the design effect widens it. Written out
+    because scipy's ``binomtest`` takes whole counts only; equal to it where n is whole (tested)."""
+    z, p, ne = _z(level), k / n, n / design_effect
+    centre = (p + z * z / (2 * ne)) / (1 + z * z / ne)
+    half = z * math.sqrt(p * (1 - p) / ne + z * z / (4 * ne * ne)) / (1 + z * z / ne)
+    return centre - half, centre + half
+
+
+def proportion_difference(k1: float, n1: float, k2: float, n2: float, design_effect: float = 1.0,
+                          level: float = 0.95) -> tuple[float, float, float]:
+    """k1/n1 - k2/n2 and its Wald interval (independent groups; each variance times ``design_effect``):
+    (difference, low, high)."""
+    p, q = k1 / n1, k2 / n2
+    half = _z(level) * math.sqrt(design_effect * (p * (1 - p) / n1 + q * (1 - q) / n2))
+    return p - q, p - q - half, p - q + half
+
+
 # ---- decisions: difference, equivalence (TOST), Holm across the claims of one experiment, power
 
 VERDICTS = ("reproduced", "wrong side", "null within margin", "inconclusive")

@@ -66,6 +66,7 @@ def write_report(exp: Experiment) -> str:
     write_text_atomic(exp.results.parent / f"{NAME}_claims.md", text)
     return text
 
+
 DEFINITION = Definition(
     name=NAME,
     summary="label_noise_rho's active-noise claims (rho 0.9, 0.5) replicated on seeds 5-12, decided on those alone",

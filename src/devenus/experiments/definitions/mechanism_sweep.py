@@ -67,25 +67,12 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     return pairs
 
 
-def wilson(k: float, n: float) -> tuple[float, float]:
-    """95% Wilson interval of a proportion k / n."""
-    from scipy.stats import binomtest
-
-    ci = binomtest(int(round(k)), int(round(n))).proportion_ci(method="wilson")
-    return ci.low, ci.high
-
-
 def target_verdict(arm: dict, ref: dict) -> tuple[float, float, float, str]:
     """A target method's pseudo-target precision against the reference's (``{"num", "den"}`` pooled counts):
     the difference, its 95% Wald interval (independent groups), and the verdict at ±:data:`PRECISION_MARGIN`."""
-    import math
+    from devenus.experiments.stats import proportion_difference
 
-    from scipy.stats import norm
-
-    p, q = arm["num"] / arm["den"], ref["num"] / ref["den"]
-    half = norm.ppf(0.975) * math.sqrt(p * (1 - p) / arm["den"] + q * (1 - q) / ref["den"])
-    d = p - q
-    lo, hi = d - half, d + half
+    d, lo, hi = proportion_difference(arm["num"], arm["den"], ref["num"], ref["den"])
     verdict = ("level within the margin" if -PRECISION_MARGIN < lo and hi < PRECISION_MARGIN else
                "above the reference" if lo > 0 else "below the reference" if hi < 0 else "inconclusive")
     return d, lo, hi, verdict
@@ -107,6 +94,7 @@ def auroc_verdict(series: list[float]) -> tuple[float, float, str]:
 def report_text(recs: dict) -> str:
     """The plan's verdict table from finished records (``(arm, seed) -> result``)."""
     from devenus.experiments.mechanism import AUROC, run_mechanism
+    from devenus.experiments.stats import wilson_interval
 
     mech = {k: r.get("mechanism") or run_mechanism(r.get("curves") or []) for k, r in recs.items()}
     lines = [f"{NAME}: each method's supervision against the simulation's truth, pooled over the run's steps "
@@ -118,7 +106,7 @@ def report_text(recs: dict) -> str:
     for (name, seed), m in sorted(mech.items()):
         if TARGET_PRECISION in m:
             t, c = m[TARGET_PRECISION], m.get(TARGET_COVERAGE)
-            lo, hi = wilson(t["num"], t["den"])
+            lo, hi = wilson_interval(t["num"], t["den"])
             ref = mech.get((REFERENCE, seed), {}).get(TARGET_PRECISION)
             if name == REFERENCE or ref is None:
                 versus, verdict = "-", "the reference" if name == REFERENCE else "no reference run"

@@ -15,13 +15,13 @@ the design of ``experiments/plans/refine_mechanism.md`` (written before any run)
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from devenus.experiments.definition import Definition
 from devenus.experiments.definitions import label_noise_rho as noisy
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.stats import proportion_difference, wilson_interval
 
 NAME = "refine_mechanism"
 POOL = 128
@@ -31,6 +31,8 @@ VISITS = 6
 MARGIN = 0.05
 TTRL = {"votes": 16, "min_agreement": 0.5}  # mechanism_sweep's (the weak-supervision experiment's)
 REFERENCE = "ttrl@0"
+#: the verdict words of a comparison with the reference's pseudo-target precision (above, below, level)
+VERSUS_REFERENCE = ("above the reference", "below the reference", "level within the margin")
 NOISY_ARM = "nl_olr2@active0.9"
 
 ARMS = (
@@ -52,31 +54,13 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     return _pool(arm, seed, exp)
 
 
-def _wald(p: float, n: float, q: float, m: float) -> tuple[float, float, float]:
-    """p - q with its 95% Wald interval, each variance inflated by :data:`VISITS`."""
-    from scipy.stats import norm
-
-    half = norm.ppf(0.975) * math.sqrt(VISITS * (p * (1 - p) / n + q * (1 - q) / m))
-    return p - q, p - q - half, p - q + half
-
-
 def difference_verdict(a: dict, b: dict, above: str, below: str, level: str) -> tuple[str, str]:
     """``a`` minus ``b`` (pooled ``{"num", "den"}`` counts): the cell and the verdict at ±:data:`MARGIN`."""
     if not a["den"] or not b["den"]:
         return "-", "no counts"
-    d, lo, hi = _wald(a["num"] / a["den"], a["den"], b["num"] / b["den"], b["den"])
+    d, lo, hi = proportion_difference(a["num"], a["den"], b["num"], b["den"], design_effect=VISITS)
     verdict = (above if lo > 0 else below if hi < 0 else level if -MARGIN < lo and hi < MARGIN else "inconclusive")
     return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]", verdict
-
-
-def wilson_clustered(k: float, n: float) -> tuple[float, float]:
-    """95% Wilson interval of k / n at the effective n = n / :data:`VISITS` (same proportion)."""
-    from scipy.stats import norm
-
-    z, p, ne = norm.ppf(0.975), k / n, n / VISITS
-    centre = (p + z * z / (2 * ne)) / (1 + z * z / ne)
-    half = z * math.sqrt(p * (1 - p) / ne + z * z / (4 * ne * ne)) / (1 + z * z / ne)
-    return centre - half, centre + half
 
 
 def _counts(m: dict, key: str) -> dict:
@@ -101,9 +85,7 @@ def report_text(recs: dict, olr_reference: dict | None = None) -> str:
         ref = _counts(mech.get((REFERENCE, seed), {}), "pseudo_target/precision")
         if name == REFERENCE or name == "semi@40":
             t, cov = _counts(m, "pseudo_target/precision"), _counts(m, "pseudo_target/coverage")
-            cell, verdict = (("-", "the reference") if name == REFERENCE else
-                             difference_verdict(t, ref, "above the reference", "below the reference",
-                                                "level within the margin"))
+            cell, verdict = ("-", "the reference") if name == REFERENCE else difference_verdict(t, ref, *VERSUS_REFERENCE)
             lines.append(f"| {name} | {seed} | pseudo-target precision; coverage {_cell(cov)} | {_cell(t)} | "
                          f"{'-' if name == REFERENCE else f'{REFERENCE} {_cell(ref)}'} | {cell} | {verdict} |")
         elif name == "trapo@40":
@@ -114,14 +96,13 @@ def report_text(recs: dict, olr_reference: dict | None = None) -> str:
                          f"{cell} | {verdict} |")
         elif name == "trapo2@40":
             p, rec = _counts(m, "promotion/precision"), _counts(m, "promotion/recall")
-            cell, verdict = difference_verdict(p, ref, "above the reference", "below the reference",
-                                               "level within the margin")
+            cell, verdict = difference_verdict(p, ref, *VERSUS_REFERENCE)
             lines.append(f"| {name} | {seed} | promotion precision; recall {_cell(rec)} | {_cell(p)} | "
                          f"{REFERENCE} {_cell(ref)} | {cell} | {verdict} |")
         elif name == NOISY_ARM:
             p, rec = _counts(m, "proposed_correction/precision"), _counts(m, "proposed_correction/recall")
             if p["den"]:
-                lo, hi = wilson_clustered(p["num"], p["den"])
+                lo, hi = wilson_interval(p["num"], p["den"], design_effect=VISITS)
                 cell = f"[{lo:.3f}, {hi:.3f}]"
                 verdict = "corrections mostly right" if lo > 0.5 else "mostly wrong" if hi < 0.5 else "inconclusive"
             else:
