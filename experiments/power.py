@@ -23,8 +23,9 @@ from devenus.experiments.stats import power_difference, seeds_needed, t_ppf
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CEILING_MIN = 8 * 60  # wall-clock ceiling across every first-stage plan, two runs at a time
-#: confirmatory follow-ups (a replication of a pilot's undecided claims) are budgeted apart, and stated
-FOLLOW_UP_CEILING_MIN = 2 * 60
+#: confirmatory follow-ups (a replication of a pilot's undecided claims, or a claim an amendment took out of a
+#: first-stage plan) are budgeted apart, and stated: 2 h for label_noise_confirm, 2 h for trapo_ten_percent
+FOLLOW_UP_CEILING_MIN = 4 * 60
 PARALLEL = 2
 
 
@@ -73,6 +74,11 @@ PLANS = {
              run="label_noise_confirm",
              run_claims=tuple((f"olr@active{r}", f"grpo@active{r}", 1) for r in ("0.9", "0.5")),
              paper="OLR paper (Qwen family): OLR > GRPO under active noise (replication)"),
+        Plan("trapo_ten_percent", "ten_percent_labels", (("geomin@10", "grpo_full"),),
+             sides=(0,), margin=0.03, runs_per_seed=2, steps=160, seeds=5, confirmatory=True,
+             notes="TraPO's ten_percent_labels claim at 5 visits a question; GeoMin's SD on the same pools sizes it",
+             run="trapo_ten_percent", run_claims=(("trapo@10", "grpo_full", 0),),
+             paper="TraPO paper (Qwen3-4B): 10% labels within about a point of full labels"),
         Plan("selection", "selection", (("ttrl_routed", "grpo_full"), ("ttrl_random", "ttrl_routed")),
              sides=(1, -1), margin=0.03, runs_per_seed=3, steps=46, seeds=6,
              notes="equal epochs: 46 = the arms' mean steps (grpo_full 64, each 296-row subset 37)",

@@ -157,6 +157,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("real_model", "real_model"),
     ("mechanism_sweep", "mechanism_sweep"),
     ("refine_mechanism", "refine_mechanism"),
+    ("trapo_ten_percent", "trapo_ten_percent"),
 )}
 
 

@@ -106,10 +106,13 @@ def stratified_pool(experiment: str, tb, seed: int, size: int, file: Path | None
                   "mean_pass_rate": sum(rates[r["extra_info"]["index"]] for r in rows) / size}
 
 
-def stratified_train_file(size: int):
+def stratified_train_file(size: int, drawn_for: str | None = None):
     """A definition's ``train_file``: the seed's :func:`stratified_pool` with the arm's ``labeled_fraction``
-    of labels kept (seeded), written once under ``<work>/data`` as a dataset version before any run."""
-    return _pool_file(f"strat{size}", size, lambda exp, tb, seed: stratified_pool(exp.name, tb, seed, size))
+    of labels kept (seeded), written once under ``<work>/data`` as a dataset version before any run.
+    ``drawn_for``: draw the pools another experiment draws (the same questions and labeled subset per seed),
+    so a follow-up trains on its predecessor's data; default, the experiment's own name."""
+    return _pool_file(f"strat{size}", size,
+                      lambda exp, tb, seed: stratified_pool(drawn_for or exp.name, tb, seed, size))
 
 
 def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
@@ -153,4 +156,5 @@ def _pool_file(stem: str, size: int, draw):
                           config={"pool": size, "labeled_fraction": arm.labeled_fraction, "seed": seed, **about})
         return path
 
+    train_file.draw = draw  # the pool alone, before labels are hidden (what a test can check without a model)
     return train_file

@@ -54,20 +54,24 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     return _pool(arm, seed, exp)
 
 
-def difference_verdict(a: dict, b: dict, above: str, below: str, level: str) -> tuple[str, str]:
-    """``a`` minus ``b`` (pooled ``{"num", "den"}`` counts): the cell and the verdict at ±:data:`MARGIN`."""
+def difference_verdict(a: dict, b: dict, above: str, below: str, level: str, visits: int = VISITS,
+                       margin: float = MARGIN) -> tuple[str, str]:
+    """``a`` minus ``b`` (pooled ``{"num", "den"}`` counts, a question counted up to ``visits`` times): the cell
+    and the verdict at ±``margin``."""
     if not a["den"] or not b["den"]:
         return "-", "no counts"
-    d, lo, hi = proportion_difference(a["num"], a["den"], b["num"], b["den"], design_effect=VISITS)
-    verdict = (above if lo > 0 else below if hi < 0 else level if -MARGIN < lo and hi < MARGIN else "inconclusive")
+    d, lo, hi = proportion_difference(a["num"], a["den"], b["num"], b["den"], design_effect=visits)
+    verdict = (above if lo > 0 else below if hi < 0 else level if -margin < lo and hi < margin else "inconclusive")
     return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]", verdict
 
 
-def _counts(m: dict, key: str) -> dict:
+def mechanism_counts(m: dict, key: str) -> dict:
+    """A run's pooled ``devenus/mechanism/<key>`` counts (none logged: zero counts)."""
     return m.get(f"devenus/mechanism/{key}") or {"num": 0, "den": 0, "value": float("nan")}
 
 
-def _cell(c: dict) -> str:
+def counts_cell(c: dict) -> str:
+    """``value (num/den)``, or ``none``."""
     return f"{c['value']:.3f} ({c['num']:g}/{c['den']:g})" if c["den"] else "none"
 
 
@@ -82,33 +86,33 @@ def report_text(recs: dict, olr_reference: dict | None = None) -> str:
              "| arm | seed | metric | value (pooled counts) | compared with | difference or interval (95%) | verdict |",
              "|---|---|---|---|---|---|---|"]
     for (name, seed), m in sorted(mech.items()):
-        ref = _counts(mech.get((REFERENCE, seed), {}), "pseudo_target/precision")
+        ref = mechanism_counts(mech.get((REFERENCE, seed), {}), "pseudo_target/precision")
         if name == REFERENCE or name == "semi@40":
-            t, cov = _counts(m, "pseudo_target/precision"), _counts(m, "pseudo_target/coverage")
+            t, cov = mechanism_counts(m, "pseudo_target/precision"), mechanism_counts(m, "pseudo_target/coverage")
             cell, verdict = ("-", "the reference") if name == REFERENCE else difference_verdict(t, ref, *VERSUS_REFERENCE)
-            lines.append(f"| {name} | {seed} | pseudo-target precision; coverage {_cell(cov)} | {_cell(t)} | "
-                         f"{'-' if name == REFERENCE else f'{REFERENCE} {_cell(ref)}'} | {cell} | {verdict} |")
+            lines.append(f"| {name} | {seed} | pseudo-target precision; coverage {counts_cell(cov)} | {counts_cell(t)} | "
+                         f"{'-' if name == REFERENCE else f'{REFERENCE} {counts_cell(ref)}'} | {cell} | {verdict} |")
         elif name == "trapo@40":
-            a, r = _counts(m, "admission/admitted_precision"), _counts(m, "admission/rejected_precision")
+            a, r = mechanism_counts(m, "admission/admitted_precision"), mechanism_counts(m, "admission/rejected_precision")
             cell, verdict = difference_verdict(a, r, "admits the better pseudo labels", "admits the worse",
                                                "no separation within the margin")
-            lines.append(f"| {name} | {seed} | admitted pseudo-label precision | {_cell(a)} | rejected {_cell(r)} | "
+            lines.append(f"| {name} | {seed} | admitted pseudo-label precision | {counts_cell(a)} | rejected {counts_cell(r)} | "
                          f"{cell} | {verdict} |")
         elif name == "trapo2@40":
-            p, rec = _counts(m, "promotion/precision"), _counts(m, "promotion/recall")
+            p, rec = mechanism_counts(m, "promotion/precision"), mechanism_counts(m, "promotion/recall")
             cell, verdict = difference_verdict(p, ref, *VERSUS_REFERENCE)
-            lines.append(f"| {name} | {seed} | promotion precision; recall {_cell(rec)} | {_cell(p)} | "
-                         f"{REFERENCE} {_cell(ref)} | {cell} | {verdict} |")
+            lines.append(f"| {name} | {seed} | promotion precision; recall {counts_cell(rec)} | {counts_cell(p)} | "
+                         f"{REFERENCE} {counts_cell(ref)} | {cell} | {verdict} |")
         elif name == NOISY_ARM:
-            p, rec = _counts(m, "proposed_correction/precision"), _counts(m, "proposed_correction/recall")
+            p, rec = mechanism_counts(m, "proposed_correction/precision"), mechanism_counts(m, "proposed_correction/recall")
             if p["den"]:
                 lo, hi = wilson_interval(p["num"], p["den"], design_effect=VISITS)
                 cell = f"[{lo:.3f}, {hi:.3f}]"
                 verdict = "corrections mostly right" if lo > 0.5 else "mostly wrong" if hi < 0.5 else "inconclusive"
             else:
                 cell, verdict = "-", "no proposals"
-            olr = "-" if not olr_reference else f"OLR (applied, other code) {_cell(olr_reference)}"
-            lines.append(f"| {name} | {seed} | proposed-correction precision; recall {_cell(rec)} | {_cell(p)} | "
+            olr = "-" if not olr_reference else f"OLR (applied, other code) {counts_cell(olr_reference)}"
+            lines.append(f"| {name} | {seed} | proposed-correction precision; recall {counts_cell(rec)} | {counts_cell(p)} | "
                          f"{olr} | {cell} | {verdict} |")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,101 @@
+"""TraPO with 10% of the labels against GRPO with all of them, run long enough for TraPO to act: the design of
+``experiments/plans/trapo_ten_percent.md`` (written before any run).
+
+    devenus experiment trapo_ten_percent --seed 0      # one seed's two runs and its base validation
+    devenus experiment trapo_ten_percent --full        # seeds 0-4
+    devenus experiment trapo_ten_percent --report      # the table from the results on disk
+
+- Arms: ``grpo_full`` (every label) and ``trapo@10`` (the labeled 10% plus the unlabeled groups TraPO admits,
+  trained against their majority answer). One claim: ``trapo@10`` equals ``grpo_full`` within ±0.03 (side 0).
+- Pool: ``ten_percent_labels``' pools (:data:`POOL` questions per seed stratified on the base pass rate, drawn
+  for that experiment's name, so the same questions and the same 51 labeled ones per seed).
+- :data:`STEPS` steps x 16 prompts = 5 visits per question; TraPO's ``warmup`` 2 scores an unlabeled question
+  from its third visit, so admission is decided on 3 of 5 visits (during warm-up only labeled rows train).
+"""
+
+from __future__ import annotations
+
+from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definitions import refine_mechanism as mechanism_rule
+from devenus.experiments.definitions import ten_percent_labels as predecessor
+from devenus.experiments.pool import stratified_train_file
+from devenus.experiments.runner import Arm, Experiment
+
+NAME = "trapo_ten_percent"
+POOL = predecessor.POOL
+VISITS = 5
+STEPS = VISITS * POOL // 16  # 160
+WARMUP = 2  # refine_mechanism's: scored from visit 3
+SEEDS = (0, 1, 2, 3, 4)
+MARGIN = 0.03  # the plan's pre-registered equivalence margin (ID accuracy)
+MECHANISM_MARGIN = 0.05  # refine_mechanism's, for the admitted-minus-rejected precision
+CLAIMS = (("trapo@10", "grpo_full", 0),)
+
+
+def report_text(recs: dict) -> str:
+    """The plan's two readings from finished records (``(arm, seed) -> result``): the mechanism first
+    (admitted vs rejected pseudo-label precision, counts pooled over the seeds, variance x :data:`VISITS`),
+    then the claim (no verdict before every planned seed has finished)."""
+    from devenus.experiments.mechanism import run_mechanism
+    from devenus.experiments.stats import decide_claims, mean_interval
+
+    counts = mechanism_rule.mechanism_counts
+    pooled = {"num": 0.0, "den": 0.0}, {"num": 0.0, "den": 0.0}
+    lines = [f"{NAME}: TraPO's admission against the simulation's truth (every interval allows for {VISITS} "
+             f"visits per question: variance x {VISITS}; margin ±{MECHANISM_MARGIN}), then its claim (paired t test "
+             f"and TOST at ±{MARGIN}; no verdict before all {len(SEEDS)} seeds).", "",
+             "| seed | admitted pseudo-label precision | rejected | admitted minus rejected (95%) | verdict |",
+             "|---|---|---|---|---|"]
+    for (name, seed), r in sorted(recs.items()):
+        if name != "trapo@10":
+            continue
+        m = r.get("mechanism") or run_mechanism(r.get("curves") or [])
+        a, b = counts(m, "admission/admitted_precision"), counts(m, "admission/rejected_precision")
+        for total, c in zip(pooled, (a, b)):
+            total["num"] += c["num"]
+            total["den"] += c["den"]
+        lines.append(f"| {seed} | {_row(a, b)} |")
+    for total in pooled:
+        total["value"] = total["num"] / total["den"] if total["den"] else float("nan")
+    lines.append(f"| pooled | {_row(*pooled)} |")
+    lines += ["", "| claim | ΔID per seed | ΔID ± 95% (seeds) | p (difference) | p (TOST) | verdict |", "|---|---|---|---|---|---|"]
+    for c in decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS)):
+        per_seed = " / ".join(f"{d:+.3f}" for d in c.diffs) or "-"
+        if c.decision is None:
+            lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | - | - | - | not read: {len(c.seeds)} of "
+                         f"{len(SEEDS)} seeds finished |")
+            continue
+        iv = mean_interval(c.diffs)
+        lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n}) | "
+                     f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f} | {c.verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def _row(admitted: dict, rejected: dict) -> str:
+    cell, verdict = mechanism_rule.difference_verdict(
+        admitted, rejected, "admits the better pseudo labels", "admits the worse", "no separation within the margin",
+        visits=VISITS, margin=MECHANISM_MARGIN)
+    return f"{mechanism_rule.counts_cell(admitted)} | {mechanism_rule.counts_cell(rejected)} | {cell} | {verdict}"
+
+
+def write_report(exp: Experiment) -> str:
+    """The mechanism and claim tables (``<name>_verdicts.md``) beside the runner's table; their text."""
+    from devenus.atomic import write_text_atomic
+
+    text = report_text(exp.finished())
+    write_text_atomic(exp.results.parent / f"{NAME}_verdicts.md", text)
+    return text
+
+
+DEFINITION = Definition(
+    name=NAME,
+    summary="TraPO with 10% labels vs GRPO with all labels, 5 visits a question on ten_percent_labels' pools",
+    arms=(
+        Arm("grpo_full", "grpo", 1.0),
+        Arm("trapo@10", "trapo", predecessor.LABELED, {"warmup": WARMUP}, baseline="grpo_full", claimed_side=0),
+    ),
+    budget=Budget(steps=STEPS, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
+    seeds=SEEDS,
+    train_file=stratified_train_file(POOL, drawn_for=predecessor.DEFINITION.name),
+    report=write_report,
+)
