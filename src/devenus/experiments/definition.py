@@ -158,6 +158,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("mechanism_sweep", "mechanism_sweep"),
     ("refine_mechanism", "refine_mechanism"),
     ("trapo_ten_percent", "trapo_ten_percent"),
+    ("mechanism_confirm", "mechanism_confirm"),
 )}
 
 
