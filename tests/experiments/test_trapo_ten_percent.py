@@ -40,24 +40,36 @@ def test_the_pools_are_drawn_as_ten_percent_labels_draws_them(monkeypatch):
     assert seen == [("ten_percent_labels", 3, 512), ("trapo_ten_percent", 1, 128)]
 
 
-def _m(admitted, rejected):
-    ratio = lambda n, d: {"num": n, "den": d, "value": n / d if d else float("nan")}  # noqa: E731
-    return {"devenus/mechanism/admission/admitted_precision": ratio(*admitted),
-            "devenus/mechanism/admission/rejected_precision": ratio(*rejected)}
+def _curves(admitted, rejected, warm=(0, 0)):
+    """160 steps: the warm-up's 64 log only rejected groups (``warm``: right, with a pseudo label, per step);
+    the 96 after it split ``admitted`` and ``rejected`` (totals) evenly."""
+    key = "devenus/mechanism/admission/"
+    out = []
+    for step in range(1, 161):
+        if step <= ttp.WARMUP_STEPS:
+            out.append({"step": step, f"{key}rejected_right": warm[0], f"{key}rejected_labeled": warm[1]})
+        else:
+            out.append({"step": step, f"{key}admitted_right": admitted[0] / 96, f"{key}admitted_labeled": admitted[1] / 96,
+                        f"{key}rejected_right": rejected[0] / 96, f"{key}rejected_labeled": rejected[1] / 96})
+    return out
 
 
-def _recs(seeds, gap=-0.12, admitted=(450, 500), rejected=(1400, 2000)):
+def _recs(seeds, gap=-0.12, admitted=(450, 500), rejected=(1400, 2000), warm=(0, 0)):
     recs = {}
     for s in seeds:
         wobble = 0.01 * (s % 3 - 1)
-        recs[("grpo_full", s)] = {"accuracy": {"ID": 0.6}, "base_model": "w", "mechanism": {}}
+        recs[("grpo_full", s)] = {"accuracy": {"ID": 0.6}, "base_model": "w", "curves": []}
         recs[("trapo@10", s)] = {"accuracy": {"ID": 0.6 + gap + wobble}, "base_model": "w",
-                                 "mechanism": _m(admitted, rejected)}
+                                 "curves": _curves(admitted, rejected, warm)}
     return recs
 
 
 def _row(text, first):
     return next(r for r in text.splitlines() if r.startswith(f"| {first} |"))
+
+
+def test_the_warm_up_is_where_the_plan_says():
+    assert ttp.WARMUP_STEPS == 64  # 2 epochs of 512 questions at 16 a step: visits 3-5 are steps 65-160
 
 
 def test_the_report_reads_the_mechanism_then_the_claim():
@@ -69,11 +81,20 @@ def test_the_report_reads_the_mechanism_then_the_claim():
     assert "-0.122 ± " in claim and "(5)" in claim and claim.endswith("| wrong side |")
 
 
+def test_the_warm_ups_unscored_groups_are_not_rejected_ones():
+    # admitted and scored-but-rejected groups equally right (0.7); the warm-up's groups, never scored, much
+    # worse (0.3): the plan's metric sees no separation, every-group counting would credit admission
+    text = ttp.report_text(_recs(range(5), admitted=(7000, 10000), rejected=(7000, 10000), warm=(30, 100)))
+    assert _row(text, "pooled").endswith("| no separation within the margin |")
+    every = _row(text, "pooled, every unlabeled group (warm-up included: description)")
+    assert "0.700 (35000/50000) | 0.544 (44600/82000)" in every and every.endswith("| admits the better pseudo labels |")
+
+
 def test_the_other_verdicts():
     level = ttp.report_text(_recs(range(5), gap=0.0, admitted=(7000, 10000), rejected=(7000, 10000)))
     assert _row(level, "pooled").endswith("| no separation within the margin |")
     assert _row(level, "trapo@10 vs grpo_full, =").endswith("| reproduced |")  # equal within ±0.03
-    few = ttp.report_text(_recs(range(5), admitted=(30, 35), rejected=(343, 381)))  # refine_mechanism's counts
+    few = ttp.report_text(_recs(range(5), admitted=(6, 7), rejected=(68.6, 76.2)))  # refine_mechanism's, per run
     assert _row(few, "pooled").endswith("| inconclusive |")
     worse = ttp.report_text(_recs(range(5), admitted=(1400, 2000), rejected=(450, 500)))
     assert _row(worse, "pooled").endswith("| admits the worse |")
