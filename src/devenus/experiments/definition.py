@@ -23,7 +23,7 @@ from devenus.experiments.runner import BASE, Arm, Experiment, TrainFile
 from devenus.registry import Registry
 from devenus.runs.testbed import RunConfig
 
-__all__ = ["BUILTIN", "Budget", "Definition", "EXPERIMENTS", "RESULTS_ROOT", "definition"]
+__all__ = ["BUILTIN", "Budget", "Definition", "EXPERIMENTS", "RESULTS_ROOT", "definition", "text_report"]
 
 #: where results go by default, relative to the current directory: run from the checkout, they land
 #: beside the committed ones (``experiments/results/<name>/``, the tables beside that folder)
@@ -140,6 +140,20 @@ class Definition:
         """The runner's table (and its .json, .png) plus this experiment's own pieces; their text."""
         table = exp.report()
         return table if self.report is None else table + "\n" + self.report(exp)
+
+
+def text_report(suffix: str, text: Callable[[Experiment], str]) -> Callable[[Experiment], str]:
+    """A definition's ``report``: ``text(exp)`` (a markdown table, say) written atomically to
+    ``<experiment>_<suffix>.md`` beside the runner's table; returns the text."""
+
+    def report(exp: Experiment) -> str:
+        from devenus.atomic import write_text_atomic
+
+        out = text(exp)
+        write_text_atomic(exp.results.parent / f"{exp.name}_{suffix}.md", out)
+        return out
+
+    return report
 
 
 #: the shipped experiments

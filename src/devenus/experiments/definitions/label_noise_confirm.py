@@ -12,7 +12,7 @@ The design is ``label_noise_rho``'s, arm for arm: the same arms, budget, OLR set
 
 from __future__ import annotations
 
-from devenus.experiments.definition import Definition
+from devenus.experiments.definition import Definition, text_report
 from devenus.experiments.definitions import label_noise_rho as pilot
 from devenus.experiments.runner import Experiment
 
@@ -56,15 +56,9 @@ def claims_text(recs: dict, pilot_recs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(exp: Experiment) -> str:
-    """The claims table (``<name>_claims.md``) beside the runner's table; its text."""
-    from devenus.atomic import write_text_atomic
-
+def _claims(exp: Experiment) -> str:
     folder = exp.results.parent / pilot.NAME
-    pilot_recs = pilot.DEFINITION.experiment(folder).finished() if folder.is_dir() else {}
-    text = claims_text(exp.finished(), pilot_recs)
-    write_text_atomic(exp.results.parent / f"{NAME}_claims.md", text)
-    return text
+    return claims_text(exp.finished(), pilot.DEFINITION.experiment(folder).finished() if folder.is_dir() else {})
 
 
 DEFINITION = Definition(
@@ -76,5 +70,5 @@ DEFINITION = Definition(
     quick_seeds=SEEDS[:1],
     groups={f"rho{rho:g}": tuple(a for a in ARM_NAMES if a.endswith(f"{rho:g}")) for _, rho in SETTINGS},
     train_file=pilot.train_file,
-    report=write_report,
+    report=text_report("claims", _claims),
 )

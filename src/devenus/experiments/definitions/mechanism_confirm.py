@@ -11,10 +11,9 @@ The design is ``mechanism_sweep``'s, arm for arm, on the pools it would draw for
 
 from __future__ import annotations
 
-from devenus.experiments.definition import Definition
+from devenus.experiments.definition import Definition, text_report
 from devenus.experiments.definitions import mechanism_sweep as pilot
 from devenus.experiments.pool import stratified_train_file
-from devenus.experiments.runner import Experiment
 
 NAME = "mechanism_confirm"
 ARM_NAMES = ("ttrl@0", "corewarding2@0", "intuitor@0")
@@ -73,15 +72,6 @@ def confirm_text(recs: dict) -> str:
     return "\n".join(lines) + "\n\nPer run (the pilot's table, a description):\n\n" + pilot.report_text(recs)
 
 
-def write_report(exp: Experiment) -> str:
-    """The verdict table (``<name>_verdicts.md``) beside the runner's table; its text."""
-    from devenus.atomic import write_text_atomic
-
-    text = confirm_text(exp.finished())
-    write_text_atomic(exp.results.parent / f"{NAME}_verdicts.md", text)
-    return text
-
-
 DEFINITION = Definition(
     name=NAME,
     summary="Intuitor's reward AUROC and Co-rewarding II's targets vs TTRL's, replicated on seeds 1-4",
@@ -89,5 +79,5 @@ DEFINITION = Definition(
     budget=pilot.DEFINITION.budget,
     seeds=SEEDS,
     train_file=stratified_train_file(pilot.POOL, drawn_for=pilot.NAME),
-    report=write_report,
+    report=text_report("verdicts", lambda exp: confirm_text(exp.finished())),
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, text_report
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import Arm, Experiment
 
@@ -126,14 +126,6 @@ def report_text(recs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(exp: Experiment) -> str:
-    """The verdict table (``<name>_verdicts.md``) beside the runner's table; its text."""
-    from devenus.atomic import write_text_atomic
-
-    text = report_text(exp.finished())
-    write_text_atomic(exp.results.parent / f"{NAME}_verdicts.md", text)
-    return text
-
 
 DEFINITION = Definition(
     name=NAME,
@@ -142,5 +134,5 @@ DEFINITION = Definition(
     budget=Budget(steps=16, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
     seeds=(0,),
     train_file=train_file,
-    report=write_report,
+    report=text_report("verdicts", lambda exp: report_text(exp.finished())),
 )

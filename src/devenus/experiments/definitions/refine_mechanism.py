@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devenus.experiments.definition import Definition
+from devenus.experiments.definition import Definition, text_report
 from devenus.experiments.definitions import label_noise_rho as noisy
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import Arm, Experiment
@@ -127,14 +127,6 @@ def _olr_reference(exp: Experiment) -> dict | None:
     return (json.loads(path.read_text()).get("mechanism") or {}).get("devenus/mechanism/correction/precision")
 
 
-def write_report(exp: Experiment) -> str:
-    """The verdict table (``<name>_verdicts.md``) beside the runner's table; its text."""
-    from devenus.atomic import write_text_atomic
-
-    text = report_text(exp.finished(), _olr_reference(exp))
-    write_text_atomic(exp.results.parent / f"{NAME}_verdicts.md", text)
-    return text
-
 
 DEFINITION = Definition(
     name=NAME,
@@ -143,5 +135,5 @@ DEFINITION = Definition(
     budget=noisy.DEFINITION.budget,
     seeds=(0,),
     train_file=train_file,
-    report=write_report,
+    report=text_report("verdicts", lambda exp: report_text(exp.finished(), _olr_reference(exp))),
 )

@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, text_report
 from devenus.experiments.definitions import refine_mechanism as mechanism_rule
 from devenus.experiments.definitions import ten_percent_labels as predecessor
 from devenus.experiments.pool import stratified_train_file
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.runner import Arm
 
 NAME = "trapo_ten_percent"
 POOL = predecessor.POOL
@@ -99,14 +99,6 @@ def _row(admitted: dict, rejected: dict) -> str:
     return f"{mechanism_rule.counts_cell(admitted)} | {mechanism_rule.counts_cell(rejected)} | {cell} | {verdict}"
 
 
-def write_report(exp: Experiment) -> str:
-    """The mechanism and claim tables (``<name>_verdicts.md``) beside the runner's table; their text."""
-    from devenus.atomic import write_text_atomic
-
-    text = report_text(exp.finished())
-    write_text_atomic(exp.results.parent / f"{NAME}_verdicts.md", text)
-    return text
-
 
 DEFINITION = Definition(
     name=NAME,
@@ -118,5 +110,5 @@ DEFINITION = Definition(
     budget=Budget(steps=STEPS, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
     seeds=SEEDS,
     train_file=stratified_train_file(POOL, drawn_for=predecessor.DEFINITION.name),
-    report=write_report,
+    report=text_report("verdicts", lambda exp: report_text(exp.finished())),
 )
