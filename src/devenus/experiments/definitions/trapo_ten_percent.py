@@ -23,31 +23,25 @@ from devenus.experiments.runner import Arm
 
 NAME = "trapo_ten_percent"
 POOL = predecessor.POOL
+PROMPTS = 16  # per step, as in ten_percent_labels
 VISITS = 5
-STEPS = VISITS * POOL // 16  # 160
+STEPS = VISITS * POOL // PROMPTS  # 160
 WARMUP = 2  # refine_mechanism's: scored from visit 3
+#: the last step of TraPO's warm-up: 2 visits of every question (512 / 16 = 32 steps an epoch, none dropped);
+#: from the next step on, every unlabeled group is scored
+WARMUP_STEPS = WARMUP * POOL // PROMPTS
 SEEDS = (0, 1, 2, 3, 4)
 MARGIN = 0.03  # the plan's pre-registered equivalence margin (ID accuracy)
 MECHANISM_MARGIN = 0.05  # refine_mechanism's, for the admitted-minus-rejected precision
 CLAIMS = (("trapo@10", "grpo_full", 0),)
+ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
 
 
-#: the last step of TraPO's warm-up: 2 visits of every question (512 / 16 = 32 steps an epoch, none dropped);
-#: from the next step on, every unlabeled group is scored
-WARMUP_STEPS = WARMUP * POOL // 16
+def scored_mechanism(curves: list, after_step: int = 0) -> dict:
+    """:func:`~devenus.experiments.mechanism.run_mechanism` over a run's steps after ``after_step`` only."""
+    from devenus.experiments.mechanism import run_mechanism
 
-
-def admission_counts(curves: list, after_step: int = 0) -> tuple[dict, dict]:
-    """Admitted and rejected pseudo-label counts (``{"num": right, "den": with a pseudo label}``) summed over a
-    run's steps after ``after_step``, from its per-step ``devenus/mechanism/admission/*`` counts."""
-    key = "devenus/mechanism/admission/"
-    out = []
-    for side in ("admitted", "rejected"):
-        steps = [c for c in curves if int(c.get("step", 0)) > after_step]
-        num = sum(c.get(f"{key}{side}_right") or 0 for c in steps)
-        den = sum(c.get(f"{key}{side}_labeled") or 0 for c in steps)
-        out.append({"num": num, "den": den, "value": num / den if den else float("nan")})
-    return out[0], out[1]
+    return run_mechanism([c for c in curves if int(c.get("step", 0)) > after_step])
 
 
 def report_text(recs: dict) -> str:
@@ -60,25 +54,18 @@ def report_text(recs: dict) -> str:
     pooled as a description."""
     from devenus.experiments.stats import decide_claims, mean_interval
 
-    runs = {seed: r.get("curves") or [] for (name, seed), r in sorted(recs.items()) if name == "trapo@10"}
+    curves = {seed: r.get("curves") or [] for (name, seed), r in sorted(recs.items()) if name == "trapo@10"}
+    scored = {seed: scored_mechanism(c, WARMUP_STEPS) for seed, c in curves.items()}
     lines = [f"{NAME}: TraPO's admission against the simulation's truth, among the groups it scored (steps after "
              f"{WARMUP_STEPS}: visits {WARMUP + 1}-{VISITS}); every interval allows for {VISITS} visits per question "
              f"(variance x {VISITS}); margin ±{MECHANISM_MARGIN}. Then its claim (paired t test and TOST at ±{MARGIN}; "
              f"no verdict before all {len(SEEDS)} seeds).", "",
              "| seed | admitted pseudo-label precision | rejected (scored, not admitted) | admitted minus rejected (95%) | verdict |",
              "|---|---|---|---|---|"]
-    pooled = [{"num": 0, "den": 0}, {"num": 0, "den": 0}]
-    every = [{"num": 0, "den": 0}, {"num": 0, "den": 0}]
-    for seed, curves in runs.items():
-        for totals, counts in ((pooled, admission_counts(curves, WARMUP_STEPS)), (every, admission_counts(curves))):
-            for total, c in zip(totals, counts):
-                total["num"] += c["num"]
-                total["den"] += c["den"]
-        lines.append(f"| {seed} | {_row(*admission_counts(curves, WARMUP_STEPS))} |")
-    for total in pooled + every:
-        total["value"] = total["num"] / total["den"] if total["den"] else float("nan")
-    lines.append(f"| pooled | {_row(*pooled)} |")
-    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {_row(*every)} |")
+    lines += [f"| {seed} | {_row(m)} |" for seed, m in scored.items()]
+    every = {seed: scored_mechanism(c) for seed, c in curves.items()}
+    lines.append(f"| pooled | {_row(_pooled(scored))} |")
+    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {_row(_pooled(every))} |")
     lines += ["", "| claim | ΔID per seed | ΔID ± 95% (seeds) | p (difference) | p (TOST) | verdict |", "|---|---|---|---|---|---|"]
     for c in decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS)):
         per_seed = " / ".join(f"{d:+.3f}" for d in c.diffs) or "-"
@@ -92,12 +79,20 @@ def report_text(recs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _row(admitted: dict, rejected: dict) -> str:
+def _pooled(runs: dict) -> dict:
+    """Seed -> run mechanism, to one mechanism of every run's counts summed (as a run's would read)."""
+    from devenus.experiments.mechanism import arm_mechanism
+
+    return {key: {"num": v["num"], "den": v["den"], "value": v["pooled"]} for key, v in arm_mechanism(runs).items()}
+
+
+def _row(m: dict) -> str:
+    admitted = mechanism_rule.mechanism_counts(m, ADMITTED)
+    rejected = mechanism_rule.mechanism_counts(m, REJECTED)
     cell, verdict = mechanism_rule.difference_verdict(
         admitted, rejected, "admits the better pseudo labels", "admits the worse", "no separation within the margin",
         visits=VISITS, margin=MECHANISM_MARGIN)
     return f"{mechanism_rule.counts_cell(admitted)} | {mechanism_rule.counts_cell(rejected)} | {cell} | {verdict}"
-
 
 
 DEFINITION = Definition(
@@ -107,7 +102,7 @@ DEFINITION = Definition(
         Arm("grpo_full", "grpo", 1.0),
         Arm("trapo@10", "trapo", predecessor.LABELED, {"warmup": WARMUP}, baseline="grpo_full", claimed_side=0),
     ),
-    budget=Budget(steps=STEPS, prompts_per_step=16, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
+    budget=Budget(steps=STEPS, prompts_per_step=PROMPTS, rollouts_per_prompt=8, val_n=4, kl_coef=0.01, lr=5e-5),
     seeds=SEEDS,
     train_file=stratified_train_file(POOL, drawn_for=predecessor.DEFINITION.name),
     report=text_report("verdicts", lambda exp: report_text(exp.finished())),
