@@ -173,6 +173,8 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("refine_mechanism", "refine_mechanism"),
     ("trapo_ten_percent", "trapo_ten_percent"),
     ("mechanism_confirm", "mechanism_confirm"),
+    ("semi_confirm", "semi_confirm"),
+    ("skip_audit", "skip_audit"),
 )}
 
 
