@@ -14,7 +14,7 @@ from scipy import integrate
 from scipy.special import gammaln, ive
 from scipy.stats import norm, vonmises_fisher
 
-from refine_batches import answers, exact_grade, step_batch
+from refine_batches import exact_grade, geomin_batch, geomin_features
 
 from devenus.online.config import ConfigError, config_from_dict
 from devenus.online.refine.geomin import GeoMin, GeoMinConfig, affinity, keep_and_weight
@@ -147,43 +147,17 @@ def test_mixture_is_seeded():
 
 
 # ------------------------------------------------------------------------------------------ the step
-L, D = 3, 12
-
-
-def features_for(batch, unreliable_keys=(), seed=0):
-    """Hidden states for a step: at layer 1, rollouts scored correct (labeled) point along e0, incorrect
-    along e1; unlabeled majority rollouts follow e0 unless their key is in ``unreliable_keys`` (then e1);
-    minority rollouts point along e1. Other layers: noise."""
-    rng = np.random.default_rng(seed)
-    h = rng.normal(size=(len(batch), L, D))
-    for i in range(len(batch)):
-        if batch.labeled[i]:
-            good = batch.score[i] > 0.5
-        else:
-            good = batch.score[i] > 0.5 and batch.key[i] not in unreliable_keys
-        h[i, 1] = rng.normal(scale=0.3, size=D)
-        h[i, 1, 0 if good else 1] += 3.0
-    return h.astype(np.float32)
-
-
-def semi_batch(step=1):
-    groups = [(f"L{i}", True, "7", ["7"] * 4 + ["9"] * 4) for i in range(3)]  # 12 correct, 12 incorrect labeled
-    groups += [(f"U{i}", False, "", answers("5", 6)) for i in range(10)]
-    groups += [("Utie", False, "", answers("5", 1))]  # no majority: nothing to train against
-    return step_batch(groups, step=step)
-
-
 def run_step(method, batch, unreliable=("U7", "U8", "U9")):
     rules = StepRules(method, grade=exact_grade)
     t = rules.targets(batch)
     view = t.view
-    view.token_stats = {"hidden_pooled": features_for(view, unreliable)}
+    view.token_stats = {"hidden_pooled": geomin_features(view, unreliable)}
     return rules.row_surfaces(view), view, rules
 
 
 def test_step_admits_reliable_unlabeled_groups_and_every_labeled_one():
     m = GeoMin(GeoMinConfig(min_per_class=4, top_layers=1, min_mixture_points=4))
-    out, view, rules = run_step(m, semi_batch())
+    out, view, rules = run_step(m, geomin_batch())
     keys = np.asarray(view.key)
     by_key = {k: bool(out.admit[keys == k][0]) for k in set(keys)}
     assert all(by_key[f"L{i}"] for i in range(3))
@@ -201,6 +175,9 @@ def test_step_admits_reliable_unlabeled_groups_and_every_labeled_one():
     ev = m.pop_evidence()
     assert len(ev) == 14 and all("affinity" in e["values"] for e in ev)
     assert rules.metrics["devenus/groups/admitted"] == 10
+    # every unlabeled group with a majority got a posterior: judged; the tie had nothing to judge
+    judged = m.admission_judged(view)
+    assert judged[keys == "U8"].all() and not judged[keys == "Utie"].any() and judged[np.asarray(view.labeled)].all()
 
 
 def test_not_ready_trains_labeled_rows_only():
@@ -208,15 +185,17 @@ def test_not_ready_trains_labeled_rows_only():
                 GeoMinConfig(min_per_class=13, min_mixture_points=4),  # too few labeled rollouts per class
                 GeoMinConfig(min_per_class=4, min_mixture_points=100)):  # too few affinities for the mixture
         m = GeoMin(cfg)
-        out, view, _ = run_step(m, semi_batch(step=1))
+        out, view, _ = run_step(m, geomin_batch(step=1))
         assert (out.admit == np.asarray(view.labeled)).all(), cfg
         assert m.pop_metrics()["ready"] == 0.0
+        # dropped without a decision: the mechanism meter counts them apart from the rejected groups
+        assert (m.admission_judged(view) == np.asarray(view.labeled)).all(), cfg
 
 
 def test_buffer_carries_affinities_and_state_round_trips():
     cfg = GeoMinConfig(min_per_class=4, top_layers=2, min_mixture_points=4, buffer_size=12)
     a = GeoMin(cfg)
-    run_step(a, semi_batch(step=1))
+    run_step(a, geomin_batch(step=1))
     assert len(a.buffer) == 10 and a.layers and a.mean_count == 8 * 14
     b = GeoMin(cfg)
     b.load_state_dict(a.state_dict())
@@ -228,8 +207,8 @@ def test_buffer_carries_affinities_and_state_round_trips():
     c = GeoMin(cfg)
     c.load_state_dict(pickle.loads(pickle.dumps(a.state_dict())))
     assert c.state_dict() == a.state_dict() and math.isnan(c.aurocs[-1])
-    out_a, _, _ = run_step(a, semi_batch(step=2))
-    out_b, _, _ = run_step(b, semi_batch(step=2))
+    out_a, _, _ = run_step(a, geomin_batch(step=2))
+    out_b, _, _ = run_step(b, geomin_batch(step=2))
     assert np.array_equal(out_a.admit, out_b.admit) and np.array_equal(out_a.weight, out_b.weight)
     assert len(a.buffer) == 12  # bounded
     assert a.pop_metrics()["mixture/points"] == 20
@@ -239,7 +218,7 @@ def test_a_group_with_no_rollout_in_its_majority_has_no_affinity_and_is_not_admi
     assert affinity(np.array([]), np.array([0.5, -1.0])) is None
     assert affinity(np.array([]), np.array([])) is None
     m = GeoMin(GeoMinConfig(min_per_class=4, top_layers=1, min_mixture_points=4))
-    batch = semi_batch()
+    batch = geomin_batch()
     odd = np.flatnonzero(np.asarray(batch.key) == "U0")
     for i in odd:  # the vote says "5" but the grader scores no response of the group correct against it
         batch.response[i] = "unparseable"
@@ -259,7 +238,7 @@ def test_the_mixture_refuses_non_finite_values():
 def test_missing_hidden_states_name_the_engine_extension():
     m = GeoMin(GeoMinConfig())
     rules = StepRules(m, grade=exact_grade)
-    view = rules.targets(semi_batch()).view
+    view = rules.targets(geomin_batch()).view
     with pytest.raises(KeyError, match="engine extension"):
         rules.row_surfaces(view)
 

@@ -141,17 +141,39 @@ def test_admitted_and_rejected_pseudo_label_precision_for_trapo():
 
     b = visit(1, 2, 2)
     m, d = step(rules, b, truth_of(b, truth))
-    # warm-up: every unlabeled group rejected; pseudo labels are majorities: u 7 (right), v none (tie), w 3 (wrong)
+    # warm-up: every unlabeled group dropped unscored, counted as unjudged, not as rejected (a rejection is the
+    # filter's judgement; these had none)
     assert not d.admit[8:].any()
-    assert mech(m) == {"admission/admitted": 0, "admission/rejected": 3, "admission/admitted_labeled": 0,
-                       "admission/admitted_right": 0, "admission/rejected_labeled": 2, "admission/rejected_right": 1,
-                       "admission/rejected_precision": 0.5}
+    assert mech(m) == {"admission/admitted": 0, "admission/rejected": 0, "admission/unjudged": 3,
+                       "admission/admitted_labeled": 0, "admission/admitted_right": 0,
+                       "admission/rejected_labeled": 0, "admission/rejected_right": 0}
     b = visit(2, 6, 6)
     m, d = step(rules, b, truth_of(b, truth))
     assert list(d.admit[8:16]) == [True] * 8 and not d.admit[16:].any()
     got = mech(m)
     assert got["admission/admitted"] == 1 and got["admission/admitted_precision"] == 1.0
     assert got["admission/rejected"] == 2 and got["admission/rejected_precision"] == 0.0
+
+
+def test_geomin_warm_up_groups_are_unjudged_and_judged_ones_counted():
+    from devenus.online.refine.geomin import GeoMin, GeoMinConfig
+    from refine_batches import geomin_batch, geomin_features
+
+    truth = {**{f"L{i}": "7" for i in range(3)}, **{f"U{i}": "5" for i in range(10)}, "Utie": "5"}
+    # in the warm-up nothing is judged; after it, 7 reliable groups admitted, the 3 unreliable ones rejected, and
+    # the tie (no majority: nothing to judge) unjudged
+    for warmup, want in ((1, {"admitted": 0, "rejected": 0, "unjudged": 11}),
+                         (0, {"admitted": 7, "rejected": 3, "unjudged": 1, "admitted_precision": 1.0})):
+        rules = StepRules(GeoMin(GeoMinConfig(warmup_steps=warmup, min_per_class=4, min_mixture_points=4, top_layers=1)),
+                          grade=exact_grade)
+        b = geomin_batch(step=1)
+        t = rules.targets(b, None, truth_of(b, truth))
+        t.view.token_stats = {"hidden_pooled": geomin_features(t.view, ("U7", "U8", "U9"))}
+        d = rules.row_surfaces(t.view, t.hidden)
+        v = t.view
+        _, m = rules.before_update(d.admit, v.labeled, v.score, np.zeros(len(v)), np.ones(len(v), bool))
+        got = mech(m)
+        assert {k: got.get(f"admission/{k}", 0) for k in want} == want, warmup
 
 
 # ------------------------------------------------------------------------------ corrections and promotions

@@ -19,7 +19,9 @@ for the default verifier; an answer of None is equivalent to nothing.
   the hidden answer" (:func:`devenus.signals.auroc`; not logged with one class only).
 - ``admission`` (groups not wholly labeled): the group's pseudo label is its target after S_y, or, when
   it has none, its unique majority answer; ``admitted_precision`` / ``rejected_precision`` = groups whose
-  pseudo label is the hidden answer among admitted / rejected groups with a pseudo label.
+  pseudo label is the hidden answer among admitted / rejected groups with a pseudo label. A group the
+  method dropped unjudged (``OnlineMethod.admission_judged``: a warm-up, no score) is counted as
+  ``unjudged``, not rejected.
 - ``correction`` (labeled groups, targets changed online by S_y): ``precision`` = changed labels that
   were truly wrong / changed labels; ``recall`` = truly wrong labels changed to the hidden answer / truly
   wrong labels seen. The given label is the one the method saw (after a simulated noise redraw).
@@ -118,12 +120,17 @@ def reward_auroc_metrics(reward: np.ndarray, correct: np.ndarray) -> dict[str, f
     return out
 
 
-def admission_counts(view: RolloutBatch, keep: np.ndarray, hidden: np.ndarray) -> Counter:
-    """Unlabeled groups admitted / rejected; of those with a pseudo label (``_labeled``), how many are right."""
+def admission_counts(view: RolloutBatch, keep: np.ndarray, hidden: np.ndarray,
+                     judged: np.ndarray | None = None) -> Counter:
+    """Unlabeled groups admitted / rejected; of those with a pseudo label (``_labeled``), how many are right.
+    A group not admitted and not ``judged`` (None: all judged) is ``unjudged``: dropped without a decision."""
     c: Counter = Counter(admitted=0, rejected=0)
     for rows in view.groups():
         r = rows[0]
         if view.labeled[rows].all() or hidden[r] is None:
+            continue
+        if not keep[r] and judged is not None and not judged[r]:
+            c["unjudged"] += 1
             continue
         side = "admitted" if keep[r] else "rejected"
         label = view.target[r] if view.target[r] not in (None, "") else _majority(view.pred[i] for i in rows)
@@ -198,14 +205,15 @@ class MechanismMeter:
                 self._seen[str(view.key[r])] = (bool(view.labeled[r]), given[r], hidden[r])
 
     def rows(self, view: RolloutBatch, reward: np.ndarray | None, reward_rows: np.ndarray | None,
-             keep: np.ndarray | None, hidden: np.ndarray | None) -> None:
-        """After S_r / S_b: the rewards the method set (on ``reward_rows``) and its admission."""
+             keep: np.ndarray | None, hidden: np.ndarray | None, judged: np.ndarray | None = None) -> None:
+        """After S_r / S_b: the rewards the method set (on ``reward_rows``), its admission and which groups
+        admission judged (None: all)."""
         if not self.judged(hidden):
             return
         if "reward_auroc" in self.kinds and reward is not None and reward_rows.any():
             self._scores.append((np.asarray(reward, np.float64)[reward_rows], correct_rows(view, hidden)[reward_rows]))
         if "admission" in self.kinds and keep is not None:
-            self._add("admission", admission_counts(view, keep, hidden))
+            self._add("admission", admission_counts(view, keep, hidden, judged))
 
     def evidence(self, rows: list[dict[str, Any]]) -> dict[str, float]:
         """The proposal kinds, judged on the step's evidence rows against the groups seen since the last

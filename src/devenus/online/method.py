@@ -91,6 +91,12 @@ class OnlineMethod:
     def admit(self, batch: RolloutBatch) -> np.ndarray | None:
         return None
 
+    def admission_judged(self, batch: RolloutBatch) -> np.ndarray | None:
+        """Per row, after :meth:`admit`: whether admission judged the row's group on this visit (False: it
+        dropped the group by default, unscored, as in a warm-up). The mechanism meter counts those groups
+        apart from the rejected ones, so ``rejected_precision`` measures the filter. None: every group judged."""
+        return None
+
     def construct_rewards(self, batch: RolloutBatch) -> np.ndarray | None:
         return None
 

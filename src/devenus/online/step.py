@@ -57,6 +57,7 @@ class RowDecisions:
     reward: np.ndarray | None = None  # float; applies where reward_rows is True
     reward_rows: np.ndarray | None = None  # bool
     admit: np.ndarray | None = None  # bool, constant within a group
+    judged: np.ndarray | None = None  # bool per row: admission judged the group (None: all); metrics only
     weight: np.ndarray | None = None  # float in [0, 1]
 
 
@@ -177,6 +178,13 @@ class StepRules:
                 self.metrics["devenus/groups/admitted"] = sum(bool(keep[g[0]]) for g in groups)
                 self.metrics["devenus/groups/dropped"] = sum(not keep[g[0]] for g in groups)
                 out.admit = keep
+                judged = m.admission_judged(view)
+                if judged is not None:
+                    judged = np.asarray(judged, dtype=bool)
+                    if judged.shape != (len(view),):
+                        raise ValueError(f"{m.name}.admission_judged returned shape {judged.shape} for {len(view)} rows")
+                    check_group_constant(judged, view, "admission_judged")
+                    out.judged = judged
         if m.implements("advantage_weights"):
             w = m.advantage_weights(view)
             if w is not None:
@@ -186,7 +194,7 @@ class StepRules:
                                      f"({len(view)} rows)")
                 out.weight = np.where(writable, w, 1.0)  # trusted rows keep w = 1
                 self.metrics["devenus/adv_weight/mean"] = float(out.weight.mean())
-        self.mechanism.rows(view, out.reward, out.reward_rows, out.admit, hidden)
+        self.mechanism.rows(view, out.reward, out.reward_rows, out.admit, hidden, out.judged)
         return out
 
     # ------------------------------------------------------------------------------ before the update

@@ -127,6 +127,7 @@ class GeoMin(RefineMethod):
         self.buffer: deque[float] = deque(maxlen=self.config.buffer_size)
         self._visits: dict[str, tuple[str, Any]] = {}  # uid -> (key, Visit) of this step, from S_y
         self._decided: dict[str, tuple[bool, float]] = {}  # uid -> (admitted, weight), read by advantage_weights
+        self._judged: set[str] = set()  # uids of the unlabeled groups the mixture gave a posterior this step
 
     # ------------------------------------------------------------------------------ S_y: the majority
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
@@ -260,9 +261,12 @@ class GeoMin(RefineMethod):
         for rows in unl:
             self._decided[str(batch.uid[rows[0]])] = (False, 1.0)
         by_uid: dict[str, tuple[float | None, float | None]] = {}
+        self._judged = set()
         for i, rows in enumerate(with_target):
             uid = str(batch.uid[rows[0]])
             self._decided[uid] = (bool(keep[i]), float(weight[i]))
+            if not np.isnan(w[i]):
+                self._judged.add(uid)
             by_uid[uid] = (aff[i], None if np.isnan(w[i]) else float(w[i]))
         adm_unl = [rows for rows in unl if self._decided[str(batch.uid[rows[0]])][0]]
         m.update({"unlabeled_groups": len(unl), "scored_groups": sum(a is not None for a in aff),
@@ -278,6 +282,11 @@ class GeoMin(RefineMethod):
                 a_, w_ = by_uid.get(uid, (None, None))
                 self.evidence(key, visit, affinity=a_, posterior=w_, admitted=self._decided[uid][0],
                               weight=self._decided[uid][1])
+
+    def admission_judged(self, batch: RolloutBatch) -> np.ndarray:
+        """Labeled groups and the unlabeled ones given a posterior; in the warm-up, before the mixture has
+        its points, or without an affinity a group is dropped without a decision."""
+        return np.asarray(batch.labeled, bool) | np.array([str(u) in self._judged for u in batch.uid], dtype=bool)
 
     def advantage_weights(self, batch: RolloutBatch) -> np.ndarray:
         return np.array([self._decided.get(str(u), (True, 1.0))[1] for u in batch.uid], dtype=np.float64)

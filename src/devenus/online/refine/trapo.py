@@ -100,6 +100,7 @@ class TraPO(RefineMethod):
         self.reliable: set[str] = set()
         self.labeled: set[str] = set()
         self.visits: dict[str, int] = {}
+        self._judged: set[str] = set()  # uids of this visit's unlabeled groups that were scored
 
     def _point(self, key: str, value: float) -> list[float]:
         t = self.trajectories.setdefault(key, [])
@@ -121,6 +122,7 @@ class TraPO(RefineMethod):
         unl = [(rows, v) for rows, v in observed if not v.labeled]
         scores = [self._score(str(batch.key[rows[0]])) for rows, _ in unl]
         keep = admit_scored(scores, self.config.min_score, self.config.top_fraction)
+        self._judged = {str(batch.uid[rows[0]]) for (rows, _), s in zip(unl, scores) if s is not None}
         admitted: dict[str, bool] = {}  # per group (uid), for this visit's evidence
         for (rows, v), s, k in zip(unl, scores, keep):
             key = str(batch.key[rows[0]])
@@ -154,6 +156,11 @@ class TraPO(RefineMethod):
         """Every labeled group, and the unlabeled groups S_y gave their majority answer (the step passes
         S_y's outcome as ``batch.constructed``)."""
         return np.asarray(batch.labeled, bool) | batch.constructed
+
+    def admission_judged(self, batch: RolloutBatch) -> np.ndarray:
+        """Labeled groups and the unlabeled ones scored this visit; a group in its warm-up, or unscorable,
+        is dropped without a decision."""
+        return np.asarray(batch.labeled, bool) | np.array([str(u) in self._judged for u in batch.uid], dtype=bool)
 
     def state_dict(self) -> dict[str, Any]:
         return {"trajectories": {k: list(v) for k, v in self.trajectories.items()}, "reliable": sorted(self.reliable),
