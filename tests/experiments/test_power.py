@@ -55,10 +55,11 @@ def test_claims_table_decides_the_committed_results_with_the_plans_sides(monkeyp
 
     # the old designs' committed results (a plan's own runs, once committed, replace its rows)
     monkeypatch.setattr(power, "PLANS", {k: dataclasses.replace(p, run=None) for k, p in power.PLANS.items()})
-    rows = {line.split(" | ")[2]: line for line in power.claims_table().splitlines()[2:]}
-    assert "reproduced" in rows["ttrl@0 vs grpo_full, -"]  # -0.130 ± 0.101: the label-free claim holds
-    assert "wrong side" in rows["ttrl_routed vs grpo_full, +"]  # -0.041 ± 0.021 against a "≥" claim
-    assert "inconclusive" in rows["trapo@10 vs grpo_full, ="]  # ± 0.235: neither a difference nor a null
+    # keyed by (plan, claim): a replication tests its pilot's claim again
+    rows = {(line.split(" | ")[0][2:], line.split(" | ")[2]): line for line in power.claims_table().splitlines()[2:]}
+    assert "reproduced" in rows[("label_free", "ttrl@0 vs grpo_full, -")]  # -0.130 ± 0.101: the label-free claim holds
+    assert "wrong side" in rows[("selection", "ttrl_routed vs grpo_full, +")]  # -0.041 ± 0.021 against a "≥" claim
+    assert "inconclusive" in rows[("ten_percent_labels", "trapo@10 vs grpo_full, =")]  # ± 0.235: neither a difference nor a null
     assert all(len(p.sides) == len(p.claims) for p in power.PLANS.values())
 
 

@@ -156,6 +156,39 @@ def text_report(suffix: str, text: Callable[[Experiment], str]) -> Callable[[Exp
     return report
 
 
+def replication_text(name: str, recs: dict, claims, margin: float, seeds: tuple[int, ...], pilot: str,
+                     pilot_recs: dict, pilot_seeds: tuple[int, ...]) -> str:
+    """A confirmatory replication's claims (``(arm, reference, side)``) decided on its own ``seeds`` alone
+    (paired t test and TOST at ±``margin``, Holm across them; no verdict before every seed has finished); the
+    pilot's seeds and both pooled beside them as a description, not a test."""
+    from devenus.experiments.stats import decide_claims, mean_interval
+
+    def cell(diffs: list) -> str:
+        if len(diffs) < 2:
+            return f"{len(diffs)} seed(s)"
+        iv = mean_interval(diffs)
+        return f"{iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n})"
+
+    new = decide_claims(recs, claims, margin, min_seeds=len(seeds))
+    old = {(c.arm, c.ref): c for c in decide_claims(pilot_recs, claims, margin)}
+    lines = [f"{name}: the plan's claims decided on seeds {seeds[0]}-{seeds[-1]} alone (paired t test and TOST at "
+             f"±{margin}, Holm across the {len(claims)} claims); the pilot ({pilot}, seeds "
+             f"{min(pilot_seeds)}-{max(pilot_seeds)}) and the pooled seeds are a description, not a test.",
+             "", "| claim | ΔID ± 95% (seeds), replication | p (difference) | p (TOST) | verdict | pilot | pooled (description) |",
+             "|---|---|---|---|---|---|---|"]
+    for c in new:
+        p = old.get((c.arm, c.ref))
+        pilot_diffs = p.diffs if p else []
+        if c.decision is None:
+            ps, verdict = "- | -", f"not read: {len(c.seeds)} of {len(seeds)} seeds finished"
+        else:
+            ps, verdict = f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f}", c.verdict
+        side = {1: "+", -1: "-", 0: "="}[c.side]
+        lines.append(f"| {c.arm} vs {c.ref}, {side} | {cell(c.diffs)} | {ps} | {verdict} | {cell(pilot_diffs)} | "
+                     f"{cell(pilot_diffs + c.diffs)} |")
+    return "\n".join(lines) + "\n"
+
+
 #: the shipped experiments
 BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name, module in (
     ("weak_supervision_paired", "weak_supervision"),
@@ -175,6 +208,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("mechanism_confirm", "mechanism_confirm"),
     ("semi_confirm", "semi_confirm"),
     ("skip_audit", "skip_audit"),
+    ("label_free_confirm", "label_free_confirm"),
 )}
 
 

@@ -12,7 +12,7 @@ The design is ``label_noise_rho``'s, arm for arm: the same arms, budget, OLR set
 
 from __future__ import annotations
 
-from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definition import Definition, replication_text, text_report
 from devenus.experiments.definitions import label_noise_rho as pilot
 from devenus.experiments.runner import Experiment
 
@@ -27,33 +27,9 @@ CLAIMS = tuple((pilot.arm_name("olr", regime, rho), pilot.arm_name("grpo", regim
 
 
 def claims_text(recs: dict, pilot_recs: dict) -> str:
-    """The plan's decision on the replication's seeds alone (Holm over :data:`CLAIMS`; no verdict before every
-    planned seed has finished), and, as a description only, the pilot's seeds and both pooled."""
-    from devenus.experiments.stats import decide_claims, mean_interval
-
-    def cell(diffs: list) -> str:
-        if len(diffs) < 2:
-            return f"{len(diffs)} seed(s)"
-        iv = mean_interval(diffs)
-        return f"{iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n})"
-
-    new = decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS))
-    old = {(c.arm, c.ref): c for c in decide_claims(pilot_recs, CLAIMS, MARGIN)}
-    lines = [f"{NAME}: the plan's claims decided on seeds {SEEDS[0]}-{SEEDS[-1]} alone (paired t test and TOST at "
-             f"±{MARGIN}, Holm across the {len(CLAIMS)} claims); the pilot ({pilot.NAME}, seeds "
-             f"{min(pilot.DEFINITION.seeds)}-{max(pilot.DEFINITION.seeds)}) and the pooled seeds are a description, not a test.",
-             "", "| claim | ΔID ± 95% (seeds), replication | p (difference) | p (TOST) | verdict | pilot | pooled (description) |",
-             "|---|---|---|---|---|---|---|"]
-    for c in new:
-        p = old.get((c.arm, c.ref))
-        pilot_diffs = p.diffs if p else []
-        if c.decision is None:
-            ps, verdict = "- | -", f"not read: {len(c.seeds)} of {len(SEEDS)} seeds finished"
-        else:
-            ps, verdict = f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f}", c.verdict
-        lines.append(f"| {c.arm} vs {c.ref}, + | {cell(c.diffs)} | {ps} | {verdict} | {cell(pilot_diffs)} | "
-                     f"{cell(pilot_diffs + c.diffs)} |")
-    return "\n".join(lines) + "\n"
+    """The plan's decision on the replication's seeds alone (Holm over :data:`CLAIMS`); the pilot's seeds and
+    both pooled as a description (:func:`devenus.experiments.definition.replication_text`)."""
+    return replication_text(NAME, recs, CLAIMS, MARGIN, SEEDS, pilot.NAME, pilot_recs, pilot.DEFINITION.seeds)
 
 
 def _claims(exp: Experiment) -> str:
