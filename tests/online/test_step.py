@@ -100,15 +100,18 @@ def test_vote_only_rows_vote_then_leave_before_anything_else():
 class Shaper(OnlineMethod):
     name = "test_shaper"
 
-    def __init__(self, reward=None, keep=None, weight=None):
+    def __init__(self, reward=None, keep=None, weight=None, judged=None):
         super().__init__()
-        self.r, self.k, self.w = reward, keep, weight
+        self.r, self.k, self.w, self.j = reward, keep, weight, judged
 
     def construct_rewards(self, b):
         return None if self.r is None else np.asarray(self.r, dtype=np.float64)
 
     def admit(self, b):
         return self.k
+
+    def admission_judged(self, b):
+        return self.j
 
     def advantage_weights(self, b):
         return self.w
@@ -132,6 +135,18 @@ def test_admission_is_whole_groups_and_weights_lie_in_0_1_with_labeled_rows_at_1
     for bad in ([1.5, 1, 1, 1], [np.nan, 1, 1, 1], [-0.1, 1, 1, 1], [1, 1]):
         with pytest.raises(ValueError, match=r"\[0, 1\]"):
             StepRules(Shaper(weight=np.array(bad, dtype=np.float64))).row_surfaces(b)
+
+
+def test_which_groups_admission_judged_is_whole_groups_and_passes_through():
+    b = batch([True, True, False, False], ["1", "1", "2", "3"], ["a", "a", "b", "b"])
+    keep = np.array([True, True, False, False])
+    assert StepRules(Shaper(keep=keep)).row_surfaces(b).judged is None  # the default: every group judged
+    out = StepRules(Shaper(keep=keep, judged=[True, True, False, False])).row_surfaces(b)
+    assert list(out.judged) == [True, True, False, False]
+    with pytest.raises(ValueError, match="test_shaper.admission_judged must be the same for every rollout"):
+        StepRules(Shaper(keep=keep, judged=[True, True, True, False])).row_surfaces(b)
+    with pytest.raises(ValueError, match="admission_judged returned shape"):
+        StepRules(Shaper(keep=keep, judged=[True])).row_surfaces(b)
 
 
 def test_nothing_admitted_skips_the_update_and_metrics_are_collected_once():

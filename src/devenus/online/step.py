@@ -168,23 +168,13 @@ class StepRules:
                 out.reward, out.reward_rows = np.where(rows, r, 0.0), rows
                 view.score[rows] = r[rows]
         if m.implements("admit"):
-            keep = m.admit(view)
+            keep = group_mask(m.admit(view), view, f"{m.name}.admit")
             if keep is not None:
-                keep = np.asarray(keep, dtype=bool)
-                if keep.shape != (len(view),):
-                    raise ValueError(f"{m.name}.admit returned shape {keep.shape} for {len(view)} rows")
-                check_group_constant(keep, view, "admission")
                 groups = view.groups()
                 self.metrics["devenus/groups/admitted"] = sum(bool(keep[g[0]]) for g in groups)
                 self.metrics["devenus/groups/dropped"] = sum(not keep[g[0]] for g in groups)
                 out.admit = keep
-                judged = m.admission_judged(view)
-                if judged is not None:
-                    judged = np.asarray(judged, dtype=bool)
-                    if judged.shape != (len(view),):
-                        raise ValueError(f"{m.name}.admission_judged returned shape {judged.shape} for {len(view)} rows")
-                    check_group_constant(judged, view, "admission_judged")
-                    out.judged = judged
+                out.judged = group_mask(m.admission_judged(view), view, f"{m.name}.admission_judged")
         if m.implements("advantage_weights"):
             w = m.advantage_weights(view)
             if w is not None:
@@ -236,6 +226,17 @@ def correction_metrics(view: RolloutBatch, constructed: np.ndarray, hidden: np.n
     if right:
         out["devenus/target/correction_precision"] = float(np.mean(right))
     return out
+
+
+def group_mask(values, batch: RolloutBatch, what: str) -> np.ndarray | None:
+    """A method's per-row bools (None passes through): one per row, the same within each group."""
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=bool)
+    if values.shape != (len(batch),):
+        raise ValueError(f"{what} returned shape {values.shape} for {len(batch)} rows")
+    check_group_constant(values, batch, what)
+    return values
 
 
 def check_group_constant(values: np.ndarray, batch: RolloutBatch, what: str) -> None:
