@@ -209,6 +209,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("semi_confirm", "semi_confirm"),
     ("skip_audit", "skip_audit"),
     ("label_free_confirm", "label_free_confirm"),
+    ("geomin_mechanism", "geomin_mechanism"),
 )}
 
 

@@ -1,0 +1,72 @@
+"""Does GeoMin's filter admit the unlabeled groups whose pseudo-label is right? Its admitted-vs-rejected
+pseudo-label precision on ``ten_percent_labels``' design, pooled over new seeds: the plan
+``experiments/plans/geomin_mechanism.md`` (written before any run). The pilot is the one cross-check run
+(``ten_percent_labels_xcheck``, seed 0): 0.791 (140/177) vs 0.798 (276/346), [-0.080, +0.067].
+
+    devenus experiment geomin_mechanism --full      # seeds 5-12
+    devenus experiment geomin_mechanism --report    # the verdict from the results on disk
+
+Groups GeoMin drops before its mixture can judge them are ``admission/unjudged`` (``admission_judged``), not
+rejected; held-out accuracy is reported, not decided.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definitions import refine_mechanism as rm
+from devenus.experiments.definitions import ten_percent_labels as pilot
+from devenus.experiments.pool import stratified_train_file
+from devenus.experiments.runner import BASE
+
+NAME = "geomin_mechanism"
+ARM = "geomin@10"
+SEEDS = tuple(range(5, 13))
+#: 40 steps x 16 prompts = 640 visits of 512 questions: 128 visited twice at most, so a cluster-size bound on
+#: the design effect is sum(m^2) / sum(m) = (384 + 128 x 4) / 640 = 1.4
+DESIGN_EFFECT = 1.4
+MARGIN = 0.05
+ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
+
+
+def verdict_text(recs: dict) -> str:
+    """The plan's verdict from finished records (``(arm, seed) -> result``), the runs pooled; not read before
+    every planned seed has finished. Then each run's counts, as a description."""
+    from devenus.experiments.mechanism import run_mechanism
+
+    mech = {s: r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, s), r in sorted(recs.items()) if n == ARM}
+    pooled = {k: {"num": sum(rm.mechanism_counts(m, k)["num"] for m in mech.values()),
+                  "den": sum(rm.mechanism_counts(m, k)["den"] for m in mech.values())} for k in (ADMITTED, REJECTED)}
+    for c in pooled.values():
+        c["value"] = c["num"] / c["den"] if c["den"] else float("nan")
+    if sorted(mech) != list(SEEDS):
+        cell, verdict = "-", f"not read: {len(mech)} of {len(SEEDS)} seeds finished"
+    else:
+        cell, verdict = rm.difference_verdict(pooled[ADMITTED], pooled[REJECTED], "admits the better pseudo labels",
+                                              "admits the worse", "no separation within the margin",
+                                              visits=DESIGN_EFFECT, margin=MARGIN)
+    lines = [f"{NAME}: GeoMin's admission against the simulation's truth, seeds {SEEDS[0]}-{SEEDS[-1]} pooled "
+             f"(admitted minus rejected pseudo-label precision, Wald 95% with every variance x {DESIGN_EFFECT}; "
+             f"margin ±{MARGIN}).", "",
+             "| runs | admitted: right pseudo label | rejected: right pseudo label | difference (95%) | verdict |",
+             "|---|---|---|---|---|",
+             f"| {len(mech)} | {rm.counts_cell(pooled[ADMITTED])} | {rm.counts_cell(pooled[REJECTED])} | {cell} | {verdict} |",
+             "", "Per run (a description):", "", "| seed | admitted | rejected | held-out ID |", "|---|---|---|---|"]
+    for s, m in mech.items():
+        acc = (recs[(ARM, s)].get("accuracy") or {}).get("ID")
+        lines.append(f"| {s} | {rm.counts_cell(rm.mechanism_counts(m, ADMITTED))} | "
+                     f"{rm.counts_cell(rm.mechanism_counts(m, REJECTED))} | {'-' if acc is None else f'{acc:.3f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+DEFINITION = Definition(
+    name=NAME,
+    summary="GeoMin's admitted vs rejected pseudo-label precision, ten_percent_labels' design, seeds 5-12 pooled",
+    # the arm as ten_percent_labels runs it, compared with the base model alone (grpo@10 is not run here)
+    arms=tuple(dataclasses.replace(a, baseline=BASE) for a in pilot.DEFINITION.arms if a.name == ARM),
+    budget=pilot.DEFINITION.budget,
+    seeds=SEEDS,
+    train_file=stratified_train_file(pilot.POOL, drawn_for=pilot.DEFINITION.name),
+    report=text_report("verdicts", lambda exp: verdict_text(exp.finished())),
+)
