@@ -52,3 +52,13 @@ def test_no_interim_look():
     text = lf.replication_text(lf.NAME, _recs(lf.SEEDS[:4], (-0.1,) * 4), lf.CLAIMS, lf.MARGIN, lf.SEEDS, "p", {},
                                lf.PILOT_SEEDS)
     assert "not read: 4 of 5 seeds finished" in _row(text)
+
+
+def test_the_committed_pilot_is_read_across_its_two_code_versions():
+    # the label_free plan paired ttrl@0 (one code version) with ten_percent_labels' grpo_full (another), as it
+    # said it would; the replication prints that pilot beside its own seeds instead of refusing the table
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "experiments" / "results" / "label_free_confirm"
+    text = lf._claims(EXPERIMENTS.get("label_free_confirm").experiment(results))
+    assert "| -0.103 ± 0.117 (3) |" in _row(text)
