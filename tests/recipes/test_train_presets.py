@@ -46,7 +46,8 @@ def test_cpu_sizing_of_another_model_is_the_chat_models(files, tmp_path):
     from devenus.smollm2 import PROMPT_LENGTH, run_config
 
     ov, config = compose(files, tmp_path, "cpu", model="my-model", seed=3)
-    ref = run_config("grpo", files["train"], files["val"][0])
+    # the chat model's sizing, on the testbed's weights: the reference needs no SmolLM2 install
+    ref = run_config("grpo", files["train"], files["val"][0], model=files["model"])
     assert config.actor_rollout_ref.actor.optim.lr == ref.lr and config.data.max_prompt_length == PROMPT_LENGTH
     assert config.trainer.total_training_steps == ref.steps and config.trainer.save_freq == ref.steps
     assert config.actor_rollout_ref.model.path == files["model"] and config.data.seed == 3
