@@ -136,6 +136,12 @@ class Definition:
             return list(self.groups["quick"])
         return None
 
+    def finished_beside(self, exp: Experiment, mixing: Mixing = Mixing()) -> dict:
+        """This experiment's finished results committed beside ``exp``'s (a replication reads its pilot's):
+        ``(arm, seed) -> result``; none when that folder does not exist."""
+        folder = exp.results.parent / self.name
+        return self.experiment(folder, mixing=mixing).finished() if folder.is_dir() else {}
+
     def write_report(self, exp: Experiment) -> str:
         """The runner's table (and its .json, .png) plus this experiment's own pieces; their text."""
         table = exp.report()

@@ -79,3 +79,9 @@ def arm_mechanism(runs: Mapping[int, Mapping[str, dict]]) -> dict[str, dict]:
         out[key] = {**mean_interval([v["value"] for v in have.values()]).to_dict(), "seeds": sorted(have),
                     "num": num, "den": den, "pooled": num / den}
     return out
+
+
+def pooled_mechanism(runs: Mapping[int, Mapping[str, dict]]) -> dict[str, dict]:
+    """Seed -> :func:`run_mechanism` of that seed's run, to one mechanism of every run's counts summed, read as
+    a single run's would be (ratio key -> {value, num, den})."""
+    return {key: {"num": v["num"], "den": v["den"], "value": v["pooled"]} for key, v in arm_mechanism(runs).items()}

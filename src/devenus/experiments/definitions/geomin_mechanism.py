@@ -33,13 +33,10 @@ ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precisi
 def verdict_text(recs: dict) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``), the runs pooled; not read before
     every planned seed has finished. Then each run's counts, as a description."""
-    from devenus.experiments.mechanism import run_mechanism
+    from devenus.experiments.mechanism import pooled_mechanism, run_mechanism
 
     mech = {s: r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, s), r in sorted(recs.items()) if n == ARM}
-    pooled = {k: {"num": sum(rm.mechanism_counts(m, k)["num"] for m in mech.values()),
-                  "den": sum(rm.mechanism_counts(m, k)["den"] for m in mech.values())} for k in (ADMITTED, REJECTED)}
-    for c in pooled.values():
-        c["value"] = c["num"] / c["den"] if c["den"] else float("nan")
+    pooled = {k: rm.mechanism_counts(pooled_mechanism(mech), k) for k in (ADMITTED, REJECTED)}
     if sorted(mech) != list(SEEDS):
         cell, verdict = "-", f"not read: {len(mech)} of {len(SEEDS)} seeds finished"
     else:
@@ -54,9 +51,8 @@ def verdict_text(recs: dict) -> str:
              f"| {len(mech)} | {rm.counts_cell(pooled[ADMITTED])} | {rm.counts_cell(pooled[REJECTED])} | {cell} | {verdict} |",
              "", "Per run (a description):", "", "| seed | admitted | rejected | held-out ID |", "|---|---|---|---|"]
     for s, m in mech.items():
-        acc = (recs[(ARM, s)].get("accuracy") or {}).get("ID")
         lines.append(f"| {s} | {rm.counts_cell(rm.mechanism_counts(m, ADMITTED))} | "
-                     f"{rm.counts_cell(rm.mechanism_counts(m, REJECTED))} | {'-' if acc is None else f'{acc:.3f}'} |")
+                     f"{rm.counts_cell(rm.mechanism_counts(m, REJECTED))} | {rm.id_cell(recs[(ARM, s)])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -28,10 +28,8 @@ CLAIMS = (("ttrl@0", "grpo_full", -1),)
 
 
 def _claims(exp: Experiment) -> str:
-    folder = exp.results.parent / pilot.DEFINITION.name
     # the pilot's pairs span two code versions, as the label_free plan allowed; a description here, not a test
-    pilot_recs = pilot.DEFINITION.experiment(folder, mixing=Mixing(code=True)).finished() if folder.is_dir() else {}
-    pilot_recs = {k: r for k, r in pilot_recs.items() if k[1] in PILOT_SEEDS}
+    pilot_recs = {k: r for k, r in pilot.DEFINITION.finished_beside(exp, Mixing(code=True)).items() if k[1] in PILOT_SEEDS}
     return replication_text(NAME, exp.finished(), CLAIMS, MARGIN, SEEDS, pilot.DEFINITION.name, pilot_recs, PILOT_SEEDS)
 
 

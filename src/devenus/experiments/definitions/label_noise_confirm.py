@@ -33,8 +33,7 @@ def claims_text(recs: dict, pilot_recs: dict) -> str:
 
 
 def _claims(exp: Experiment) -> str:
-    folder = exp.results.parent / pilot.NAME
-    return claims_text(exp.finished(), pilot.DEFINITION.experiment(folder).finished() if folder.is_dir() else {})
+    return claims_text(exp.finished(), pilot.DEFINITION.finished_beside(exp))
 
 
 DEFINITION = Definition(

@@ -23,7 +23,7 @@ SEEDS = (1, 2, 3, 4)
 def confirm_text(recs: dict) -> str:
     """The plan's two verdicts from finished records (``(arm, seed) -> result``), each arm's runs pooled; no
     verdict before every planned seed has finished. Then the pilot's per-run table, as a description."""
-    from devenus.experiments.mechanism import AUROC, arm_mechanism, run_mechanism
+    from devenus.experiments.mechanism import AUROC, pooled_mechanism, run_mechanism
     from devenus.experiments.stats import mean_interval, wilson_interval
 
     mech = {k: r.get("mechanism") or run_mechanism(r.get("curves") or []) for k, r in recs.items()}
@@ -35,9 +35,9 @@ def confirm_text(recs: dict) -> str:
              "| arm | runs | metric | pooled value | 95% interval | vs reference / chance | verdict |",
              "|---|---|---|---|---|---|---|"]
 
-    def pooled(name: str) -> dict:  # the arm's runs' target counts summed (arm_mechanism's pooled ratio)
-        m = arm_mechanism({s: mech[(name, s)] for s in done[name]}).get(pilot.TARGET_PRECISION)
-        return {"num": m["num"], "den": m["den"], "value": m["pooled"]} if m else {"num": 0, "den": 0}
+    def pooled(name: str) -> dict:  # the arm's runs' target counts summed
+        return pooled_mechanism({s: mech[(name, s)] for s in done[name]}).get(pilot.TARGET_PRECISION,
+                                                                                 {"num": 0, "den": 0})
 
     ready = all(done[n] == list(SEEDS) for n in ARM_NAMES)
     ref = pooled(pilot.REFERENCE)

@@ -75,6 +75,12 @@ def counts_cell(c: dict) -> str:
     return f"{c['value']:.3f} ({c['num']:g}/{c['den']:g})" if c["den"] else "none"
 
 
+def id_cell(rec: dict) -> str:
+    """A result's held-out ID accuracy, or ``-``."""
+    acc = (rec.get("accuracy") or {}).get("ID")
+    return "-" if acc is None else f"{acc:.3f}"
+
+
 def report_text(recs: dict, olr_reference: dict | None = None) -> str:
     """The plan's verdict table from finished records (``(arm, seed) -> result``); ``olr_reference``: OLR's
     pooled correction precision on the same noisy file, printed beside NL-OLR v2's (not tested)."""

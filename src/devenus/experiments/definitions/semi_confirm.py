@@ -24,15 +24,14 @@ PRECISION = "pseudo_target/precision"
 def confirm_text(recs: dict) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``), each arm's runs pooled; not read
     before every planned seed has finished. Then the per-run counts, as a description."""
-    from devenus.experiments.mechanism import arm_mechanism, run_mechanism
+    from devenus.experiments.mechanism import pooled_mechanism, run_mechanism
 
     mech = {k: r.get("mechanism") or run_mechanism(r.get("curves") or []) for k, r in recs.items()}
     done = {name: sorted(s for (n, s) in mech if n == name) for name in (pilot.REFERENCE, ARM)}
     ready = all(done[n] == list(SEEDS) for n in done)
 
     def pooled(name: str, key: str) -> dict:
-        m = arm_mechanism({s: mech[(name, s)] for s in done[name]}).get(f"devenus/mechanism/{key}")
-        return {"num": m["num"], "den": m["den"], "value": m["pooled"]} if m else {"num": 0, "den": 0}
+        return pilot.mechanism_counts(pooled_mechanism({s: mech[(name, s)] for s in done[name]}), key)
 
     ref = pooled(pilot.REFERENCE, PRECISION)
     lines = [f"{NAME}: {pilot.NAME}'s semi-supervised verdict on seeds {SEEDS[0]}-{SEEDS[-1]} alone, each arm's "
@@ -53,10 +52,9 @@ def confirm_text(recs: dict) -> str:
               "|---|---|---|---|---|"]
     for (name, seed), m in sorted(mech.items()):
         if name in done:
-            acc = (recs[(name, seed)].get("accuracy") or {}).get("ID")
             lines.append(f"| {name} | {seed} | {pilot.counts_cell(pilot.mechanism_counts(m, PRECISION))} | "
                          f"{pilot.counts_cell(pilot.mechanism_counts(m, 'pseudo_target/coverage'))} | "
-                         f"{'-' if acc is None else f'{acc:.3f}'} |")
+                         f"{pilot.id_cell(recs[(name, seed)])} |")
     return "\n".join(lines) + "\n"
 
 

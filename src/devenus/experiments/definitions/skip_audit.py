@@ -16,6 +16,7 @@ on ``rollout_budget``'s 5% sample (9 audits in 9 runs). The plan ``experiments/p
 from __future__ import annotations
 
 from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definitions import refine_mechanism as rm
 from devenus.experiments.definitions import rollout_budget as rb
 from devenus.experiments.definitions.rollout_savings import SKIP, id_validation
 from devenus.experiments.pool import stratified_train_file
@@ -80,9 +81,8 @@ def audit_text(recs: dict) -> str:
     lines += ["", "Per run (a description):", "", "| seed | flagged (zero variance / audited) | unflagged (zero variance "
               "/ generated) | held-out ID |", "|---|---|---|---|"]
     for s, c in runs.items():
-        acc = (recs[(ARM, s)].get("accuracy") or {}).get("ID")
         lines.append(f"| {s} | {c['audited_zv']:g}/{c['audited']:g} | {c['other_zv']:g}/{c['other']:g} | "
-                     f"{'-' if acc is None else f'{acc:.3f}'} |")
+                     f"{rm.id_cell(recs[(ARM, s)])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -52,6 +52,7 @@ def report_text(recs: dict) -> str:
     TraPO *scored*: the steps after :data:`WARMUP_STEPS`. The logged ``admission/rejected_precision`` also
     counts the warm-up's groups, which are dropped unscored, from an earlier and weaker policy; it is shown
     pooled as a description."""
+    from devenus.experiments.mechanism import pooled_mechanism
     from devenus.experiments.stats import decide_claims, mean_interval
 
     curves = {seed: r.get("curves") or [] for (name, seed), r in sorted(recs.items()) if name == "trapo@10"}
@@ -64,8 +65,8 @@ def report_text(recs: dict) -> str:
              "|---|---|---|---|---|"]
     lines += [f"| {seed} | {_row(m)} |" for seed, m in scored.items()]
     every = {seed: scored_mechanism(c) for seed, c in curves.items()}
-    lines.append(f"| pooled | {_row(_pooled(scored))} |")
-    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {_row(_pooled(every))} |")
+    lines.append(f"| pooled | {_row(pooled_mechanism(scored))} |")
+    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {_row(pooled_mechanism(every))} |")
     lines += ["", "| claim | ΔID per seed | ΔID ± 95% (seeds) | p (difference) | p (TOST) | verdict |", "|---|---|---|---|---|---|"]
     for c in decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS)):
         per_seed = " / ".join(f"{d:+.3f}" for d in c.diffs) or "-"
@@ -77,13 +78,6 @@ def report_text(recs: dict) -> str:
         lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n}) | "
                      f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f} | {c.verdict} |")
     return "\n".join(lines) + "\n"
-
-
-def _pooled(runs: dict) -> dict:
-    """Seed -> run mechanism, to one mechanism of every run's counts summed (as a run's would read)."""
-    from devenus.experiments.mechanism import arm_mechanism
-
-    return {key: {"num": v["num"], "den": v["den"], "value": v["pooled"]} for key, v in arm_mechanism(runs).items()}
 
 
 def _row(m: dict) -> str:
