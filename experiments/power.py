@@ -24,8 +24,9 @@ from devenus.experiments.stats import power_difference, seeds_needed, t_ppf
 RESULTS = Path(__file__).resolve().parent / "results"
 CEILING_MIN = 8 * 60  # wall-clock ceiling across every first-stage plan, two runs at a time
 #: confirmatory follow-ups (a replication of a pilot's undecided claims, or a claim an amendment took out of a
-#: first-stage plan) are budgeted apart, and stated: 2 h for label_noise_confirm, 2 h for trapo_ten_percent
-FOLLOW_UP_CEILING_MIN = 4 * 60
+#: first-stage plan) are budgeted apart, and stated: 4 h at first (label_noise_confirm, trapo_ten_percent,
+#: label_free_confirm), raised by 80 min for inactive_noise_confirm (its plan says so)
+FOLLOW_UP_CEILING_MIN = 4 * 60 + 80
 PARALLEL = 2
 
 
@@ -75,6 +76,11 @@ PLANS = {
              run="label_noise_confirm",
              run_claims=tuple((f"olr@active{r}", f"grpo@active{r}", 1) for r in ("0.9", "0.5")),
              paper="OLR paper (Qwen family): OLR > GRPO under active noise (replication)"),
+        Plan("inactive_noise_confirm", "label_noise_rho", (("olr@inactive0.5", "grpo@inactive0.5"),),
+             sides=(1,), margin=0.03, runs_per_seed=2, steps=48, seeds=10, confirmatory=True,
+             notes="replicates label_noise_rho's inactive 0.5 claim on seeds 5-14, decided on those alone",
+             run="inactive_noise_confirm", run_claims=(("olr@inactive0.5", "grpo@inactive0.5", 1),),
+             paper="OLR paper (Qwen family): OLR > GRPO under inactive noise (replication)"),
         Plan("trapo_ten_percent", "ten_percent_labels", (("geomin@10", "grpo_full"),),
              sides=(0,), margin=0.03, runs_per_seed=2, steps=160, seeds=5, confirmatory=True,
              notes="TraPO's ten_percent_labels claim at 5 visits a question; GeoMin's SD on the same pools sizes it",

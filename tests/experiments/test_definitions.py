@@ -23,7 +23,8 @@ MIXING = {"label_noise": Mixing(weights=True),
 
 
 #: the committed results another experiment's report reads (a replication reads its pilot)
-READS = {"label_noise_confirm": ("label_noise_rho",), "refine_mechanism": ("label_noise_rho",),
+READS = {"label_noise_confirm": ("label_noise_rho",), "inactive_noise_confirm": ("label_noise_rho",),
+         "refine_mechanism": ("label_noise_rho",),
          "label_free_confirm": ("ten_percent_labels",)}
 
 

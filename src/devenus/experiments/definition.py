@@ -201,6 +201,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("label_noise", "label_noise"),
     ("label_noise_rho", "label_noise_rho"),
     ("label_noise_confirm", "label_noise_confirm"),
+    ("inactive_noise_confirm", "inactive_noise_confirm"),
     ("refine_ten_percent", "refine_ten_percent"),
     ("ten_percent_labels", "ten_percent_labels"),
     ("rollout_savings", "rollout_savings"),
