@@ -41,3 +41,18 @@ def test_the_verdicts_on_known_counts():
     worse = _row(gm.verdict_text(_recs(gm.SEEDS, (120, 177), (276, 346))))
     assert worse.endswith("| admits the worse |")
     assert "not read: 7 of 8 seeds finished" in _row(gm.verdict_text(_recs(gm.SEEDS[:7], (140, 177), (276, 346))))
+
+
+def test_the_replication_is_the_same_design_on_new_seeds_decided_by_the_same_rule():
+    from devenus.experiments.definitions import geomin_confirm as gc
+
+    exp, pilot = EXPERIMENTS.get("geomin_confirm"), EXPERIMENTS.get("geomin_mechanism")
+    assert exp.arms == pilot.arms and exp.budget == pilot.budget and exp.train_file is pilot.train_file
+    assert exp.seeds == tuple(range(13, 29)) and not set(exp.seeds) & set(pilot.seeds)
+    text = gm.verdict_text(_recs(gc.SEEDS, (140, 177), (47, 59)), gc.NAME, gc.SEEDS)
+    assert text.startswith("geomin_confirm: ") and "seeds 13-28 pooled" in text
+    # 2832 admitted, 944 rejected (the plan's power case), both near 0.79: half-width 0.035, inside ±0.05
+    row = next(r for r in text.splitlines() if r.startswith("| 16 |"))
+    assert row.endswith("| -0.006 [-0.041, +0.030] | no separation within the margin |")
+    early = gm.verdict_text(_recs(gc.SEEDS[:15], (140, 177), (47, 59)), gc.NAME, gc.SEEDS)
+    assert "not read: 15 of 16 seeds finished" in early

@@ -217,6 +217,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("skip_audit", "skip_audit"),
     ("label_free_confirm", "label_free_confirm"),
     ("geomin_mechanism", "geomin_mechanism"),
+    ("geomin_confirm", "geomin_confirm"),
 )}
 
 

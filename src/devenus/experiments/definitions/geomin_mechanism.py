@@ -30,20 +30,21 @@ MARGIN = 0.05
 ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
 
 
-def verdict_text(recs: dict) -> str:
+def verdict_text(recs: dict, name: str = NAME, seeds: tuple[int, ...] = SEEDS) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``), the runs pooled; not read before
-    every planned seed has finished. Then each run's counts, as a description."""
+    every planned seed has finished. Then each run's counts, as a description. ``name`` and ``seeds``: a
+    replication's (``geomin_confirm``), which decides on its own seeds by the same rule."""
     from devenus.experiments.mechanism import pooled_mechanism, run_mechanism
 
     mech = {s: r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, s), r in sorted(recs.items()) if n == ARM}
     pooled = {k: rm.mechanism_counts(pooled_mechanism(mech), k) for k in (ADMITTED, REJECTED)}
-    if sorted(mech) != list(SEEDS):
-        cell, verdict = "-", f"not read: {len(mech)} of {len(SEEDS)} seeds finished"
+    if sorted(mech) != list(seeds):
+        cell, verdict = "-", f"not read: {len(mech)} of {len(seeds)} seeds finished"
     else:
         cell, verdict = rm.difference_verdict(pooled[ADMITTED], pooled[REJECTED], "admits the better pseudo labels",
                                               "admits the worse", "no separation within the margin",
                                               visits=DESIGN_EFFECT, margin=MARGIN)
-    lines = [f"{NAME}: GeoMin's admission against the simulation's truth, seeds {SEEDS[0]}-{SEEDS[-1]} pooled "
+    lines = [f"{name}: GeoMin's admission against the simulation's truth, seeds {seeds[0]}-{seeds[-1]} pooled "
              f"(admitted minus rejected pseudo-label precision, Wald 95% with every variance x {DESIGN_EFFECT}; "
              f"margin ±{MARGIN}).", "",
              "| runs | admitted: right pseudo label | rejected: right pseudo label | difference (95%) | verdict |",
