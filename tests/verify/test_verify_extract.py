@@ -133,9 +133,10 @@ def test_answer_line_only_on_the_last_line(text):
         "Answer:" * 300_000,
     ],
 )
+@pytest.mark.timing  # a wall-clock bound: scripts/test.sh runs it alone (it took 12 s beside two training runs)
 def test_megabyte_inputs_are_fast(text):
     """A guard against quadratic scans (minutes on these inputs), not a speed figure: a linear
-    pass takes ~0.6 s on a busy 2-core box, so the limit leaves room for a loaded machine."""
+    pass takes ~0.6 s on a 2-core box."""
     t0 = time.perf_counter()
     extract_answer(text)
     assert time.perf_counter() - t0 < 10.0
