@@ -214,6 +214,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("trapo_ten_percent", "trapo_ten_percent"),
     ("mechanism_confirm", "mechanism_confirm"),
     ("semi_confirm", "semi_confirm"),
+    ("semi_paired", "semi_paired"),
     ("skip_audit", "skip_audit"),
     ("label_free_confirm", "label_free_confirm"),
     ("geomin_mechanism", "geomin_mechanism"),

@@ -21,20 +21,21 @@ SEEDS = (1, 2, 3, 4)
 PRECISION = "pseudo_target/precision"
 
 
-def confirm_text(recs: dict) -> str:
+def confirm_text(recs: dict, seeds: tuple = SEEDS, experiment: str = NAME) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``), each arm's runs pooled; not read
-    before every planned seed has finished. Then the per-run counts, as a description."""
+    before every planned seed has finished. Then the per-run counts, as a description. (``semi_paired`` prints
+    this rule on its own ``seeds``, as a description.)"""
     from devenus.experiments.mechanism import pooled_mechanism, run_mechanism
 
     mech = {k: r.get("mechanism") or run_mechanism(r.get("curves") or []) for k, r in recs.items()}
     done = {name: sorted(s for (n, s) in mech if n == name) for name in (pilot.REFERENCE, ARM)}
-    ready = all(done[n] == list(SEEDS) for n in done)
+    ready = all(done[n] == list(seeds) for n in done)
 
     def pooled(name: str, key: str) -> dict:
         return pilot.mechanism_counts(pooled_mechanism({s: mech[(name, s)] for s in done[name]}), key)
 
     ref = pooled(pilot.REFERENCE, PRECISION)
-    lines = [f"{NAME}: {pilot.NAME}'s semi-supervised verdict on seeds {SEEDS[0]}-{SEEDS[-1]} alone, each arm's "
+    lines = [f"{experiment}: {pilot.NAME}'s semi-supervised verdict on seeds {seeds[0]}-{seeds[-1]} alone, each arm's "
              f"runs pooled ({pilot.NAME}'s rule: pooled pseudo-target precision minus {pilot.REFERENCE}'s, Wald 95% "
              f"with every variance x {pilot.VISITS} for {pilot.VISITS} visits a question, margin ±{pilot.MARGIN}).", "",
              "| arm | runs | pseudo-target precision (pooled) | coverage (pooled) | vs reference (95%) | verdict |",
@@ -44,7 +45,7 @@ def confirm_text(recs: dict) -> str:
         if name == pilot.REFERENCE:
             cell, verdict = "-", "the reference"
         elif not ready:
-            cell, verdict = "-", f"not read: {len(done[name])} of {len(SEEDS)} seeds finished"
+            cell, verdict = "-", f"not read: {len(done[name])} of {len(seeds)} seeds finished"
         else:
             cell, verdict = pilot.difference_verdict(t, ref, *pilot.VERSUS_REFERENCE)
         lines.append(f"| {name} | {len(done[name])} | {pilot.counts_cell(t)} | {pilot.counts_cell(cov)} | {cell} | {verdict} |")
