@@ -212,6 +212,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("mechanism_sweep", "mechanism_sweep"),
     ("refine_mechanism", "refine_mechanism"),
     ("trapo_ten_percent", "trapo_ten_percent"),
+    ("trapo_confirm", "trapo_confirm"),
     ("mechanism_confirm", "mechanism_confirm"),
     ("semi_confirm", "semi_confirm"),
     ("semi_paired", "semi_paired"),

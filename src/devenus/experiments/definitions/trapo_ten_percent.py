@@ -63,10 +63,10 @@ def report_text(recs: dict) -> str:
              f"no verdict before all {len(SEEDS)} seeds).", "",
              "| seed | admitted pseudo-label precision | rejected (scored, not admitted) | admitted minus rejected (95%) | verdict |",
              "|---|---|---|---|---|"]
-    lines += [f"| {seed} | {_row(m)} |" for seed, m in scored.items()]
+    lines += [f"| {seed} | {admission_row(m)} |" for seed, m in scored.items()]
     every = {seed: scored_mechanism(c) for seed, c in curves.items()}
-    lines.append(f"| pooled | {_row(pooled_mechanism(scored))} |")
-    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {_row(pooled_mechanism(every))} |")
+    lines.append(f"| pooled | {admission_row(pooled_mechanism(scored))} |")
+    lines.append(f"| pooled, every unlabeled group (warm-up included: description) | {admission_row(pooled_mechanism(every))} |")
     lines += ["", "| claim | ΔID per seed | ΔID ± 95% (seeds) | p (difference) | p (TOST) | verdict |", "|---|---|---|---|---|---|"]
     for c in decide_claims(recs, CLAIMS, MARGIN, min_seeds=len(SEEDS)):
         per_seed = " / ".join(f"{d:+.3f}" for d in c.diffs) or "-"
@@ -80,12 +80,14 @@ def report_text(recs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _row(m: dict) -> str:
+def admission_row(m: dict, visits: int = VISITS) -> str:
+    """One run's (or a pool of runs') admitted and rejected counts, their difference and its verdict with every
+    variance x ``visits`` (``trapo_confirm`` bounds the design effect by the 3 scored visits instead)."""
     admitted = mechanism_rule.mechanism_counts(m, ADMITTED)
     rejected = mechanism_rule.mechanism_counts(m, REJECTED)
     cell, verdict = mechanism_rule.difference_verdict(
         admitted, rejected, "admits the better pseudo labels", "admits the worse", "no separation within the margin",
-        visits=VISITS, margin=MECHANISM_MARGIN)
+        visits=visits, margin=MECHANISM_MARGIN)
     return f"{mechanism_rule.counts_cell(admitted)} | {mechanism_rule.counts_cell(rejected)} | {cell} | {verdict}"
 
 

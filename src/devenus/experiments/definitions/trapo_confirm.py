@@ -1,0 +1,75 @@
+"""``trapo_ten_percent``'s inconclusive admission verdict replicated on new seeds (5-14), decided on those alone
+with the design effect bounded by the visits TraPO scores (3, not 5): the plan ``experiments/plans/trapo_confirm.md``
+(written before any run).
+
+    devenus experiment trapo_confirm --full      # seeds 5-14, trapo@10 only
+    devenus experiment trapo_confirm --report    # the verdict from the results on disk
+
+Admission is decided after the warm-up, on visits 3-5 (steps 65-160 of a 512-question pool, 32 steps an epoch),
+so a question gives at most :data:`SCORED_VISITS` scored groups in a run: every variance is multiplied by that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definitions import refine_mechanism as mechanism_rule
+from devenus.experiments.definitions import trapo_ten_percent as pilot
+
+NAME = "trapo_confirm"
+ARM = "trapo@10"
+SEEDS = tuple(range(5, 15))
+SCORED_VISITS = pilot.VISITS - pilot.WARMUP  # 3
+
+
+def verdict_text(recs: dict) -> str:
+    """The plan's verdict from finished records (``(arm, seed) -> result``): the scored steps' counts of every
+    run pooled, variance x :data:`SCORED_VISITS`, not read before every planned seed has finished; then the
+    pilot's x5 and the run as the unit, as descriptions, and each run."""
+    from devenus.experiments.mechanism import pooled_mechanism
+    from devenus.experiments.stats import mean_interval
+
+    scored = {seed: pilot.scored_mechanism(r.get("curves") or [], pilot.WARMUP_STEPS)
+              for (name, seed), r in sorted(recs.items()) if name == ARM}
+    pooled = pooled_mechanism(scored)
+    ready = sorted(scored) == list(SEEDS)
+    lines = [f"{NAME}: TraPO's admission on seeds {SEEDS[0]}-{SEEDS[-1]} alone, among the unlabeled groups it scored "
+             f"(steps after {pilot.WARMUP_STEPS}: visits {pilot.WARMUP + 1}-{pilot.VISITS}); each run's counts pooled, "
+             f"every variance x {SCORED_VISITS} (a question is scored at most {SCORED_VISITS} times a run); margin "
+             f"±{pilot.MECHANISM_MARGIN}.", "",
+             "| runs | admitted pseudo-label precision | rejected (scored, not admitted) | admitted minus rejected (95%) | verdict |",
+             "|---|---|---|---|---|"]
+    row = pilot.admission_row(pooled, visits=SCORED_VISITS)
+    if not ready:
+        row = row.rsplit(" | ", 1)[0] + f" | not read: {len(scored)} of {len(SEEDS)} seeds finished"
+    lines.append(f"| {len(scored)} | {row} |")
+
+    def diff(m: dict) -> float:
+        return mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["value"] - mechanism_rule.mechanism_counts(
+            m, pilot.REJECTED)["value"]
+
+    diffs = [diff(m) for m in scored.values() if mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["den"]]
+    lines += ["", "Descriptions (not the decision):", "",
+              f"- the same pooled counts under {pilot.NAME}'s rule (variance x {pilot.VISITS}): "
+              f"{pilot.admission_row(pooled).split(' | ', 2)[2]}",
+              f"- the run as the unit (admitted minus rejected per run, t interval): "
+              f"{mean_interval(diffs).fmt() if diffs else '-'} ({len(diffs)} runs)", "",
+              f"| seed | admitted | rejected | admitted minus rejected (95%, x {SCORED_VISITS}) | verdict | held-out ID |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {seed} | {pilot.admission_row(m, visits=SCORED_VISITS)} | {mechanism_rule.id_cell(recs[(ARM, seed)])} |"
+              for seed, m in scored.items()]
+    return "\n".join(lines) + "\n"
+
+
+DEFINITION = Definition(
+    name=NAME,
+    summary="TraPO's admitted vs rejected pseudo-label precision on seeds 5-14 pooled (trapo_ten_percent's arm)",
+    # the pilot's arm, compared with the base model (no grpo_full here: the plan makes no accuracy claim)
+    arms=tuple(replace(a, baseline="base", claimed_side=1) for a in pilot.DEFINITION.arms if a.name == ARM),
+    budget=pilot.DEFINITION.budget,
+    seeds=SEEDS,
+    quick_seeds=SEEDS[:1],
+    train_file=pilot.DEFINITION.train_file,
+    report=text_report("verdicts", lambda exp: verdict_text(exp.finished())),
+)
