@@ -216,6 +216,7 @@ BUILTIN = {name: f"devenus.experiments.definitions.{module}:DEFINITION" for name
     ("mechanism_confirm", "mechanism_confirm"),
     ("semi_confirm", "semi_confirm"),
     ("semi_paired", "semi_paired"),
+    ("semi_powered", "semi_powered"),
     ("skip_audit", "skip_audit"),
     ("label_free_confirm", "label_free_confirm"),
     ("geomin_mechanism", "geomin_mechanism"),

@@ -28,29 +28,30 @@ def _precision(rec: dict) -> dict:
                                   semi_confirm.PRECISION)
 
 
-def paired_text(recs: dict) -> str:
+def paired_text(recs: dict, planned: tuple = SEEDS, experiment: str = NAME) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``): per-seed differences of the runs'
-    pseudo-target precisions, decided only once every planned seed of both arms has finished; then the
-    pooled counts under ``semi_confirm``'s rule and each run, as a description."""
+    pseudo-target precisions, decided only once every ``planned`` seed of both arms has finished; then the
+    pooled counts under ``semi_confirm``'s rule and each run, as a description. (``semi_powered`` decides its
+    own seeds with this rule.)"""
     arm, ref = semi_confirm.ARM, pilot.REFERENCE
-    seeds = [s for s in SEEDS if (arm, s) in recs and (ref, s) in recs]
+    seeds = [s for s in planned if (arm, s) in recs and (ref, s) in recs]
     prec = {k: _precision(r) for k, r in recs.items() if k[0] in (arm, ref)}
     diffs = [prec[(arm, s)]["value"] - prec[(ref, s)]["value"] for s in seeds]
-    lines = [f"{NAME}: {semi_confirm.NAME}'s design on seeds {SEEDS[0]}-{SEEDS[-1]} alone, the run as the unit "
+    lines = [f"{experiment}: {semi_confirm.NAME}'s design on seeds {planned[0]}-{planned[-1]} alone, the run as the unit "
              f"(per seed, {arm}'s pseudo-target precision minus {ref}'s; paired t test and TOST at "
              f"±{pilot.MARGIN}, alpha 0.05).", "",
              "| claim | per seed | mean ± 95% (seeds) | p (difference) | p (TOST) | verdict |",
              "|---|---|---|---|---|---|"]
     per_seed = " / ".join(f"{d:+.3f}" for d in diffs) or "-"
-    if seeds != list(SEEDS):
-        lines.append(f"| {arm} vs {ref}, + | {per_seed} | - | - | - | not read: {len(seeds)} of {len(SEEDS)} seeds "
+    if seeds != list(planned):
+        lines.append(f"| {arm} vs {ref}, + | {per_seed} | - | - | - | not read: {len(seeds)} of {len(planned)} seeds "
                      "finished |")
     else:
         dec = decide(f"{arm} vs {ref}", diffs, side=1, margin=pilot.MARGIN)
         lines.append(f"| {arm} vs {ref}, + | {per_seed} | {mean_interval(diffs).fmt()} ({len(diffs)}) | "
                      f"{dec.p_diff:.4f} | {dec.p_equiv:.4f} | {WORDS[dec.verdict()]} |")
     lines += ["", f"Beside it, a description: the same runs pooled under {semi_confirm.NAME}'s rule and each run.", "",
-              semi_confirm.confirm_text({k: r for k, r in recs.items() if k[1] in SEEDS}, SEEDS, NAME)]
+              semi_confirm.confirm_text({k: r for k, r in recs.items() if k[1] in planned}, planned, experiment)]
     return "\n".join(lines)
 
 
