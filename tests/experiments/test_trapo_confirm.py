@@ -46,3 +46,23 @@ def test_the_verdicts_and_no_interim_look():
     assert below.endswith("| admits the worse |"), below
     early = _pooled(tc.verdict_text({("trapo@10", s): _run((250, 290), (850, 1000)) for s in tc.SEEDS[:9]}))
     assert early.endswith("| not read: 9 of 10 seeds finished |"), early
+
+
+def test_a_run_admits_beyond_the_quota_only_when_min_score_admits_more_than_the_top_k():
+    def steps(*scored_admitted):
+        return [{"step": 65 + i, "devenus/trapo/scored": n, "devenus/trapo/admitted_unlabeled": a}
+                for i, (n, a) in enumerate(scored_admitted)]
+    # quota: max(1, floor(0.1 n)) a scored step: 1 (n = 14), 2 (n = 20), 0 (nothing scored)
+    assert not tc.admitted_beyond_quota(steps((14, 1), (20, 2), (0, 0)))
+    assert not tc.admitted_beyond_quota(steps((14, 0), (20, 2)))  # an admitted group without a majority is dropped
+    assert tc.admitted_beyond_quota(steps((14, 1), (20, 3)))
+    assert tc.admitted_beyond_quota(steps((14, 2)), top_fraction=0.1)
+    assert not tc.admitted_beyond_quota(steps((14, 2)), top_fraction=0.2)
+    assert not tc.admitted_beyond_quota([])
+
+
+def test_the_per_run_table_reads_the_reference_set_each_run_grew():
+    recs = {("trapo@10", s): _run((250, 290), (850, 1000)) for s in tc.SEEDS}
+    recs[("trapo@10", 5)]["curves"][-1][tc.RELIABLE] = 187.0
+    rows = [r for r in tc.verdict_text(recs).splitlines() if r.startswith("| 5 |") or r.startswith("| 6 |")]
+    assert rows[0].endswith("| 187 |") and rows[1].endswith("| - |"), rows

@@ -11,6 +11,7 @@ so a question gives at most :data:`SCORED_VISITS` scored groups in a run: every 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from devenus.experiments.definition import Definition, text_report
@@ -25,8 +26,9 @@ SCORED_VISITS = pilot.VISITS - pilot.WARMUP  # 3
 
 def verdict_text(recs: dict) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``): the scored steps' counts of every
-    run pooled, variance x :data:`SCORED_VISITS`, not read before every planned seed has finished; then the
-    pilot's x5 and the run as the unit, as descriptions, and each run."""
+    run pooled, variance x :data:`SCORED_VISITS`, not read before every planned seed has finished; then, as
+    descriptions, the pilot's x5, the run as the unit, the runs split by whether ``min_score`` admitted anything
+    beyond the top-k quota (:func:`admitted_beyond_quota`), and each run."""
     from devenus.experiments.mechanism import pooled_mechanism
     from devenus.experiments.stats import mean_interval
 
@@ -40,10 +42,10 @@ def verdict_text(recs: dict) -> str:
              f"±{pilot.MECHANISM_MARGIN}.", "",
              "| runs | admitted pseudo-label precision | rejected (scored, not admitted) | admitted minus rejected (95%) | verdict |",
              "|---|---|---|---|---|"]
-    row = pilot.admission_row(pooled, visits=SCORED_VISITS)
+    cells = pilot.admission_cells(pooled, visits=SCORED_VISITS)
     if not ready:
-        row = row.rsplit(" | ", 1)[0] + f" | not read: {len(scored)} of {len(SEEDS)} seeds finished"
-    lines.append(f"| {len(scored)} | {row} |")
+        cells = (*cells[:3], f"not read: {len(scored)} of {len(SEEDS)} seeds finished")
+    lines.append(f"| {len(scored)} | {' | '.join(cells)} |")
 
     def diff(m: dict) -> float:
         return mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["value"] - mechanism_rule.mechanism_counts(
@@ -52,14 +54,46 @@ def verdict_text(recs: dict) -> str:
     diffs = [diff(m) for m in scored.values() if mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["den"]]
     lines += ["", "Descriptions (not the decision):", "",
               f"- the same pooled counts under {pilot.NAME}'s rule (variance x {pilot.VISITS}): "
-              f"{pilot.admission_row(pooled).split(' | ', 2)[2]}",
+              f"{' | '.join(pilot.admission_cells(pooled)[2:])}",
               f"- the run as the unit (admitted minus rejected per run, t interval): "
-              f"{mean_interval(diffs).fmt() if diffs else '-'} ({len(diffs)} runs)", "",
-              f"| seed | admitted | rejected | admitted minus rejected (95%, x {SCORED_VISITS}) | verdict | held-out ID |",
-              "|---|---|---|---|---|---|"]
-    lines += [f"| {seed} | {pilot.admission_row(m, visits=SCORED_VISITS)} | {mechanism_rule.id_cell(recs[(ARM, seed)])} |"
-              for seed, m in scored.items()]
+              f"{mean_interval(diffs).fmt() if diffs else '-'} ({len(diffs)} runs)"]
+    curves = {seed: recs[(ARM, seed)].get("curves") or [] for seed in scored}
+    by_quota = {seed: admitted_beyond_quota(c) for seed, c in curves.items()}
+    for beyond, what in ((False, "no more admitted than the top-k quota (min_score admitted nothing of its own)"),
+                         (True, "more admitted than the quota (unlabeled questions reached min_score and joined the "
+                                "reference set)")):
+        runs = {s: m for s, m in scored.items() if by_quota[s] is beyond}
+        if runs:
+            lines.append(f"- runs with {what}, pooled (found after the verdict): seeds "
+                         f"{', '.join(map(str, runs))}: {' | '.join(pilot.admission_cells(pooled_mechanism(runs), SCORED_VISITS))}")
+    lines += ["", f"| seed | admitted | rejected | admitted minus rejected (95%, x {SCORED_VISITS}) | verdict | held-out ID | "
+              "joined the reference set (unlabeled questions) |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {seed} | {pilot.admission_row(m, visits=SCORED_VISITS)} | {mechanism_rule.id_cell(recs[(ARM, seed)])} | "
+              f"{_last(curves[seed], RELIABLE)} |" for seed, m in scored.items()]
     return "\n".join(lines) + "\n"
+
+
+RELIABLE = "devenus/trapo/reliable"  # unlabeled questions that ever scored >= min_score (TraPO's reference set)
+
+
+def _last(curves: list, key: str) -> str:
+    values = [c[key] for c in curves if c.get(key) is not None]
+    return f"{values[-1]:.0f}" if values else "-"
+
+
+def admitted_beyond_quota(curves: list, top_fraction: float | None = None) -> bool:
+    """Whether a run admitted more unlabeled groups than TraPO's top-k quota alone would (max(1, floor(top_fraction
+    x scored)) a scored step): only then did ``min_score`` admit groups of its own. Read from the logged
+    ``devenus/trapo/scored`` and ``admitted_unlabeled`` of each step."""
+    from devenus.online.refine.trapo import TraPOConfig
+
+    fraction = TraPOConfig().top_fraction if top_fraction is None else top_fraction
+    quota = admitted = 0
+    for c in curves:
+        n = int(c.get("devenus/trapo/scored") or 0)
+        quota += max(1, math.floor(fraction * n + 1e-9)) if n else 0
+        admitted += int(c.get("devenus/trapo/admitted_unlabeled") or 0)
+    return admitted > quota
 
 
 DEFINITION = Definition(

@@ -80,7 +80,7 @@ def report_text(recs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def admission_row(m: dict, visits: int = VISITS) -> str:
+def admission_cells(m: dict, visits: int = VISITS) -> tuple[str, str, str, str]:
     """One run's (or a pool of runs') admitted and rejected counts, their difference and its verdict with every
     variance x ``visits`` (``trapo_confirm`` bounds the design effect by the 3 scored visits instead)."""
     admitted = mechanism_rule.mechanism_counts(m, ADMITTED)
@@ -88,7 +88,12 @@ def admission_row(m: dict, visits: int = VISITS) -> str:
     cell, verdict = mechanism_rule.difference_verdict(
         admitted, rejected, "admits the better pseudo labels", "admits the worse", "no separation within the margin",
         visits=visits, margin=MECHANISM_MARGIN)
-    return f"{mechanism_rule.counts_cell(admitted)} | {mechanism_rule.counts_cell(rejected)} | {cell} | {verdict}"
+    return mechanism_rule.counts_cell(admitted), mechanism_rule.counts_cell(rejected), cell, verdict
+
+
+def admission_row(m: dict, visits: int = VISITS) -> str:
+    """:func:`admission_cells` as one table row's cells."""
+    return " | ".join(admission_cells(m, visits))
 
 
 DEFINITION = Definition(
