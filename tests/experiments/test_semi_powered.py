@@ -20,7 +20,7 @@ def test_the_design_is_semi_paireds_on_twelve_new_seeds(monkeypatch):
 
 
 def test_its_report_decides_on_all_twelve_seeds_and_no_fewer(tmp_path):
-    def _report(semi: dict) -> str:  # the definition's own report, writtwelve beside a results folder in tmp_path
+    def _report(semi: dict) -> str:  # the definition's own report, written beside a results folder in tmp_path
         exp = type("E", (), {"finished": lambda self: _recs(semi), "name": "semi_powered",
                              "results": tmp_path / "semi_powered"})()
         return semi_powered.DEFINITION.report(exp)
@@ -34,8 +34,8 @@ def test_its_report_decides_on_all_twelve_seeds_and_no_fewer(tmp_path):
     assert "(12) |" in _claim(text)
     level = {s: (299 + 2 * (s % 2), 342) for s in semi_powered.SEEDS}  # -0.003 / +0.003 about the reference
     assert _claim(_report(level)).endswith("| level within the margin |")
-    nine = {s: c for s, c in level.items() if s != 20}
-    assert _claim(_report(nine)).endswith("| not read: 11 of 12 seeds finished |")
+    eleven = {s: c for s, c in level.items() if s != 20}
+    assert _claim(_report(eleven)).endswith("| not read: 11 of 12 seeds finished |")
     # semi_paired's own seeds in the records are not read by this plan
     assert _claim(_report({5: (330, 342), 6: (331, 342)})).endswith("| not read: 0 of 12 seeds finished |")
     assert (tmp_path / "semi_powered_verdicts.md").read_text().startswith("semi_powered: ")

@@ -170,3 +170,11 @@ def test_admission_is_exactly_the_groups_s_y_gave_a_target_early_and_late():
                        ("v", False, "", answers("8", 1))], 2)
     late.target, late.fields["constructed"] = t.view.target, t.view.constructed  # what the adapter restores
     assert list(m.admit(late)) == [True] * 16 + [False] * 8
+
+
+def test_the_rank_quota_is_the_floor_of_the_share_at_least_one_and_none_without_scores():
+    from devenus.online.refine.trapo import top_k
+
+    assert [top_k(n, 0.1) for n in (0, 1, 9, 10, 14, 20, 29, 30)] == [0, 1, 1, 1, 1, 2, 2, 3]
+    assert top_k(7, 0.3) == 2 and top_k(90, 0.7) == 63  # 0.7 x 90 is 62.99999999999999 in floating point
+    assert top_k(5, 0.0) == 1 and top_k(5, 1.0) == 5

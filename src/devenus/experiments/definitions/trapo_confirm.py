@@ -11,7 +11,6 @@ so a question gives at most :data:`SCORED_VISITS` scored groups in a run: every 
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from devenus.experiments.definition import Definition, text_report
@@ -58,7 +57,8 @@ def verdict_text(recs: dict) -> str:
               f"- the run as the unit (admitted minus rejected per run, t interval): "
               f"{mean_interval(diffs).fmt() if diffs else '-'} ({len(diffs)} runs)"]
     curves = {seed: recs[(ARM, seed)].get("curves") or [] for seed in scored}
-    by_quota = {seed: admitted_beyond_quota(c) for seed, c in curves.items()}
+    config = {seed: recs[(ARM, seed)].get("arm", {}).get("method_config", {}) for seed in scored}
+    by_quota = {seed: admitted_beyond_quota(c, config[seed].get("top_fraction")) for seed, c in curves.items()}
     for beyond, what in ((False, "no more admitted than the top-k quota (min_score admitted nothing of its own)"),
                          (True, "more admitted than the quota (unlabeled questions reached min_score and joined the "
                                 "reference set)")):
@@ -82,17 +82,14 @@ def _last(curves: list, key: str) -> str:
 
 
 def admitted_beyond_quota(curves: list, top_fraction: float | None = None) -> bool:
-    """Whether a run admitted more unlabeled groups than TraPO's top-k quota alone would (max(1, floor(top_fraction
-    x scored)) a scored step): only then did ``min_score`` admit groups of its own. Read from the logged
-    ``devenus/trapo/scored`` and ``admitted_unlabeled`` of each step."""
-    from devenus.online.refine.trapo import TraPOConfig
+    """Whether a run admitted more unlabeled groups than TraPO's top-k quota alone would (``trapo.top_k`` of each
+    scored step; ``top_fraction`` None: TraPO's default): only then did ``min_score`` admit groups of its own.
+    Read from the logged ``devenus/trapo/scored`` and ``admitted_unlabeled`` of each step."""
+    from devenus.online.refine.trapo import TraPOConfig, top_k
 
     fraction = TraPOConfig().top_fraction if top_fraction is None else top_fraction
-    quota = admitted = 0
-    for c in curves:
-        n = int(c.get("devenus/trapo/scored") or 0)
-        quota += max(1, math.floor(fraction * n + 1e-9)) if n else 0
-        admitted += int(c.get("devenus/trapo/admitted_unlabeled") or 0)
+    quota = sum(top_k(int(c.get("devenus/trapo/scored") or 0), fraction) for c in curves)
+    admitted = sum(int(c.get("devenus/trapo/admitted_unlabeled") or 0) for c in curves)
     return admitted > quota
 
 

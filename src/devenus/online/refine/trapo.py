@@ -74,6 +74,12 @@ def trajectory_score(candidate: list[float], references: list[list[float]]) -> f
     return float(np.mean(sims)) if sims else None
 
 
+def top_k(n_scored: int, top_fraction: float) -> int:
+    """The quota admitted by rank among ``n_scored`` scored samples: floor(top_fraction x n_scored), at least 1
+    (0 when nothing is scored)."""
+    return max(1, math.floor(top_fraction * n_scored + EPS)) if n_scored else 0
+
+
 def admit_scored(scores: list[float | None], min_score: float, top_fraction: float) -> list[bool]:
     """Per unlabeled sample: admitted (score >= min_score, or in the top floor(top_fraction * n_scored),
     at least 1); unscored ones (None, or NaN: no score) never, and they do not count in n_scored."""
@@ -81,8 +87,8 @@ def admit_scored(scores: list[float | None], min_score: float, top_fraction: flo
     scored = [i for i, s in enumerate(scores) if s is not None]
     keep = [s is not None and s >= min_score - EPS for s in scores]
     if scored:
-        k = max(1, math.floor(top_fraction * len(scored) + EPS))
-        for i in sorted(scored, key=lambda i: -scores[i])[:k]:  # stable: batch order breaks ties
+        ranked = sorted(scored, key=lambda i: -scores[i])  # stable: batch order breaks ties
+        for i in ranked[:top_k(len(scored), top_fraction)]:
             keep[i] = True
     return keep
 
