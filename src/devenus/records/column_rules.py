@@ -34,12 +34,6 @@ def _is_str(t) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def _is_int(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(t)
-
-
 def _is_plain(t) -> bool:
     """A type whose Python values are all of one category the row checker accepts for free-form
     metadata (bool, int, float, str, list, dict) or None."""
@@ -81,7 +75,7 @@ def covered(schema) -> bool:
         if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
             return False
     for name, py in EXTRA_INFO_OPTIONAL.items():
-        if name in ef and not pa.types.is_null(ef[name]) and not (_is_int(ef[name]) if py is int else _is_str(ef[name])):
+        if name in ef and not pa.types.is_null(ef[name]) and not (pa.types.is_integer(ef[name]) if py is int else _is_str(ef[name])):
             return False
     if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
         return False
@@ -98,15 +92,18 @@ def covered(schema) -> bool:
     return all(_is_plain(x) for k, x in t.items() if k not in METHOD_COLUMNS and k != SIMULATION)
 
 
+def _flat(x):
+    """An Arrow array as one array (a chunked one combined)."""
+    import pyarrow as pa
+
+    return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
+
+
 def _np(mask) -> np.ndarray:
     """A boolean Arrow array (nulls -> False) as numpy."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    mask = pc.fill_null(mask, False)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
-    return mask.to_numpy(zero_copy_only=False)
+    return _flat(pc.fill_null(mask, False)).to_numpy(zero_copy_only=False)
 
 
 def _blank(col):
@@ -115,8 +112,7 @@ def _blank(col):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = _flat(col)
     head = pc.utf8_trim(pc.utf8_slice_codeunits(col, 0, 1), characters=PY_WHITESPACE)
     maybe = _np(pc.or_kleene(pc.is_null(col), pc.equal(pc.binary_length(head), 0)))
     if not maybe.any():
@@ -196,7 +192,7 @@ def _label_masks(col: dict):
     yield pc.and_(pc.invert(labeled), pc.not_equal(gt, ""))
     if SIMULATION in col and pa.types.is_struct(col[SIMULATION].type) and "noise" in _fields(col[SIMULATION].type):
         noise = pc.struct_field(col[SIMULATION], "noise")
-        if pa.types.is_string(noise.type) or pa.types.is_large_string(noise.type):
+        if _is_str(noise.type):
             yield pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False)))
 
 
