@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..column_rules import _is_str
 from ..schema import EXTRA_INFO, PY_WHITESPACE
 from .build import ImportOptions
 from .chunks import Chunk
@@ -21,12 +22,6 @@ from .normalise import (
     normalise_target,
     question_hash,
 )
-
-def _is_text(t: Any) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
 
 def _never_text(t: Any) -> bool:
     """Whether no value of the pyarrow type ``t`` is a str in Python's reading of the record, from any
@@ -196,14 +191,14 @@ def _input_columns(table: Any, fm: FieldMap) -> tuple[Any, ...] | None:
     import pyarrow.compute as pc
 
     qcol = table.column(fm.question) if fm.question in table.column_names else None
-    if qcol is None or not _is_text(qcol.type) or qcol.null_count:
+    if qcol is None or not _is_str(qcol.type) or qcol.null_count:
         return None
-    text_or_int = lambda t: _is_text(t) or pa.types.is_integer(t)  # noqa: E731
+    text_or_int = lambda t: _is_str(t) or pa.types.is_integer(t)  # noqa: E731
     answers = _column(table, fm.answer, text_or_int)
     ids = _column(table, fm.id, text_or_int)
     diffs = _column(table, fm.difficulty, text_or_int)
-    category = lambda t: pa.types.is_dictionary(t) and _is_text(t.value_type)  # noqa: E731
-    fams = _column(table, fm.family, lambda t: _is_text(t) or category(t) or _never_text(t))
+    category = lambda t: pa.types.is_dictionary(t) and _is_str(t.value_type)  # noqa: E731
+    fams = _column(table, fm.family, lambda t: _is_str(t) or category(t) or _never_text(t))
     if answers is False or ids is False or diffs is False or fams is False:
         return None  # (a family pyarrow typed that Python may read as text: a date in JSON)
     if fm.id is not None and ids is None:
@@ -231,7 +226,7 @@ def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuild
         return None  # an empty question: the per-record route names it
     if answers is None:
         targets = pa.nulls(n, string)
-    elif _is_text(answers.type):
+    elif _is_str(answers.type):
         targets = _column_targets(answers, fm.answer)
         if targets is None:
             return None  # a refused answer
@@ -244,7 +239,7 @@ def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuild
     except ValueError:
         return None
     # (a family whose values are never text is None in every row)
-    family = _per_value(fams, _family, string) if fams is not None and _is_text(fams.type) else pa.nulls(n, string)
+    family = _per_value(fams, _family, string) if fams is not None and _is_str(fams.type) else pa.nulls(n, string)
     id_list = None
     if ids is not None:
         id_list = _id_list(ids, n, keys)
@@ -260,7 +255,7 @@ def _id_list(ids: Any, n: int, keys: KeyBuilder) -> list[str] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ids = pc.utf8_trim(pc.cast(ids, pa.string()), characters=PY_WHITESPACE) if _is_text(ids.type) \
+    ids = pc.utf8_trim(pc.cast(ids, pa.string()), characters=PY_WHITESPACE) if _is_str(ids.type) \
         else pc.cast(ids, pa.string())
     if ids.null_count or (pc.min(pc.binary_length(ids)).as_py() or 0) == 0 or pc.count_distinct(ids).as_py() < n:
         return None

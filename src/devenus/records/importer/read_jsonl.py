@@ -3,6 +3,7 @@ read otherwise than Python) is read line by line by Python's ``json`` to name ea
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -20,8 +21,8 @@ def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: F
     first = True
     with open(path, "rb") as f:
         for data in _line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None):
-            if first and data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
+            if first:
+                data = data.removeprefix(codecs.BOM_UTF8)
             first = False
             if data:
                 # one pass over the block for its brackets and its newlines (the depth check, the line count)
