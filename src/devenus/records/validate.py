@@ -103,10 +103,7 @@ def to_python(value: Any) -> Any:
         return {k: to_python(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_python(v) for v in value]
-    mod = type(value).__module__
-    if mod == "numpy":
-        import numpy as np
-
+    if type(value).__module__ == "numpy":
         if isinstance(value, np.ndarray):
             return [to_python(v) for v in value.tolist()] if value.dtype != object else [to_python(v) for v in value]
         if isinstance(value, np.generic):
@@ -155,28 +152,17 @@ def _found(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
+#: the type categories of free-form metadata, in the order they are tried (a bool is no int)
+_CATEGORIES = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), ((list, tuple), "list"), (Mapping, "dict"))
+
+
 def _category(value: Any) -> str | None:
     """Type category for free-form metadata; None when the value is not allowed in a record."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, (list, tuple)):
-        return "list"
-    if isinstance(value, Mapping):
-        return "dict"
-    return None
+    return next((name for t, name in _CATEGORIES if isinstance(value, t)), None)
 
 
 def _compatible(a: str, b: str) -> bool:
     return a == b or {a, b} == {"int", "float"}
-
-
-_TYPE_NAMES = {str: "str", bool: "bool", int: "int", float: "float"}
 
 
 def _is_type(value: Any, t: type) -> bool:
@@ -226,14 +212,9 @@ class _Checker:
             if col not in row:
                 self.add(i, key, col, "missing")
 
-        if DATA_SOURCE in row:
-            v = row[DATA_SOURCE]
-            if not isinstance(v, str) or not v.strip():
-                self.expect(i, key, DATA_SOURCE, "a non-empty str", v)
-        if ABILITY in row:
-            v = row[ABILITY]
-            if not isinstance(v, str) or not v.strip():
-                self.expect(i, key, ABILITY, "a non-empty str", v)
+        for col in (DATA_SOURCE, ABILITY):
+            if col in row and (not isinstance(row[col], str) or not row[col].strip()):
+                self.expect(i, key, col, "a non-empty str", row[col])
         if PROMPT in row:
             self._prompt(i, key, row[PROMPT])
         gt = None
@@ -314,12 +295,12 @@ class _Checker:
                 ok[name] = False
                 continue
             if not good:
-                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{_TYPE_NAMES[t]}", v)
+                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{t.__name__}", v)
             ok[name] = good
         for name, t in EXTRA_INFO_OPTIONAL.items():
             v = extra.get(name)
             if v is not None and not _is_type(v, t):
-                self.expect(i, key, f"{EXTRA_INFO}.{name}", f"a {_TYPE_NAMES[t]} or None", v)
+                self.expect(i, key, f"{EXTRA_INFO}.{name}", f"a {t.__name__} or None", v)
         for name, v in extra.items():
             if name not in EXTRA_INFO_STANDARD:
                 self.free(i, key, f"{EXTRA_INFO}.{name}", v)
@@ -522,7 +503,6 @@ def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
     pyarrow refuses, is flagged too and named from its own values). A row pyarrow refuses stands in the
     table as an empty row that keeps its key; it is always named. Raises :class:`RecordError` where a
     free-form field's values cannot share one Parquet column."""
-    import numpy as np
     import pyarrow as pa
 
     rows = as_rows(rows)
