@@ -75,7 +75,8 @@ def covered(schema) -> bool:
         if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
             return False
     for name, py in EXTRA_INFO_OPTIONAL.items():
-        if name in ef and not pa.types.is_null(ef[name]) and not (pa.types.is_integer(ef[name]) if py is int else _is_str(ef[name])):
+        want = pa.types.is_integer if py is int else _is_str
+        if name in ef and not pa.types.is_null(ef[name]) and not want(ef[name]):
             return False
     if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
         return False
