@@ -684,16 +684,12 @@ def verify_manifest(path: str | os.PathLike[str],
     assert out is not None
     if not out.is_file():
         raise VersionError(f"manifest {m.path} names {out.name}, which is missing")
-    got = sha256_file(out)
-    if got != m.output["sha256"]:
-        raise VersionError(f"{out} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
-                           f"{m.output['sha256'][:12]}...): the version is incomplete or was changed after writing")
     cpath = m.changes_path
-    if cpath is not None:
-        got = sha256_file(cpath) if cpath.is_file() else "missing"
-        if got != m.changes_file["sha256"]:
-            raise VersionError(f"{cpath} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
-                               f"{m.changes_file['sha256'][:12]}...): the version is incomplete or was changed after writing")
+    for f, want in [(out, m.output["sha256"])] + ([(cpath, m.changes_file["sha256"])] if cpath is not None else []):
+        got = sha256_file(f) if f.is_file() else "missing"
+        if got != want:
+            raise VersionError(f"{f} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
+                               f"{want[:12]}...): the version is incomplete or was changed after writing")
     known = {p.name: p for p in m.parents}
     for p in parents:
         p = Path(p)
