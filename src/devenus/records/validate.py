@@ -32,6 +32,7 @@ from .schema import (
     EXTRA_INFO_REQUIRED,
     EXTRA_INFO_STANDARD,
     LABEL_SOURCES,
+    LABELED_SOURCES,
     MESSAGE_FIELDS,
     METHOD_COLUMNS,
     NOISE_KINDS,
@@ -202,11 +203,8 @@ class _Checker:
             self.expect(i, None, "<row>", "a dict", row)
             return
         extra = row.get(EXTRA_INFO)
-        key = None
-        if isinstance(extra, Mapping):
-            idx = extra.get("index")
-            if isinstance(idx, str) and idx:
-                key = idx
+        idx = extra.get("index") if isinstance(extra, Mapping) else None
+        key = idx if isinstance(idx, str) and idx else None
 
         for col in METHOD_COLUMNS:
             if col not in row:
@@ -217,9 +215,7 @@ class _Checker:
                 self.expect(i, key, col, "a non-empty str", row[col])
         if PROMPT in row:
             self._prompt(i, key, row[PROMPT])
-        gt = None
-        if REWARD_MODEL in row:
-            gt = self._reward_model(i, key, row[REWARD_MODEL])
+        gt = self._reward_model(i, key, row[REWARD_MODEL]) if REWARD_MODEL in row else None
         if EXTRA_INFO in row:
             self._extra_info(i, key, extra, gt)
         if row.get(SIMULATION) is not None:
@@ -282,21 +278,15 @@ class _Checker:
         ok: dict[str, bool] = {}
         for name, t in EXTRA_INFO_REQUIRED.items():
             f = f"{EXTRA_INFO}.{name}"
+            v = extra.get(name)
+            ok[name] = name in extra and _is_type(v, t) and not (name in ("index", "source", "split") and not v.strip())
             if name not in extra:
                 self.add(i, key, f, "missing")
-                ok[name] = False
-                continue
-            v = extra[name]
-            good = _is_type(v, t)
-            if name in ("index", "source", "split") and good and not v.strip():
-                good = False
-            if name == "label_source" and good and v not in LABEL_SOURCES:
+            elif not ok[name]:
+                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{t.__name__}", v)
+            elif name == "label_source" and v not in LABEL_SOURCES:
                 self.expect(i, key, f, f"one of {list(LABEL_SOURCES)}", v)
                 ok[name] = False
-                continue
-            if not good:
-                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{t.__name__}", v)
-            ok[name] = good
         for name, t in EXTRA_INFO_OPTIONAL.items():
             v = extra.get(name)
             if v is not None and not _is_type(v, t):
@@ -305,43 +295,31 @@ class _Checker:
             if name not in EXTRA_INFO_STANDARD:
                 self.free(i, key, f"{EXTRA_INFO}.{name}", v)
 
-        if ok.get("index"):
+        if ok["index"]:
             idx = extra["index"]
             if idx in self.seen_index:
-                self.add(
-                    i, key, f"{EXTRA_INFO}.index",
-                    f"expected a unique key, found a duplicate of row {self.seen_index[idx]}",
-                )
+                self.add(i, key, f"{EXTRA_INFO}.index",
+                         f"expected a unique key, found a duplicate of row {self.seen_index[idx]}")
             else:
                 self.seen_index[idx] = i
-        if ok.get("labeled"):
-            self._label_state(i, key, extra["labeled"], extra["label_source"] if ok.get("label_source") else None, gt)
+        if ok["labeled"]:
+            self._label_state(i, key, extra["labeled"], extra["label_source"] if ok["label_source"] else None, gt)
 
     def _label_state(self, i: int, key: str | None, labeled: bool, src: str | None, gt: str | None) -> None:
         """labeled <=> label_source != "none"; labeled => a target; unlabeled => no target (``src``,
         ``gt``: None where that field is itself wrong, and named already)."""
         if src is not None and labeled and src == UNLABELED_SOURCE:
-            self.add(
-                i, key, f"{EXTRA_INFO}.label_source",
-                f"expected one of {[s for s in LABEL_SOURCES if s != UNLABELED_SOURCE]} for a labeled row, "
-                f"found {src!r}",
-            )
+            self.add(i, key, f"{EXTRA_INFO}.label_source",
+                     f"expected one of {list(LABELED_SOURCES)} for a labeled row, found {src!r}")
         if src is not None and not labeled and src != UNLABELED_SOURCE:
-            self.add(
-                i, key, f"{EXTRA_INFO}.label_source",
-                f"expected {UNLABELED_SOURCE!r} for an unlabeled row, found {src!r}",
-            )
+            self.add(i, key, f"{EXTRA_INFO}.label_source",
+                     f"expected {UNLABELED_SOURCE!r} for an unlabeled row, found {src!r}")
         if gt is not None and labeled and not gt.strip():
-            self.add(
-                i, key, f"{REWARD_MODEL}.ground_truth",
-                f"expected a non-empty target for a labeled row, found {gt!r}",
-            )
+            self.add(i, key, f"{REWARD_MODEL}.ground_truth",
+                     f"expected a non-empty target for a labeled row, found {gt!r}")
         if gt is not None and not labeled and gt != "":
-            self.add(
-                i, key, f"{REWARD_MODEL}.ground_truth",
-                f"expected '' for an unlabeled row (hidden truth goes in {SIMULATION}.hidden_answer), "
-                f"found {_found(gt)}",
-            )
+            self.add(i, key, f"{REWARD_MODEL}.ground_truth", f"expected '' for an unlabeled row (hidden truth goes in "
+                     f"{SIMULATION}.hidden_answer), found {_found(gt)}")
 
     def _simulation(self, i: int, key: str | None, sim: Any) -> None:
         if not isinstance(sim, Mapping):
