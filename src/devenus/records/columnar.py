@@ -33,17 +33,12 @@ def _infer(path: str, arr):
     """The type :func:`devenus.records.validate._infer_type` gives the non-null values of ``arr``."""
     import pyarrow as pa
 
-    t = arr.type
     if arr.null_count == len(arr):
         return pa.string()
-    if pa.types.is_boolean(t):
-        return pa.bool_()
-    if pa.types.is_integer(t):
-        return pa.int64()
-    if pa.types.is_floating(t):
-        return pa.float64()
-    if _is_str(t):
-        return pa.string()
+    for is_type, t in ((pa.types.is_boolean, pa.bool_()), (pa.types.is_integer, pa.int64()),
+                       (pa.types.is_floating, pa.float64()), (_is_str, pa.string())):
+        if is_type(arr.type):
+            return t
     return _infer_type(path, arr.drop_null().to_pylist())  # lists and structs: rare, inferred from the values
 
 

@@ -227,15 +227,9 @@ class KeyBuilder:
             if raw_id in self.seen_ids:
                 return None, Issue(rec.pos, None, self.id_field,
                                    f"expected a unique id, found {raw_id!r} again (first in row {self.seen_ids[raw_id]}){_at(rec)}")
-            return self.id_key(raw_id, rec.pos), None
-        return self.hash_key(question), None
-
-    def id_key(self, raw_id: str, pos: int) -> str:
-        self.seen_ids[raw_id] = pos
-        return f"{self.source}/{raw_id}"
-
-    def hash_key(self, question: str) -> str:
-        return self.hash_key_of(question_hash(question))
+            self.seen_ids[raw_id] = rec.pos
+            return f"{self.source}/{raw_id}", None
+        return self.hash_key_of(question_hash(question)), None
 
     def hash_key_of(self, h: str) -> str:
         """The key of a question whose :func:`question_hash` is ``h``."""

@@ -123,17 +123,15 @@ def _jsonl_records(data: bytes, line0: int, pos: int, issues: list[Issue]) -> It
             continue
         try:
             obj = _loads(line)
+            problem = None if isinstance(obj, dict) else f"expected a JSON object, found {type(obj).__name__}"
         except json.JSONDecodeError as exc:
-            issues.append(_line_issue(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
+            problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
         except ValueError as exc:
-            issues.append(_line_issue(lineno, _json_value_error(exc)))
-            continue
+            problem = _json_value_error(exc)
         except RecursionError:
-            issues.append(_line_issue(lineno, _deep_message(line)))
-            continue
-        if not isinstance(obj, dict):
-            issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
+            problem = _deep_message(line)
+        if problem is not None:
+            issues.append(_line_issue(lineno, problem))
             continue
         yield Raw(pos, obj, lineno)
         pos += 1
