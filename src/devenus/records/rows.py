@@ -29,15 +29,6 @@ from .validate import validate_rows
 # ---------------------------------------------------------------------------------------------------
 # row builder
 # ---------------------------------------------------------------------------------------------------
-def build_prompt(question: str, system_prompt: str | None = None) -> list[dict[str, str]]:
-    """Chat messages for a plain question: an optional system message, then one user message."""
-    messages = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": question})
-    return messages
-
-
 def make_row(
     *,
     data_source: str,
@@ -71,8 +62,9 @@ def make_row(
     if label_source is None:
         label_source = "gold" if labeled is True else UNLABELED_SOURCE
 
-    if question is not None:
-        messages = build_prompt(question, system_prompt)
+    if question is not None:  # an optional system message, then one user message
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages.append({"role": "user", "content": question})
     else:
         messages = [dict(m) for m in prompt]  # type: ignore[union-attr]
 

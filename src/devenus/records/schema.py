@@ -25,8 +25,6 @@ REWARD_MODEL = "reward_model"
 EXTRA_INFO = "extra_info"
 SIMULATION = "simulation"
 
-#: the columns every row has, in file order (``simulation`` may be null)
-COLUMNS: tuple[str, ...] = (DATA_SOURCE, PROMPT, ABILITY, REWARD_MODEL, EXTRA_INFO, SIMULATION)
 #: the columns a method may see (everything but ``simulation``)
 METHOD_COLUMNS: tuple[str, ...] = (DATA_SOURCE, PROMPT, ABILITY, REWARD_MODEL, EXTRA_INFO)
 
