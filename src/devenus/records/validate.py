@@ -505,10 +505,8 @@ def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
     flagged[list(refused)] = True
     issues = _table_issues(table, flagged, rows, free)
     named = {i.row for i in issues}
-    for i, reason in refused.items():
-        if i not in named:
-            row = rows[i]
-            issues.append(Issue(i, None, _refused_field(row, schema), f"{STORE_REFUSED}: {reason}"))
+    issues += [Issue(i, None, _refused_field(rows[i], schema), f"{STORE_REFUSED}: {reason}")
+               for i, reason in refused.items() if i not in named]
     issues.sort(key=lambda issue: issue.row)
     return table, issues
 
