@@ -17,9 +17,11 @@ from .schema import (
     EXTRA_INFO_REQUIRED,
     EXTRA_INFO_STANDARD,
     LABEL_SOURCES,
+    MESSAGE_FIELDS,
     METHOD_COLUMNS,
     NOISE_KINDS,
     PY_WHITESPACE,
+    REWARD_MODEL_FIELDS,
     REWARD_STYLE,
     ROLES,
     SIMULATION,
@@ -51,26 +53,24 @@ def covered(schema) -> bool:
     """Whether the column rules cover this layout (else :func:`~devenus.records.validate.find_table_issues` uses the row checker)."""
     import pyarrow as pa
 
+    def struct(t) -> dict[str, Any] | None:
+        """A struct type's fields; None where ``t`` is no struct or repeats a field name."""
+        return _fields(t) if pa.types.is_struct(t) and len(_fields(t)) == t.num_fields else None
+
+    def strings(t, names) -> bool:
+        """Whether ``t`` is a struct of exactly the string fields ``names``."""
+        f = struct(t)
+        return f is not None and set(f) == set(names) and all(_is_str(x) for x in f.values())
+
     names = schema.names
     if len(set(names)) != len(names) or any(c not in names for c in METHOD_COLUMNS):
         return False
     t = {n: schema.field(n).type for n in names}
-    if not (_is_str(t["data_source"]) and _is_str(t["ability"])):
+    p, ef = t["prompt"], struct(t[EXTRA_INFO])
+    if not (_is_str(t["data_source"]) and _is_str(t["ability"]) and (pa.types.is_list(p) or pa.types.is_large_list(p))
+            and strings(p.value_type, MESSAGE_FIELDS) and strings(t["reward_model"], REWARD_MODEL_FIELDS)
+            and ef is not None):
         return False
-    p = t["prompt"]
-    if not (pa.types.is_list(p) or pa.types.is_large_list(p)) or not pa.types.is_struct(p.value_type):
-        return False
-    msg = _fields(p.value_type)
-    if set(msg) != {"role", "content"} or p.value_type.num_fields != 2 or not all(_is_str(x) for x in msg.values()):
-        return False
-    rm = t["reward_model"]
-    if not pa.types.is_struct(rm) or rm.num_fields != 2 or set(_fields(rm)) != {"style", "ground_truth"} \
-            or not all(_is_str(x) for x in _fields(rm).values()):
-        return False
-    ei = t[EXTRA_INFO]
-    if not pa.types.is_struct(ei) or len(_fields(ei)) != ei.num_fields:
-        return False
-    ef = _fields(ei)
     for name, py in EXTRA_INFO_REQUIRED.items():
         if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
             return False
@@ -81,13 +81,9 @@ def covered(schema) -> bool:
     if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
         return False
     if SIMULATION in t and not pa.types.is_null(t[SIMULATION]):
-        sim = t[SIMULATION]
-        if not pa.types.is_struct(sim) or len(_fields(sim)) != sim.num_fields:
+        sf = struct(t[SIMULATION])
+        if sf is None or not all(pa.types.is_null(sf[n]) or _is_str(sf[n]) for n in SIMULATION_FIELDS if n in sf):
             return False
-        sf = _fields(sim)
-        for name in SIMULATION_FIELDS:
-            if name in sf and not (pa.types.is_null(sf[name]) or _is_str(sf[name])):
-                return False
         if not all(_is_plain(x) for k, x in sf.items() if k not in SIMULATION_FIELDS):
             return False
     return all(_is_plain(x) for k, x in t.items() if k not in METHOD_COLUMNS and k != SIMULATION)
