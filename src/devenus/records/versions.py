@@ -30,6 +30,7 @@ not a devenus manifest) is always refused; an existing version of this output is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -558,10 +559,8 @@ class VersionWriter:
 
     def abort(self) -> None:
         if self._writer is not None:
-            try:
+            with contextlib.suppress(Exception):  # the temp file is discarded anyway
                 self._writer.close()
-            except Exception:  # noqa: BLE001 - the temp file is discarded anyway
-                pass
             self._writer = None
         if not self._changes_f.closed:
             self._changes_f.close()

@@ -225,7 +225,6 @@ class _Pipeline:
         the caller runs a second pass with it. Without a first chunk's map, nothing is converted."""
         stats = None if self.final else ColumnStats()
         undecided = False
-        self.seen = seen = 0
         parts: list = []  # the batch being gathered (rows, or records tables), of record group `current`
         current = -1
         for chunk in self.chunks():
@@ -242,8 +241,7 @@ class _Pipeline:
                         self.keys = KeyBuilder(self.opts.source, self.fields.id)
                     except RecordError:
                         undecided = True  # (the whole input decides, below)
-            seen += chunk.rows
-            self.seen = seen
+            self.seen += chunk.rows
             if self.progress is not None:
                 self.progress.update(chunk.rows)
             if self.fields is None or undecided:
@@ -273,7 +271,7 @@ class _Pipeline:
                 raise _Restart(fields)
         if self.issues:
             raise RecordError(self.issues, header=f"cannot import {self.where}")
-        if seen == 0:
+        if self.seen == 0:
             raise RecordError(f"no records in {self.where}")
         if self.rows == 0:
             raise RecordError(f"no row of {self.where} could be imported: all {len(self.refusals)} were refused"
