@@ -176,10 +176,10 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         return None
     cols, id_list = got
     n = chunk.table.num_rows
-    keep, cols["index"] = _keys_in_order(chunk, cols, id_list, keys, dedupe)
+    keep, cols["key"] = _keys_in_order(chunk, cols, id_list, keys, dedupe)
     if len(keep) < n:
         rows = pa.array(keep, pa.int64())
-        cols.update({k: cols[k].take(rows) for k in ("targets", "difficulty", "family", "qs")})
+        cols.update({k: cols[k].take(rows) for k in ("target", "difficulty", "family", "question")})
     out, hidden = records_table(opts, cols)
     return out, hidden, range(chunk.pos, chunk.pos + n) if len(keep) == n else [chunk.pos + i for i in keep]
 
@@ -209,7 +209,7 @@ def _input_columns(table: Any, fm: FieldMap) -> tuple[Any, ...] | None:
 
 
 def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) -> tuple[dict, Any] | None:
-    """``({qs, targets, difficulty, family, hashes}, ids)`` of a chunk whose every record is a plain
+    """``({question, target, difficulty, family, hashes}, ids)`` of a chunk whose every record is a plain
     row, each column as the per-record route computes it (str.strip() is utf8_trim of the very
     characters str.isspace() names; a value no column operation reproduces exactly goes through the
     per-record function); None where some record is not."""
@@ -246,7 +246,7 @@ def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuild
         if id_list is None:
             return None
     hashes = _question_hashes(qs) if ids is None else None
-    return {"qs": qs, "targets": targets, "difficulty": difficulty, "family": family, "hashes": hashes}, id_list
+    return {"question": qs, "target": targets, "difficulty": difficulty, "family": family, "hashes": hashes}, id_list
 
 
 def _id_list(ids: Any, n: int, keys: KeyBuilder) -> list[str] | None:
@@ -269,10 +269,10 @@ def _keys_in_order(chunk: Chunk, cols: dict, id_list: list[str] | None, keys: Ke
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = len(cols["qs"])
+    n = len(cols["question"])
     keep: Any = range(n)
     if dedupe is not None:
-        questions, tlist, line0 = cols["qs"].to_pylist(), cols["targets"].to_pylist(), chunk.line0
+        questions, tlist, line0 = cols["question"].to_pylist(), cols["target"].to_pylist(), chunk.line0
         keep = [i for i in range(n) if not dedupe.repeat(
             questions[i], tlist[i], f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}")]
     if id_list is not None:
@@ -313,17 +313,17 @@ def _prompts(fmt: Any, qs: Any, prompt_type: Any, choice: bool = False) -> Any:
 
 
 def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tuple[Any, int]:
-    """The records table of an import's rows and its hidden answers, from column values (``qs``: the
-    stripped questions; ``targets``: null where there is none; ``difficulty``, ``family``, ``index``;
-    for multiple choice, ``choice=True`` with ``content``, the question with its options, and
-    ``choices``, the option texts); the label state by the label mode."""
+    """The records table of an import's rows and its hidden answers, from column values, named as the
+    fields of :class:`~.build.Values` (``question``: the stripped questions; ``target``: null where there
+    is none; ``difficulty``, ``family``, ``key``; for multiple choice, ``choice=True`` with ``content``,
+    the question with its options, and ``choices``, the option texts); the label state by the label mode."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..schema import records_schema
 
-    string, targets, m = pa.string(), cols["targets"], len(cols["qs"])
+    string, targets, m = pa.string(), cols["target"], len(cols["question"])
     if opts.labeled is False:  # every row unlabeled; the answers kept as hidden ones (unless not)
         labeled = pa.array(np.zeros(m, dtype=bool))
         ground_truth = pa.repeat(pa.scalar("", string), m)
@@ -334,7 +334,7 @@ def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tupl
         hidden = pa.nulls(m, string)
 
     schema = records_schema({"choices": pa.list_(string)} if choice else None)
-    prompt = _prompts(opts.format[1], cols.get("content", cols["qs"]), schema.field("prompt").type, choice)
+    prompt = _prompts(opts.format[1], cols.get("content", cols["question"]), schema.field("prompt").type, choice)
 
     def const(v: Any) -> Any:
         return pa.repeat(pa.scalar(v, string), m)
@@ -342,9 +342,9 @@ def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tupl
     reward_model = pa.StructArray.from_arrays([const("rule"), ground_truth], fields=list(schema.field("reward_model").type))
     ei_type = schema.field(EXTRA_INFO).type
     ei_values = {
-        "index": cols["index"], "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
+        "index": cols["key"], "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
         "source": const(opts.source), "split": const(opts.split), "difficulty": cols["difficulty"],
-        "family": cols["family"], "view": const("original"), "pair_key": const(None), "question": cols["qs"],
+        "family": cols["family"], "view": const("original"), "pair_key": const(None), "question": cols["question"],
         "choices": cols.get("choices"),
     }
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))
