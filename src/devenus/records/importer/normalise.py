@@ -307,15 +307,12 @@ def choice_question(fm: FieldMap, rec: Raw, question: str) -> tuple[str, list[st
     d = rec.data
     if fm.choices == "gpqa":
         correct = d.get(GPQA_CORRECT)
-        wrong = [d.get(c) for c in GPQA_INCORRECT]
-        opts = [str(o).strip() for o in [correct, *wrong] if not _missing(o)]
-        if _missing(correct):
-            texts = opts
-            answer = None
-        else:
+        texts = [str(o).strip() for o in [correct, *(d.get(c) for c in GPQA_INCORRECT)] if not _missing(o)]
+        answer = None
+        if not _missing(correct):
             # a fixed shuffle per question, so the correct option is not always (A)
-            random.Random(question_hash(question)).shuffle(opts)
-            texts, answer = opts, LETTERS[opts.index(str(correct).strip())]
+            random.Random(question_hash(question)).shuffle(texts)
+            answer = LETTERS[texts.index(str(correct).strip())]
     else:
         got = _choice_texts(d.get(fm.options))
         if got is None:
