@@ -149,27 +149,19 @@ def json_values(arr):
         s = pc.cast(arr, pa.string())
     elif _is_str(t):
         s = pc.cast(arr, pa.string())
-        s = pc.replace_substring(s, "\\", "\\\\")
-        s = pc.replace_substring(s, '"', '\\"')
-        for ch, esc in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"), ("\f", "\\f")):
+        for ch, esc in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"),
+                        ("\f", "\\f")):  # (the backslash first: the others add backslashes)
             s = pc.replace_substring(s, ch, esc)
         s = pc.binary_join_element_wise('"', s, '"', "")
         other = _np(pc.match_substring_regex(s, "[\\x00-\\x1f]"))
         if other.any():  # the remaining control characters (\\u00XX): rare, exactly as json writes them
             idx = np.flatnonzero(other)
-            fixed = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
-            s = _put(s, idx, fixed)
+            out = np.asarray(s.to_pylist(), dtype=object)
+            out[idx] = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
+            s = pa.array(out.tolist(), pa.string())
     else:
         return pa.array([_dumps(v) for v in arr.to_pylist()], pa.string())
     return pc.fill_null(s, "null")
-
-
-def _put(arr, idx: np.ndarray, values: list[str]):
-    import pyarrow as pa
-
-    out = np.asarray(arr.to_pylist(), dtype=object)
-    out[idx] = values
-    return pa.array(out.tolist(), pa.string())
 
 
 def change_lines(key, field: str, before, after, why):
