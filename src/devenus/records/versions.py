@@ -292,8 +292,7 @@ def removal_lines(keys: Any, why: Any) -> Any:
     from .columnar import change_lines
 
     n = len(keys)
-    field = pa.array([ROW_REMOVED] * n, pa.string()) if n else pa.array([], pa.string())
-    return pa.table({"key": keys, "field": field,
+    return pa.table({"key": keys, "field": pa.array([ROW_REMOVED] * n, pa.string()),
                      "line": change_lines(keys, ROW_REMOVED, pa.array(["present"] * n, pa.string()),
                                           pa.array(["removed"] * n, pa.string()), why)})
 
@@ -627,11 +626,6 @@ def write_version(
 # ---------------------------------------------------------------------------------------------------
 # reading and checking
 # ---------------------------------------------------------------------------------------------------
-def _manifest_file(path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    return path if path.name.endswith(MANIFEST_SUFFIX) else manifest_path(path)
-
-
 def _load_json(mpath: Path | None) -> dict[str, Any]:
     if mpath is None or not mpath.is_file():
         raise VersionError(f"no manifest {mpath}")
@@ -645,7 +639,7 @@ def _load_json(mpath: Path | None) -> dict[str, Any]:
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """The manifest of a version (``path``: the manifest or its Parquet file); either layout
     (:data:`READ_FORMATS`)."""
-    mpath = _manifest_file(path)
+    mpath = Path(path) if Path(path).name.endswith(MANIFEST_SUFFIX) else manifest_path(path)
     if not mpath.is_file():
         raise VersionError(f"no manifest {mpath}" + (f" for {path}" if Path(path) != mpath else ""))
     d = _load_json(mpath)
