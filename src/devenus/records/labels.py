@@ -45,14 +45,6 @@ class LabelStateError(ValueError):
     """A label edit asked of a row in the wrong state (promoting a labeled row, correcting an unlabeled one)."""
 
 
-def _check_state(key: Any, labeled: Any, edit: str) -> None:
-    want = edit == CORRECTED
-    if bool(labeled) != want:
-        state = "labeled" if labeled else "unlabeled"
-        raise LabelStateError(f"row {key!r}: cannot mark a {state} row {edit} "
-                              f"({edit} applies to {'labeled' if want else 'unlabeled'} rows)")
-
-
 # ---------------------------------------------------------------------------------------------------
 # Arrow tables
 # ---------------------------------------------------------------------------------------------------
@@ -175,10 +167,12 @@ def relabel_table(table, mask, answers, why, source):
     pm = pa.array(m)
     extra = table.column(EXTRA_INFO)
     labeled = _np(pc.struct_field(extra, "labeled"))
-    wrong = np.flatnonzero(m & (labeled != (source == CORRECTED)))
+    want = source == CORRECTED  # (correct applies to labeled rows, annotate and promote to unlabeled ones)
+    wrong = np.flatnonzero(m & (labeled != want))
     if wrong.size:
-        i = int(wrong[0])
-        _check_state(pc.struct_field(extra, "index")[i].as_py(), bool(labeled[i]), source)
+        key, state = pc.struct_field(extra, "index")[int(wrong[0])].as_py(), "unlabeled" if want else "labeled"
+        raise LabelStateError(f"row {key!r}: cannot mark a {state} row {source} "
+                              f"({source} applies to {'labeled' if want else 'unlabeled'} rows)")
     answers = pa.array([answers] * table.num_rows, pa.string()) if isinstance(answers, str) else _flat(answers)
     new = _set_labels(table, pm, answers, True, pa.scalar(source))
     return new, _changes(table, new, m, why)
