@@ -15,7 +15,7 @@ from typing import Any
 
 from ..prompts import PromptFormat, prompt_format
 from ..rows import make_row
-from ..schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED
+from ..schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED, _pa_scalar_type
 from ..validate import Issue, RecordError
 from ..versions import Refusal
 from .chunks import Raw, _at
@@ -192,10 +192,9 @@ class VerlPlan:
             raise RecordError(f"cannot read {path} as parquet: {exc}") from exc
         if EXTRA_INFO not in file_schema.names or not pa.types.is_struct(file_schema.field(EXTRA_INFO).type):
             return cls((), frozenset(), style, None)
-        std = {str: pa.string(), int: pa.int64(), bool: pa.bool_(), float: pa.float64()}
         fields = [f for f in file_schema.field(EXTRA_INFO).type if f.name not in _VERL_TAKEN]
-        renamed = frozenset(f.name for f in fields if f.name in EXTRA_INFO_OPTIONAL
-                            and not f.type.equals(std[EXTRA_INFO_OPTIONAL[f.name]]) and not pa.types.is_null(f.type))
+        renamed = frozenset(f.name for f in fields if f.name in EXTRA_INFO_OPTIONAL and not pa.types.is_null(f.type)
+                            and not f.type.equals(_pa_scalar_type(EXTRA_INFO_OPTIONAL[f.name])))
         extras = {(f"verl_{f.name}" if f.name in renamed else f.name): f.type for f in fields
                   if f.name not in EXTRA_INFO_OPTIONAL or f.name in renamed}
         if style:
