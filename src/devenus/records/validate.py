@@ -153,13 +153,21 @@ def _found(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-#: the type categories of free-form metadata, in the order they are tried (a bool is no int)
-_CATEGORIES = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), ((list, tuple), "list"), (Mapping, "dict"))
-
-
 def _category(value: Any) -> str | None:
     """Type category for free-form metadata; None when the value is not allowed in a record."""
-    return next((name for t, name in _CATEGORIES if isinstance(value, t)), None)
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, Mapping):
+        return "dict"
+    return None
 
 
 def _compatible(a: str, b: str) -> bool:
