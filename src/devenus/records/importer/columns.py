@@ -57,18 +57,6 @@ def _per_value(values: Any, f, type_: Any) -> Any:
     return pa.array([f(v) for v in enc.dictionary.to_pylist()], type_).take(enc.indices)
 
 
-def _python_targets(values: list, field: str) -> list[str | None] | None:
-    """:func:`normalise_target` of each value (None for the whole list where one is refused: the
-    per-record route names it)."""
-    out = []
-    for v in values:
-        target, _, refused = normalise_target(v, field)
-        if refused:
-            return None
-        out.append(target)
-    return out
-
-
 def _scatter(n: int, parts: list[tuple[Any, Any]]) -> Any:
     """One array of ``n`` values from parts ``(row numbers, values)`` that together cover every row once."""
     import numpy as np
@@ -151,9 +139,12 @@ def _column_targets(col: Any, field: str) -> Any:
         parts.append((rows, pc.if_else(pc.equal(pc.binary_length(tails), 0), pa.scalar(None, pa.string()), tails)))
     rest = np.flatnonzero(~simple)  # (only these are read into Python)
     if rest.size:
-        targets = _python_targets(col.take(pa.array(rest)).to_pylist(), field)
-        if targets is None:
-            return None
+        targets = []
+        for v in col.take(pa.array(rest)).to_pylist():
+            target, _, refused = normalise_target(v, field)
+            if refused:
+                return None  # (the per-record route names it)
+            targets.append(target)
         parts.append((rest, pa.array(targets, pa.string())))
     return _scatter(n, parts)
 
