@@ -363,7 +363,7 @@ def _infer_type(path: str, values: list[Any]):
     import pyarrow as pa
 
     cats = {_category(v) for v in values}
-    if not cats:
+    if not cats or cats == {"str"}:
         return pa.string()
     if cats == {"bool"}:
         return pa.bool_()
@@ -371,8 +371,6 @@ def _infer_type(path: str, values: list[Any]):
         return pa.int64()
     if cats <= {"int", "float"}:
         return pa.float64()
-    if cats == {"str"}:
-        return pa.string()
     try:
         return pa.array(values).type
     except (pa.ArrowException, TypeError, ValueError) as exc:
