@@ -18,12 +18,10 @@ from .read_json import _deep_message, _json_value_error, _loads
 def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: FileDigest | None = None) -> Iterator[Chunk]:
     chunk_bytes = _chunks.CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
-    first = True
     with open(path, "rb") as f:
-        for data in _line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None):
-            if first:
+        for k, data in enumerate(_line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None)):
+            if k == 0:
                 data = data.removeprefix(codecs.BOM_UTF8)
-            first = False
             if data:
                 # one pass over the block for its brackets and its newlines (the depth check, the line count)
                 skeleton = data.translate(None, _NOT_BRACKETS)
