@@ -51,8 +51,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
-        return True  # exists but belongs to someone else: not ours to judge
+    except OSError:
+        pass  # exists but belongs to someone else (PermissionError): not ours to judge
     return True
 
 
@@ -64,11 +64,10 @@ def clean_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
     import shutil
 
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
     removed = []
     prefixes = (f".{path.name}{_TMP_MARK}", f"{path.name}{_TMP_MARK}")
     try:
-        candidates = [(p, pre) for p in directory.iterdir() for pre in prefixes if p.name.startswith(pre)]
+        candidates = [(p, pre) for p in path.parent.iterdir() for pre in prefixes if p.name.startswith(pre)]
     except OSError:
         return removed
     for p, pre in candidates:
@@ -95,11 +94,10 @@ def temp_path(path: str | os.PathLike[str], *, suffix: str = ".tmp", hidden: boo
     ``suffix``: for writers that infer the format from the name (matplotlib); ``hidden=False`` for
     readers that skip dot-files."""
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path)
     prefix = ("." if hidden else "") + f"{path.name}{_TMP_MARK}{os.getpid()}-"
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
     os.close(fd)
     return Path(tmp)
 
@@ -112,17 +110,13 @@ def commit_temp(tmp: str | os.PathLike[str], path: str | os.PathLike[str], *, sy
     os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
     if sync_dir:
-        _fsync_dir(path.parent if str(path.parent) else Path("."))
+        _fsync_dir(path.parent)
     return path
 
 
 def discard_temp(tmp: str | os.PathLike[str] | None) -> None:
-    if tmp is None:
-        return
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
+    if tmp is not None:
+        Path(tmp).unlink(missing_ok=True)
 
 
 class AtomicFiles:
@@ -171,7 +165,7 @@ class AtomicFiles:
             for backup in backups:
                 discard_temp(backup)
         self.done = True
-        for d in {t.parent if str(t.parent) else Path(".") for t in self.targets}:
+        for d in {t.parent for t in self.targets}:
             _fsync_dir(d)
         return self.targets
 
@@ -226,16 +220,15 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     import shutil
 
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{_TMP_MARK}{os.getpid()}-", suffix=".tmp", dir=directory))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{_TMP_MARK}{os.getpid()}-", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
-        _fsync_dir(directory)
+        _fsync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

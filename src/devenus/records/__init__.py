@@ -4,11 +4,8 @@ The contract is in ``docs/records.md``. This package does not import verl.
 """
 
 from .importer import (
-    ANSWER_FIELDS,
     DEFAULT_CHOICE_TEMPLATE,
     DEFAULT_PROMPT_TEMPLATE,
-    ID_FIELDS,
-    QUESTION_FIELDS,
     ImportSummary,
     import_raw,
     import_file,
@@ -20,7 +17,6 @@ from .importer import (
 from .labels import hide_labels
 from .io import normalize_rows, read_records, records_to_table, write_records
 from .schema import (
-    COLUMNS,
     EXTRA_INFO_OPTIONAL,
     EXTRA_INFO_REQUIRED,
     LABEL_SOURCES,
@@ -32,29 +28,24 @@ from .schema import (
     UNLABELED_SOURCE,
     records_schema,
 )
-from .rows import build_prompt, make_row, method_view, simulation_view, strip_simulation
+from .rows import make_row, method_view, simulation_view, strip_simulation
 from .validate import Issue, RecordError, find_issues, validate_rows
 
 __all__ = [
-    "ANSWER_FIELDS",
     "DEFAULT_CHOICE_TEMPLATE",
     "DEFAULT_PROMPT_TEMPLATE",
-    "COLUMNS",
     "EXTRA_INFO_OPTIONAL",
     "EXTRA_INFO_REQUIRED",
-    "ID_FIELDS",
     "ImportSummary",
     "Issue",
     "LABELED_SOURCES",
     "LABEL_SOURCES",
     "METHOD_COLUMNS",
     "NOISE_KINDS",
-    "QUESTION_FIELDS",
     "RecordError",
     "SIMULATION",
     "SIMULATION_FIELDS",
     "UNLABELED_SOURCE",
-    "build_prompt",
     "find_issues",
     "hide_labels",
     "import_raw",

@@ -17,9 +17,11 @@ from .schema import (
     EXTRA_INFO_REQUIRED,
     EXTRA_INFO_STANDARD,
     LABEL_SOURCES,
+    MESSAGE_FIELDS,
     METHOD_COLUMNS,
     NOISE_KINDS,
     PY_WHITESPACE,
+    REWARD_MODEL_FIELDS,
     REWARD_STYLE,
     ROLES,
     SIMULATION,
@@ -32,12 +34,6 @@ def _is_str(t) -> bool:
     import pyarrow as pa
 
     return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def _is_int(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(t)
 
 
 def _is_plain(t) -> bool:
@@ -57,56 +53,54 @@ def covered(schema) -> bool:
     """Whether the column rules cover this layout (else :func:`~devenus.records.validate.find_table_issues` uses the row checker)."""
     import pyarrow as pa
 
+    def struct(t) -> dict[str, Any] | None:
+        """A struct type's fields; None where ``t`` is no struct or repeats a field name."""
+        return _fields(t) if pa.types.is_struct(t) and len(_fields(t)) == t.num_fields else None
+
+    def strings(t, names) -> bool:
+        """Whether ``t`` is a struct of exactly the string fields ``names``."""
+        f = struct(t)
+        return f is not None and set(f) == set(names) and all(_is_str(x) for x in f.values())
+
     names = schema.names
     if len(set(names)) != len(names) or any(c not in names for c in METHOD_COLUMNS):
         return False
     t = {n: schema.field(n).type for n in names}
-    if not (_is_str(t["data_source"]) and _is_str(t["ability"])):
+    p, ef = t["prompt"], struct(t[EXTRA_INFO])
+    if not (_is_str(t["data_source"]) and _is_str(t["ability"]) and (pa.types.is_list(p) or pa.types.is_large_list(p))
+            and strings(p.value_type, MESSAGE_FIELDS) and strings(t["reward_model"], REWARD_MODEL_FIELDS)
+            and ef is not None):
         return False
-    p = t["prompt"]
-    if not (pa.types.is_list(p) or pa.types.is_large_list(p)) or not pa.types.is_struct(p.value_type):
-        return False
-    msg = _fields(p.value_type)
-    if set(msg) != {"role", "content"} or p.value_type.num_fields != 2 or not all(_is_str(x) for x in msg.values()):
-        return False
-    rm = t["reward_model"]
-    if not pa.types.is_struct(rm) or rm.num_fields != 2 or set(_fields(rm)) != {"style", "ground_truth"} \
-            or not all(_is_str(x) for x in _fields(rm).values()):
-        return False
-    ei = t[EXTRA_INFO]
-    if not pa.types.is_struct(ei) or len(_fields(ei)) != ei.num_fields:
-        return False
-    ef = _fields(ei)
     for name, py in EXTRA_INFO_REQUIRED.items():
         if name not in ef or not (pa.types.is_boolean(ef[name]) if py is bool else _is_str(ef[name])):
             return False
     for name, py in EXTRA_INFO_OPTIONAL.items():
-        if name in ef and not pa.types.is_null(ef[name]) and not (_is_int(ef[name]) if py is int else _is_str(ef[name])):
+        want = pa.types.is_integer if py is int else _is_str
+        if name in ef and not pa.types.is_null(ef[name]) and not want(ef[name]):
             return False
     if not all(_is_plain(x) for k, x in ef.items() if k not in EXTRA_INFO_STANDARD):
         return False
     if SIMULATION in t and not pa.types.is_null(t[SIMULATION]):
-        sim = t[SIMULATION]
-        if not pa.types.is_struct(sim) or len(_fields(sim)) != sim.num_fields:
+        sf = struct(t[SIMULATION])
+        if sf is None or not all(pa.types.is_null(sf[n]) or _is_str(sf[n]) for n in SIMULATION_FIELDS if n in sf):
             return False
-        sf = _fields(sim)
-        for name in SIMULATION_FIELDS:
-            if name in sf and not (pa.types.is_null(sf[name]) or _is_str(sf[name])):
-                return False
         if not all(_is_plain(x) for k, x in sf.items() if k not in SIMULATION_FIELDS):
             return False
     return all(_is_plain(x) for k, x in t.items() if k not in METHOD_COLUMNS and k != SIMULATION)
 
 
+def _flat(x):
+    """An Arrow array as one array (a chunked one combined)."""
+    import pyarrow as pa
+
+    return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
+
+
 def _np(mask) -> np.ndarray:
     """A boolean Arrow array (nulls -> False) as numpy."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    mask = pc.fill_null(mask, False)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
-    return mask.to_numpy(zero_copy_only=False)
+    return _flat(pc.fill_null(mask, False)).to_numpy(zero_copy_only=False)
 
 
 def _blank(col):
@@ -115,8 +109,7 @@ def _blank(col):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = _flat(col)
     head = pc.utf8_trim(pc.utf8_slice_codeunits(col, 0, 1), characters=PY_WHITESPACE)
     maybe = _np(pc.or_kleene(pc.is_null(col), pc.equal(pc.binary_length(head), 0)))
     if not maybe.any():
@@ -196,7 +189,7 @@ def _label_masks(col: dict):
     yield pc.and_(pc.invert(labeled), pc.not_equal(gt, ""))
     if SIMULATION in col and pa.types.is_struct(col[SIMULATION].type) and "noise" in _fields(col[SIMULATION].type):
         noise = pc.struct_field(col[SIMULATION], "noise")
-        if pa.types.is_string(noise.type) or pa.types.is_large_string(noise.type):
+        if _is_str(noise.type):
             yield pc.and_(pc.is_valid(noise), pc.invert(pc.fill_null(pc.is_in(noise, value_set=pa.array(NOISE_KINDS)), False)))
 
 

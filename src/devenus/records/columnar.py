@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .schema import EXTRA_INFO, EXTRA_INFO_STANDARD, METHOD_COLUMNS, PY_WHITESPACE, SIMULATION, SIMULATION_FIELDS, records_schema
-from .column_rules import _fields, _is_int, _is_str, _np
+from .column_rules import _fields, _flat, _is_str, _np
 from .validate import _infer_type
 
 __all__ = ["PY_WHITESPACE", "change_lines", "conform", "json_values", "table_changes", "table_schema"]
@@ -33,17 +33,12 @@ def _infer(path: str, arr):
     """The type :func:`devenus.records.validate._infer_type` gives the non-null values of ``arr``."""
     import pyarrow as pa
 
-    t = arr.type
     if arr.null_count == len(arr):
         return pa.string()
-    if pa.types.is_boolean(t):
-        return pa.bool_()
-    if pa.types.is_integer(t):
-        return pa.int64()
-    if pa.types.is_floating(t):
-        return pa.float64()
-    if _is_str(t):
-        return pa.string()
+    for is_type, t in ((pa.types.is_boolean, pa.bool_()), (pa.types.is_integer, pa.int64()),
+                       (pa.types.is_floating, pa.float64()), (_is_str, pa.string())):
+        if is_type(arr.type):
+            return t
     return _infer_type(path, arr.drop_null().to_pylist())  # lists and structs: rare, inferred from the values
 
 
@@ -87,7 +82,7 @@ def _conform_array(c, t):
                 return None
             children.append(ch)
         return pa.StructArray.from_arrays(children, fields=list(t), mask=c.is_null() if c.null_count else None)
-    if (_is_int(c.type) and t == pa.int64()) or (_is_str(c.type) and _is_str(t)) \
+    if (pa.types.is_integer(c.type) and t == pa.int64()) or (_is_str(c.type) and _is_str(t)) \
             or (pa.types.is_floating(c.type) and t == pa.float64()):
         return c.cast(t)
     return None
@@ -144,8 +139,7 @@ def json_values(arr):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = _flat(arr)
     t = arr.type
     if pa.types.is_null(t):
         return pa.array(["null"] * len(arr), pa.string())
@@ -155,27 +149,19 @@ def json_values(arr):
         s = pc.cast(arr, pa.string())
     elif _is_str(t):
         s = pc.cast(arr, pa.string())
-        s = pc.replace_substring(s, "\\", "\\\\")
-        s = pc.replace_substring(s, '"', '\\"')
-        for ch, esc in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"), ("\f", "\\f")):
+        for ch, esc in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"),
+                        ("\f", "\\f")):  # (the backslash first: the others add backslashes)
             s = pc.replace_substring(s, ch, esc)
         s = pc.binary_join_element_wise('"', s, '"', "")
         other = _np(pc.match_substring_regex(s, "[\\x00-\\x1f]"))
         if other.any():  # the remaining control characters (\\u00XX): rare, exactly as json writes them
             idx = np.flatnonzero(other)
-            fixed = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
-            s = _put(s, idx, fixed)
+            out = np.asarray(s.to_pylist(), dtype=object)
+            out[idx] = [json.dumps(v, ensure_ascii=False) for v in arr.take(pa.array(idx)).to_pylist()]
+            s = pa.array(out.tolist(), pa.string())
     else:
         return pa.array([_dumps(v) for v in arr.to_pylist()], pa.string())
     return pc.fill_null(s, "null")
-
-
-def _put(arr, idx: np.ndarray, values: list[str]):
-    import pyarrow as pa
-
-    out = np.asarray(arr.to_pylist(), dtype=object)
-    out[idx] = values
-    return pa.array(out.tolist(), pa.string())
 
 
 def change_lines(key, field: str, before, after, why):
@@ -218,10 +204,8 @@ def _differs(a, b) -> np.ndarray:
     n = len(a)
     if a is b:
         return np.zeros(n, dtype=bool)
-    if a.type == b.type and a.equals(b):
-        floaty = pa.types.is_floating(a.type)
-        if not floaty:
-            return np.zeros(n, dtype=bool)
+    if a.type == b.type and not pa.types.is_floating(a.type) and a.equals(b):
+        return np.zeros(n, dtype=bool)
     simple = (a.type == b.type and (pa.types.is_boolean(a.type) or pa.types.is_integer(a.type)
                                     or _is_str(a.type) or pa.types.is_floating(a.type)))
     if simple:
@@ -248,15 +232,10 @@ def table_changes(before, after, why, keys=None):
     if keys is None:
         keys = pc.struct_field(after.column(EXTRA_INFO), "index")
     keys = pc.cast(keys, pa.string())
-    nulls = None
+    nulls = pa.nulls(before.num_rows, pa.string())
     parts = []
     for rank, path in enumerate(sorted(set(a) | set(b))):
-        if nulls is None:
-            nulls = pa.nulls(before.num_rows, pa.string())
-        va = a.get(path, nulls)
-        vb = b.get(path, nulls)
-        va = va.combine_chunks() if isinstance(va, pa.ChunkedArray) else va
-        vb = vb.combine_chunks() if isinstance(vb, pa.ChunkedArray) else vb
+        va, vb = _flat(a.get(path, nulls)), _flat(b.get(path, nulls))
         if va.type != vb.type and (pa.types.is_null(va.type) or va.null_count == len(va)):
             va = pa.nulls(len(va), vb.type)
         elif va.type != vb.type and (pa.types.is_null(vb.type) or vb.null_count == len(vb)):

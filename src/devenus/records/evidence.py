@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from devenus.atomic import atomic_write, commit_temp, discard_temp, temp_path
+from devenus.atomic import atomic_write, write_text_atomic
 
 from .versions import parent_of
 
@@ -157,12 +157,7 @@ def _row(key: Any, round: Any, step: Any, kind: Any, method: Any, majority_answe
 def _parts(directory: Path) -> list[tuple[int, Path]]:
     if not directory.is_dir():
         return []
-    out = []
-    for p in directory.iterdir():
-        m = _PART.match(p.name)
-        if m:
-            out.append((int(m.group(1)), p))
-    return sorted(out)
+    return sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := _PART.match(p.name)))
 
 
 def evidence_parts(directory: str | os.PathLike[str], round: int | None = None) -> list[Path]:
@@ -295,13 +290,10 @@ def _located_table(directory, *, kind=None, round=None, method=None, keys=None):
         schema = evidence_schema().append(pa.field("_part", pa.int64())).append(pa.field("_row", pa.int64()))
         return schema.empty_table(), paths
     t = pa.concat_tables(tables)
-    ids = list(zip(*(t[c].to_pylist() for c in IDENTITY)))
-    last: dict[tuple, int] = {}
-    for i, ident in enumerate(ids):
-        last[ident] = i
-    if len(last) != len(ids):
-        keep = sorted(last.values())
-        t = t.take(pa.array(keep, pa.int64()))
+    # each identity's last row: a later part's observation replaces an earlier one
+    last = {ident: i for i, ident in enumerate(zip(*(t[c].to_pylist() for c in IDENTITY)))}
+    if len(last) != t.num_rows:
+        t = t.take(pa.array(sorted(last.values()), pa.int64()))
     return t, paths
 
 
@@ -351,14 +343,7 @@ def record_dataset(folder: str | os.PathLike[str], train_files: list[str], round
                 f"{[p['name'] for p in parents]} (sha256 {[p['sha256'][:12] for p in parents]}): use another "
                 f"devenus.evidence_dir or devenus.round")
         return path
-    tmp = temp_path(path)
-    try:
-        tmp.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-        commit_temp(tmp, path)
-    except BaseException:
-        discard_temp(tmp)
-        raise
-    return path
+    return write_text_atomic(path, json.dumps(doc, sort_keys=True, indent=1) + "\n")
 
 
 def read_provenance(folder: str | os.PathLike[str], round: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from .schema import (
     SIMULATION_FIELDS,
     records_schema,
 )
+from .column_rules import _fields
 from .validate import STORE_REFUSED, Issue, RecordError, find_table_issues, rows_table, to_python
 
 _KNOWN_COLUMNS = set(METHOD_COLUMNS) | {SIMULATION}
@@ -178,10 +179,8 @@ def records_schema_of(path: str | os.PathLike[str]):
     schema = pq.read_schema(check_input(path, "records file"))
 
     def extras(name: str, standard) -> dict:
-        if name not in schema.names or not hasattr(schema.field(name).type, "num_fields"):
-            return {}
-        t = schema.field(name).type
-        return {t.field(i).name: t.field(i).type for i in range(t.num_fields) if t.field(i).name not in standard}
+        fields = _fields(schema.field(name).type) if name in schema.names else {}
+        return {n: t for n, t in fields.items() if n not in standard}
 
     cols = {n: schema.field(n).type for n in schema.names
             if n not in _KNOWN_COLUMNS and not n.startswith("__index_level_")}

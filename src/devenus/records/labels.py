@@ -34,6 +34,7 @@ import heapq
 import os
 from typing import Any, Sequence
 
+from .column_rules import _flat, _np
 from .schema import EXTRA_INFO, REWARD_MODEL, SIMULATION, UNLABELED_SOURCE
 
 RULE = "hide-labels"
@@ -44,31 +45,15 @@ class LabelStateError(ValueError):
     """A label edit asked of a row in the wrong state (promoting a labeled row, correcting an unlabeled one)."""
 
 
-def _check_state(key: Any, labeled: Any, edit: str) -> None:
-    want = edit == CORRECTED
-    if bool(labeled) != want:
-        state = "labeled" if labeled else "unlabeled"
-        raise LabelStateError(f"row {key!r}: cannot mark a {state} row {edit} "
-                              f"({edit} applies to {'labeled' if want else 'unlabeled'} rows)")
-
-
 # ---------------------------------------------------------------------------------------------------
 # Arrow tables
 # ---------------------------------------------------------------------------------------------------
-def _flat(x):
-    import pyarrow as pa
-
-    return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
-
-
 def _mask(table, mask):
     """``mask`` as a boolean numpy array of the table's length (nulls: False)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    m = np.asarray(mask, dtype=bool) if not isinstance(mask, (pa.Array, pa.ChunkedArray)) else \
-        _flat(pc.fill_null(mask, False)).to_numpy(zero_copy_only=False)
+    m = _np(mask) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else np.asarray(mask, dtype=bool)
     if len(m) != table.num_rows:
         raise ValueError(f"the mask has {len(m)} entries for a table of {table.num_rows} rows")
     return m
@@ -100,11 +85,7 @@ def _with_hidden_answers(table, hide, gt):
     if pa.types.is_null(sim.type):
         sim = pa.nulls(table.num_rows, records_schema().field(SIMULATION).type)
     names = [f.name for f in sim.type]
-    fields = list(sim.type)
-    if "hidden_answer" not in names:
-        fields.append(pa.field("hidden_answer", pa.string()))
-    if "noise" not in names:
-        fields.append(pa.field("noise", pa.string()))
+    fields = list(sim.type) + [pa.field(n, pa.string()) for n in ("hidden_answer", "noise") if n not in names]
     had = pc.is_valid(sim)
     children = []
     for f in fields:
@@ -120,13 +101,20 @@ def _with_hidden_answers(table, hide, gt):
     return table.set_column(i, SIMULATION, new) if i >= 0 else table.append_column(SIMULATION, new)
 
 
-def _set_labels(table, m, gt, labeled, source):
-    import pyarrow as pa
+def _set_labels(table, pm, gt, labeled, source):
+    """``table`` with the target, ``labeled`` and ``label_source`` of the rows the boolean array ``pm``
+    selects set to ``gt``, ``labeled`` and ``source`` (a value, or an array with one per row)."""
+    import pyarrow.compute as pc
 
     rm, extra = table.column(REWARD_MODEL), table.column(EXTRA_INFO)
-    t = table.set_column(table.schema.get_field_index(REWARD_MODEL), REWARD_MODEL, struct_with(rm, {"ground_truth": gt}))
-    return t.set_column(t.schema.get_field_index(EXTRA_INFO), EXTRA_INFO,
-                        struct_with(extra, {"labeled": labeled, "label_source": source}))
+
+    def where(col, name, value):
+        return pc.if_else(pm, value, pc.struct_field(col, name))
+
+    t = table.set_column(table.schema.get_field_index(REWARD_MODEL), REWARD_MODEL,
+                         struct_with(rm, {"ground_truth": where(rm, "ground_truth", gt)}))
+    return t.set_column(t.schema.get_field_index(EXTRA_INFO), EXTRA_INFO, struct_with(
+        extra, {"labeled": where(extra, "labeled", labeled), "label_source": where(extra, "label_source", source)}))
 
 
 def _changes(before, after, m, why):
@@ -149,10 +137,8 @@ def _hide(table, m):
     import pyarrow.compute as pc
 
     pm = pa.array(m)
-    extra, gt = table.column(EXTRA_INFO), pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
-    new = _set_labels(table, m, pc.if_else(pm, pa.scalar(""), gt),
-                      pc.if_else(pm, False, pc.struct_field(extra, "labeled")),
-                      pc.if_else(pm, pa.scalar(UNLABELED_SOURCE), pc.struct_field(extra, "label_source")))
+    gt = pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
+    new = _set_labels(table, pm, pa.scalar(""), False, pa.scalar(UNLABELED_SOURCE))
     moved = pc.and_(pm, pc.fill_null(pc.not_equal(gt, ""), False))
     if pc.any(moved).as_py():
         new = _with_hidden_answers(new, moved, gt)
@@ -180,15 +166,15 @@ def relabel_table(table, mask, answers, why, source):
     m = _mask(table, mask)
     pm = pa.array(m)
     extra = table.column(EXTRA_INFO)
-    labeled = _flat(pc.fill_null(pc.struct_field(extra, "labeled"), False)).to_numpy(zero_copy_only=False)
-    wrong = np.flatnonzero(m & (labeled != (source == CORRECTED)))
+    labeled = _np(pc.struct_field(extra, "labeled"))
+    want = source == CORRECTED  # (correct applies to labeled rows, annotate and promote to unlabeled ones)
+    wrong = np.flatnonzero(m & (labeled != want))
     if wrong.size:
-        i = int(wrong[0])
-        _check_state(pc.struct_field(extra, "index")[i].as_py(), bool(labeled[i]), source)
+        key, state = pc.struct_field(extra, "index")[int(wrong[0])].as_py(), "unlabeled" if want else "labeled"
+        raise LabelStateError(f"row {key!r}: cannot mark a {state} row {source} "
+                              f"({source} applies to {'labeled' if want else 'unlabeled'} rows)")
     answers = pa.array([answers] * table.num_rows, pa.string()) if isinstance(answers, str) else _flat(answers)
-    gt = pc.struct_field(table.column(REWARD_MODEL), "ground_truth")
-    new = _set_labels(table, m, pc.if_else(pm, answers, gt), pc.if_else(pm, True, pc.struct_field(extra, "labeled")),
-                      pc.if_else(pm, pa.scalar(source), pc.struct_field(extra, "label_source")))
+    new = _set_labels(table, pm, answers, True, pa.scalar(source))
     return new, _changes(table, new, m, why)
 
 

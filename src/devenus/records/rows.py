@@ -29,15 +29,6 @@ from .validate import validate_rows
 # ---------------------------------------------------------------------------------------------------
 # row builder
 # ---------------------------------------------------------------------------------------------------
-def build_prompt(question: str, system_prompt: str | None = None) -> list[dict[str, str]]:
-    """Chat messages for a plain question: an optional system message, then one user message."""
-    messages = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": question})
-    return messages
-
-
 def make_row(
     *,
     data_source: str,
@@ -71,16 +62,14 @@ def make_row(
     if label_source is None:
         label_source = "gold" if labeled is True else UNLABELED_SOURCE
 
-    if question is not None:
-        messages = build_prompt(question, system_prompt)
+    if question is not None:  # an optional system message, then one user message
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages.append({"role": "user", "content": question})
     else:
         messages = [dict(m) for m in prompt]  # type: ignore[union-attr]
 
     extra_info = _extra_info(index, labeled, label_source, source, split, question, extra)
-    sim = None
-    if simulation is not None:
-        sim = {k: None for k in SIMULATION_FIELDS}
-        sim.update(copy.deepcopy(dict(simulation)))
+    sim = None if simulation is None else {**dict.fromkeys(SIMULATION_FIELDS), **copy.deepcopy(dict(simulation))}
 
     row = {
         DATA_SOURCE: data_source,
@@ -110,15 +99,8 @@ def _target(question, prompt, system_prompt, ground_truth, answer) -> str:
 def _extra_info(index: str, labeled: bool, label_source: str, source: str, split: str, question: str | None,
                 extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """``extra_info`` of a new row: the required keys, every optional one (None unless given), ``extra``."""
-    extra_info: dict[str, Any] = {
-        "index": index,
-        "labeled": labeled,
-        "label_source": label_source,
-        "source": source,
-        "split": split,
-    }
-    for key in EXTRA_INFO_OPTIONAL:
-        extra_info[key] = None
+    extra_info: dict[str, Any] = {"index": index, "labeled": labeled, "label_source": label_source,
+                                  "source": source, "split": split, **dict.fromkeys(EXTRA_INFO_OPTIONAL)}
     if question is not None:
         extra_info["question"] = question
     for key, value in (extra or {}).items():

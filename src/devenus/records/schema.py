@@ -25,8 +25,6 @@ REWARD_MODEL = "reward_model"
 EXTRA_INFO = "extra_info"
 SIMULATION = "simulation"
 
-#: the columns every row has, in file order (``simulation`` may be null)
-COLUMNS: tuple[str, ...] = (DATA_SOURCE, PROMPT, ABILITY, REWARD_MODEL, EXTRA_INFO, SIMULATION)
 #: the columns a method may see (everything but ``simulation``)
 METHOD_COLUMNS: tuple[str, ...] = (DATA_SOURCE, PROMPT, ABILITY, REWARD_MODEL, EXTRA_INFO)
 
@@ -106,21 +104,18 @@ def records_schema(
 
     message = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
     reward_model = pa.struct([pa.field("style", pa.string()), pa.field("ground_truth", pa.string())])
-    extra_fields = [pa.field(k, _pa_scalar_type(t)) for k, t in EXTRA_INFO_REQUIRED.items()]
-    extra_fields += [pa.field(k, _pa_scalar_type(t)) for k, t in EXTRA_INFO_OPTIONAL.items()]
-    for k in sorted(extra_info_extras or {}):
-        extra_fields.append(pa.field(k, extra_info_extras[k]))
-    sim_fields = [pa.field(k, _pa_scalar_type(t)) for k, t in SIMULATION_FIELDS.items()]
-    for k in sorted(simulation_extras or {}):
-        sim_fields.append(pa.field(k, simulation_extras[k]))
-    fields = [
+
+    def fields(standard: Mapping[str, type], extras: Mapping[str, Any] | None) -> list:
+        return ([pa.field(k, _pa_scalar_type(t)) for k, t in standard.items()]
+                + [pa.field(k, extras[k]) for k in sorted(extras or {})])
+
+    columns = [
         pa.field(DATA_SOURCE, pa.string()),
         pa.field(PROMPT, pa.list_(message)),
         pa.field(ABILITY, pa.string()),
         pa.field(REWARD_MODEL, reward_model),
-        pa.field(EXTRA_INFO, pa.struct(extra_fields)),
-        pa.field(SIMULATION, pa.struct(sim_fields), nullable=True),
+        pa.field(EXTRA_INFO, pa.struct(fields({**EXTRA_INFO_REQUIRED, **EXTRA_INFO_OPTIONAL}, extra_info_extras))),
+        pa.field(SIMULATION, pa.struct(fields(SIMULATION_FIELDS, simulation_extras)), nullable=True),
+        *(pa.field(k, extra_columns[k]) for k in sorted(extra_columns or {})),
     ]
-    for k in sorted(extra_columns or {}):
-        fields.append(pa.field(k, extra_columns[k]))
-    return pa.schema(fields, metadata=SCHEMA_METADATA)
+    return pa.schema(columns, metadata=SCHEMA_METADATA)

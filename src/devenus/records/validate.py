@@ -32,6 +32,7 @@ from .schema import (
     EXTRA_INFO_REQUIRED,
     EXTRA_INFO_STANDARD,
     LABEL_SOURCES,
+    LABELED_SOURCES,
     MESSAGE_FIELDS,
     METHOD_COLUMNS,
     NOISE_KINDS,
@@ -103,10 +104,7 @@ def to_python(value: Any) -> Any:
         return {k: to_python(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_python(v) for v in value]
-    mod = type(value).__module__
-    if mod == "numpy":
-        import numpy as np
-
+    if type(value).__module__ == "numpy":
         if isinstance(value, np.ndarray):
             return [to_python(v) for v in value.tolist()] if value.dtype != object else [to_python(v) for v in value]
         if isinstance(value, np.generic):
@@ -176,9 +174,6 @@ def _compatible(a: str, b: str) -> bool:
     return a == b or {a, b} == {"int", "float"}
 
 
-_TYPE_NAMES = {str: "str", bool: "bool", int: "int", float: "float"}
-
-
 def _is_type(value: Any, t: type) -> bool:
     if t is int:
         return isinstance(value, int) and not isinstance(value, bool)
@@ -216,29 +211,19 @@ class _Checker:
             self.expect(i, None, "<row>", "a dict", row)
             return
         extra = row.get(EXTRA_INFO)
-        key = None
-        if isinstance(extra, Mapping):
-            idx = extra.get("index")
-            if isinstance(idx, str) and idx:
-                key = idx
+        idx = extra.get("index") if isinstance(extra, Mapping) else None
+        key = idx if isinstance(idx, str) and idx else None
 
         for col in METHOD_COLUMNS:
             if col not in row:
                 self.add(i, key, col, "missing")
 
-        if DATA_SOURCE in row:
-            v = row[DATA_SOURCE]
-            if not isinstance(v, str) or not v.strip():
-                self.expect(i, key, DATA_SOURCE, "a non-empty str", v)
-        if ABILITY in row:
-            v = row[ABILITY]
-            if not isinstance(v, str) or not v.strip():
-                self.expect(i, key, ABILITY, "a non-empty str", v)
+        for col in (DATA_SOURCE, ABILITY):
+            if col in row and (not isinstance(row[col], str) or not row[col].strip()):
+                self.expect(i, key, col, "a non-empty str", row[col])
         if PROMPT in row:
             self._prompt(i, key, row[PROMPT])
-        gt = None
-        if REWARD_MODEL in row:
-            gt = self._reward_model(i, key, row[REWARD_MODEL])
+        gt = self._reward_model(i, key, row[REWARD_MODEL]) if REWARD_MODEL in row else None
         if EXTRA_INFO in row:
             self._extra_info(i, key, extra, gt)
         if row.get(SIMULATION) is not None:
@@ -301,66 +286,48 @@ class _Checker:
         ok: dict[str, bool] = {}
         for name, t in EXTRA_INFO_REQUIRED.items():
             f = f"{EXTRA_INFO}.{name}"
+            v = extra.get(name)
+            ok[name] = name in extra and _is_type(v, t) and not (name in ("index", "source", "split") and not v.strip())
             if name not in extra:
                 self.add(i, key, f, "missing")
-                ok[name] = False
-                continue
-            v = extra[name]
-            good = _is_type(v, t)
-            if name in ("index", "source", "split") and good and not v.strip():
-                good = False
-            if name == "label_source" and good and v not in LABEL_SOURCES:
+            elif not ok[name]:
+                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{t.__name__}", v)
+            elif name == "label_source" and v not in LABEL_SOURCES:
                 self.expect(i, key, f, f"one of {list(LABEL_SOURCES)}", v)
                 ok[name] = False
-                continue
-            if not good:
-                self.expect(i, key, f, f"a {'non-empty ' if t is str else ''}{_TYPE_NAMES[t]}", v)
-            ok[name] = good
         for name, t in EXTRA_INFO_OPTIONAL.items():
             v = extra.get(name)
             if v is not None and not _is_type(v, t):
-                self.expect(i, key, f"{EXTRA_INFO}.{name}", f"a {_TYPE_NAMES[t]} or None", v)
+                self.expect(i, key, f"{EXTRA_INFO}.{name}", f"a {t.__name__} or None", v)
         for name, v in extra.items():
             if name not in EXTRA_INFO_STANDARD:
                 self.free(i, key, f"{EXTRA_INFO}.{name}", v)
 
-        if ok.get("index"):
+        if ok["index"]:
             idx = extra["index"]
             if idx in self.seen_index:
-                self.add(
-                    i, key, f"{EXTRA_INFO}.index",
-                    f"expected a unique key, found a duplicate of row {self.seen_index[idx]}",
-                )
+                self.add(i, key, f"{EXTRA_INFO}.index",
+                         f"expected a unique key, found a duplicate of row {self.seen_index[idx]}")
             else:
                 self.seen_index[idx] = i
-        if ok.get("labeled"):
-            self._label_state(i, key, extra["labeled"], extra["label_source"] if ok.get("label_source") else None, gt)
+        if ok["labeled"]:
+            self._label_state(i, key, extra["labeled"], extra["label_source"] if ok["label_source"] else None, gt)
 
     def _label_state(self, i: int, key: str | None, labeled: bool, src: str | None, gt: str | None) -> None:
         """labeled <=> label_source != "none"; labeled => a target; unlabeled => no target (``src``,
         ``gt``: None where that field is itself wrong, and named already)."""
         if src is not None and labeled and src == UNLABELED_SOURCE:
-            self.add(
-                i, key, f"{EXTRA_INFO}.label_source",
-                f"expected one of {[s for s in LABEL_SOURCES if s != UNLABELED_SOURCE]} for a labeled row, "
-                f"found {src!r}",
-            )
+            self.add(i, key, f"{EXTRA_INFO}.label_source",
+                     f"expected one of {list(LABELED_SOURCES)} for a labeled row, found {src!r}")
         if src is not None and not labeled and src != UNLABELED_SOURCE:
-            self.add(
-                i, key, f"{EXTRA_INFO}.label_source",
-                f"expected {UNLABELED_SOURCE!r} for an unlabeled row, found {src!r}",
-            )
+            self.add(i, key, f"{EXTRA_INFO}.label_source",
+                     f"expected {UNLABELED_SOURCE!r} for an unlabeled row, found {src!r}")
         if gt is not None and labeled and not gt.strip():
-            self.add(
-                i, key, f"{REWARD_MODEL}.ground_truth",
-                f"expected a non-empty target for a labeled row, found {gt!r}",
-            )
+            self.add(i, key, f"{REWARD_MODEL}.ground_truth",
+                     f"expected a non-empty target for a labeled row, found {gt!r}")
         if gt is not None and not labeled and gt != "":
-            self.add(
-                i, key, f"{REWARD_MODEL}.ground_truth",
-                f"expected '' for an unlabeled row (hidden truth goes in {SIMULATION}.hidden_answer), "
-                f"found {_found(gt)}",
-            )
+            self.add(i, key, f"{REWARD_MODEL}.ground_truth", f"expected '' for an unlabeled row (hidden truth goes in "
+                     f"{SIMULATION}.hidden_answer), found {_found(gt)}")
 
     def _simulation(self, i: int, key: str | None, sim: Any) -> None:
         if not isinstance(sim, Mapping):
@@ -396,7 +363,7 @@ def _infer_type(path: str, values: list[Any]):
     import pyarrow as pa
 
     cats = {_category(v) for v in values}
-    if not cats:
+    if not cats or cats == {"str"}:
         return pa.string()
     if cats == {"bool"}:
         return pa.bool_()
@@ -404,8 +371,6 @@ def _infer_type(path: str, values: list[Any]):
         return pa.int64()
     if cats <= {"int", "float"}:
         return pa.float64()
-    if cats == {"str"}:
-        return pa.string()
     try:
         return pa.array(values).type
     except (pa.ArrowException, TypeError, ValueError) as exc:
@@ -522,7 +487,6 @@ def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
     pyarrow refuses, is flagged too and named from its own values). A row pyarrow refuses stands in the
     table as an empty row that keeps its key; it is always named. Raises :class:`RecordError` where a
     free-form field's values cannot share one Parquet column."""
-    import numpy as np
     import pyarrow as pa
 
     rows = as_rows(rows)
@@ -547,10 +511,8 @@ def rows_table(rows: Any) -> tuple[Any, list[Issue]]:
     flagged[list(refused)] = True
     issues = _table_issues(table, flagged, rows, free)
     named = {i.row for i in issues}
-    for i, reason in refused.items():
-        if i not in named:
-            row = rows[i]
-            issues.append(Issue(i, None, _refused_field(row, schema), f"{STORE_REFUSED}: {reason}"))
+    issues += [Issue(i, None, _refused_field(rows[i], schema), f"{STORE_REFUSED}: {reason}")
+               for i, reason in refused.items() if i not in named]
     issues.sort(key=lambda issue: issue.row)
     return table, issues
 

@@ -30,6 +30,7 @@ not a devenus manifest) is always refused; an existing version of this output is
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -291,8 +292,7 @@ def removal_lines(keys: Any, why: Any) -> Any:
     from .columnar import change_lines
 
     n = len(keys)
-    field = pa.array([ROW_REMOVED] * n, pa.string()) if n else pa.array([], pa.string())
-    return pa.table({"key": keys, "field": field,
+    return pa.table({"key": keys, "field": pa.array([ROW_REMOVED] * n, pa.string()),
                      "line": change_lines(keys, ROW_REMOVED, pa.array(["present"] * n, pa.string()),
                                           pa.array(["removed"] * n, pa.string()), why)})
 
@@ -558,10 +558,8 @@ class VersionWriter:
 
     def abort(self) -> None:
         if self._writer is not None:
-            try:
+            with contextlib.suppress(Exception):  # the temp file is discarded anyway
                 self._writer.close()
-            except Exception:  # noqa: BLE001 - the temp file is discarded anyway
-                pass
             self._writer = None
         if not self._changes_f.closed:
             self._changes_f.close()
@@ -628,11 +626,6 @@ def write_version(
 # ---------------------------------------------------------------------------------------------------
 # reading and checking
 # ---------------------------------------------------------------------------------------------------
-def _manifest_file(path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    return path if path.name.endswith(MANIFEST_SUFFIX) else manifest_path(path)
-
-
 def _load_json(mpath: Path | None) -> dict[str, Any]:
     if mpath is None or not mpath.is_file():
         raise VersionError(f"no manifest {mpath}")
@@ -646,7 +639,7 @@ def _load_json(mpath: Path | None) -> dict[str, Any]:
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """The manifest of a version (``path``: the manifest or its Parquet file); either layout
     (:data:`READ_FORMATS`)."""
-    mpath = _manifest_file(path)
+    mpath = Path(path) if Path(path).name.endswith(MANIFEST_SUFFIX) else manifest_path(path)
     if not mpath.is_file():
         raise VersionError(f"no manifest {mpath}" + (f" for {path}" if Path(path) != mpath else ""))
     d = _load_json(mpath)
@@ -684,16 +677,12 @@ def verify_manifest(path: str | os.PathLike[str],
     assert out is not None
     if not out.is_file():
         raise VersionError(f"manifest {m.path} names {out.name}, which is missing")
-    got = sha256_file(out)
-    if got != m.output["sha256"]:
-        raise VersionError(f"{out} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
-                           f"{m.output['sha256'][:12]}...): the version is incomplete or was changed after writing")
     cpath = m.changes_path
-    if cpath is not None:
-        got = sha256_file(cpath) if cpath.is_file() else "missing"
-        if got != m.changes_file["sha256"]:
-            raise VersionError(f"{cpath} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
-                               f"{m.changes_file['sha256'][:12]}...): the version is incomplete or was changed after writing")
+    for f, want in [(out, m.output["sha256"])] + ([(cpath, m.changes_file["sha256"])] if cpath is not None else []):
+        got = sha256_file(f) if f.is_file() else "missing"
+        if got != want:
+            raise VersionError(f"{f} does not match its manifest {m.path.name} (sha256 {got[:12]}... != "
+                               f"{want[:12]}...): the version is incomplete or was changed after writing")
     known = {p.name: p for p in m.parents}
     for p in parents:
         p = Path(p)

@@ -11,7 +11,7 @@ The import runs in stages, each in a module of its own:
    invalid JSON, a non-UTF-8 byte, an integer too long to convert, JSON nested too deeply, an
    unterminated quote or a ragged CSV row.
 2. **map fields** (:mod:`.fields`: :class:`~.fields.ColumnStats` -> :func:`~.fields.detect_fields`):
-   the question, answer, id and metadata columns, auto-detected (:data:`QUESTION_FIELDS`, ...) unless
+   the question, answer, id and metadata columns, auto-detected (:data:`~.fields.QUESTION_FIELDS`, ...) unless
    named, from the first chunk and checked against the whole input's columns at the end (a second
    pass if they differ); multiple-choice layouts (GPQA, ARC, MMLU / MMLU-Pro) are recognised;
    ``from_verl`` reads verl's own layout (``prompt[-1].content``, ``reward_model.ground_truth``,
@@ -38,19 +38,15 @@ order. Label modes: ``labeled=True`` (every row needs an answer), ``"auto"`` (la
 
 from ..prompts import DEFAULT_CHOICE_TEMPLATE, DEFAULT_PROMPT_TEMPLATE
 from .build import ImportOptions
-from .fields import ANSWER_FIELDS, ID_FIELDS, QUESTION_FIELDS
 from .normalise import normalise_target, question_hash, reduce_answer
 from .pipeline import ImportSummary, import_file, import_raw, import_raw_with_summary
 from .read import read_raw
 
 __all__ = [
-    "ANSWER_FIELDS",
     "DEFAULT_CHOICE_TEMPLATE",
     "DEFAULT_PROMPT_TEMPLATE",
-    "ID_FIELDS",
     "ImportOptions",
     "ImportSummary",
-    "QUESTION_FIELDS",
     "import_file",
     "import_raw",
     "import_raw_with_summary",

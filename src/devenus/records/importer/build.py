@@ -15,7 +15,7 @@ from typing import Any
 
 from ..prompts import PromptFormat, prompt_format
 from ..rows import make_row
-from ..schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED
+from ..schema import EXTRA_INFO, EXTRA_INFO_OPTIONAL, EXTRA_INFO_REQUIRED, _pa_scalar_type
 from ..validate import Issue, RecordError
 from ..versions import Refusal
 from .chunks import Raw, _at
@@ -112,15 +112,11 @@ class Outcome:
     hidden: bool = False
 
 
-def _target(opts: ImportOptions, rec: Raw, key: str, field_name: str | None, value: Any,
-            answer: str | None = None, checked: bool = False) -> tuple[str | None, Outcome | None]:
-    """(the record's target, or None; an early outcome: a refused target, or none where labeled=True)."""
-    if checked:
-        target, why, refused = answer, (None if answer is not None else "empty"), None
-    elif field_name is None:
-        target, why, refused = None, "no answer column", None
-    else:
-        target, why, refused = normalise_target(value, field_name)
+def _target(opts: ImportOptions, rec: Raw, key: str, field_name: str | None,
+            got: tuple[str | None, str | None, str | None]) -> tuple[str | None, Outcome | None]:
+    """(the record's target, or None; an early outcome: a refused target, or none where labeled=True)
+    from ``got``, :func:`normalise_target`'s ``(target, why missing, refusal)``."""
+    target, why, refused = got
     if refused:
         return None, Outcome(refusal=Refusal(rec.where, field_name or "<answer>", refused, key))
     if target is None and opts.labeled is True:
@@ -128,19 +124,6 @@ def _target(opts: ImportOptions, rec: Raw, key: str, field_name: str | None, val
             rec.pos, key, field_name or "<answer>",
             f"no answer ({why}) but labeled=True; use labeled='auto' to import such rows as unlabeled{_at(rec)}"))
     return target, None
-
-
-def _label_state(opts: ImportOptions, rec: Raw, key: str, field_name: str | None,
-                 value: Any) -> tuple[bool, str, dict | None, Outcome | None]:
-    """(labeled, target, simulation, early outcome) of a verl-layout row by the label mode (as
-    :func:`.columns.records_table` sets them from a target column)."""
-    target, early = _target(opts, rec, key, field_name, value)
-    if early is not None:
-        return False, "", None, early
-    if target is not None and opts.labeled is not False:
-        return True, target, None, None
-    sim = {"hidden_answer": target, "noise": "none"} if target is not None and opts.hidden_answers else None
-    return False, "", sim, None
 
 
 def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) -> Outcome:
@@ -164,10 +147,11 @@ def build_record(rec: Raw, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) 
         if isinstance(got, str):
             return Outcome(refusal=Refusal(rec.where, fm.options or GPQA_CORRECT, got, key))
         content, texts, letter = got
-        target, early = _target(opts, rec, key, fm.answer, None, letter, checked=True)
+        target, early = _target(opts, rec, key, fm.answer, (letter, None if letter is not None else "empty", None))
     else:
         content = question
-        target, early = _target(opts, rec, key, fm.answer, rec.data.get(fm.answer) if fm.answer else None)
+        target, early = _target(opts, rec, key, fm.answer, normalise_target(rec.data.get(fm.answer), fm.answer)
+                                if fm.answer else (None, "no answer column", None))
     if early is not None:
         return early
     return Outcome(values=Values(question, target, difficulty, family, key, content, texts))
@@ -208,10 +192,9 @@ class VerlPlan:
             raise RecordError(f"cannot read {path} as parquet: {exc}") from exc
         if EXTRA_INFO not in file_schema.names or not pa.types.is_struct(file_schema.field(EXTRA_INFO).type):
             return cls((), frozenset(), style, None)
-        std = {str: pa.string(), int: pa.int64(), bool: pa.bool_(), float: pa.float64()}
         fields = [f for f in file_schema.field(EXTRA_INFO).type if f.name not in _VERL_TAKEN]
-        renamed = frozenset(f.name for f in fields if f.name in EXTRA_INFO_OPTIONAL
-                            and not f.type.equals(std[EXTRA_INFO_OPTIONAL[f.name]]) and not pa.types.is_null(f.type))
+        renamed = frozenset(f.name for f in fields if f.name in EXTRA_INFO_OPTIONAL and not pa.types.is_null(f.type)
+                            and not f.type.equals(_pa_scalar_type(EXTRA_INFO_OPTIONAL[f.name])))
         extras = {(f"verl_{f.name}" if f.name in renamed else f.name): f.type for f in fields
                   if f.name not in EXTRA_INFO_OPTIONAL or f.name in renamed}
         if style:
@@ -236,9 +219,14 @@ def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder, plan: Ver
     if issue is not None:
         return Outcome(issue=issue)
     rm = d.get("reward_model") if isinstance(d.get("reward_model"), Mapping) else {}
-    labeled, target, sim, early = _label_state(opts, rec, key, "reward_model.ground_truth", rm.get("ground_truth"))
+    gt_field = "reward_model.ground_truth"
+    target, early = _target(opts, rec, key, gt_field, normalise_target(rm.get("ground_truth"), gt_field))
     if early is not None:
         return early
+    # the label state by the label mode, as columns.records_table sets it from a target column
+    labeled = target is not None and opts.labeled is not False
+    hidden = None if labeled else target  # (kept as the hidden answer, unless hidden_answers=False)
+    sim = {"hidden_answer": hidden, "noise": "none"} if hidden is not None and opts.hidden_answers else None
     extra: dict[str, Any] = {"view": "original", "pair_key": None, "question": question.strip()}
     style = rm.get("style")
     if plan is not None:  # Parquet: the same keys in every row (None where a row has none)
@@ -259,6 +247,7 @@ def build_verl_record(rec: Raw, opts: ImportOptions, keys: KeyBuilder, plan: Ver
     split = ei.get("split") if isinstance(ei.get("split"), str) and ei.get("split").strip() else opts.split
     ds = opts.data_source or (d.get("data_source") if isinstance(d.get("data_source"), str) and d.get("data_source").strip() else opts.source)
     ab = opts.ability or (d.get("ability") if isinstance(d.get("ability"), str) and d.get("ability").strip() else "math")
-    row = make_row(data_source=ds, index=key, source=opts.source, prompt=messages, ground_truth=target,
-                   labeled=labeled, split=split, ability=ab, extra=extra, simulation=sim, validate=False)
+    row = make_row(data_source=ds, index=key, source=opts.source, prompt=messages, labeled=labeled,
+                   ground_truth=target if labeled else "", split=split, ability=ab, extra=extra, simulation=sim,
+                   validate=False)
     return Outcome(row=row, hidden=sim is not None)

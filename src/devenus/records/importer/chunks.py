@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,13 +60,8 @@ class FileDigest:
 
 
 def _record_chunks(records: Iterator[Raw], batch_rows: int) -> Iterator[Chunk]:
-    batch: list[Raw] = []
-    for rec in records:
-        batch.append(rec)
-        if len(batch) >= batch_rows:
-            yield Chunk(batch[0].pos, len(batch), None, batch)
-            batch = []
-    if batch:
+    records = iter(records)
+    while batch := list(itertools.islice(records, batch_rows)):
         yield Chunk(batch[0].pos, len(batch), None, batch)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..column_rules import _is_str
 from ..schema import EXTRA_INFO, PY_WHITESPACE
 from .build import ImportOptions
 from .chunks import Chunk
@@ -21,12 +22,6 @@ from .normalise import (
     normalise_target,
     question_hash,
 )
-
-def _is_text(t: Any) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
 
 def _never_text(t: Any) -> bool:
     """Whether no value of the pyarrow type ``t`` is a str in Python's reading of the record, from any
@@ -60,18 +55,6 @@ def _per_value(values: Any, f, type_: Any) -> Any:
 
     enc = values.dictionary_encode()
     return pa.array([f(v) for v in enc.dictionary.to_pylist()], type_).take(enc.indices)
-
-
-def _python_targets(values: list, field: str) -> list[str | None] | None:
-    """:func:`normalise_target` of each value (None for the whole list where one is refused: the
-    per-record route names it)."""
-    out = []
-    for v in values:
-        target, _, refused = normalise_target(v, field)
-        if refused:
-            return None
-        out.append(target)
-    return out
 
 
 def _scatter(n: int, parts: list[tuple[Any, Any]]) -> Any:
@@ -156,9 +139,12 @@ def _column_targets(col: Any, field: str) -> Any:
         parts.append((rows, pc.if_else(pc.equal(pc.binary_length(tails), 0), pa.scalar(None, pa.string()), tails)))
     rest = np.flatnonzero(~simple)  # (only these are read into Python)
     if rest.size:
-        targets = _python_targets(col.take(pa.array(rest)).to_pylist(), field)
-        if targets is None:
-            return None
+        targets = []
+        for v in col.take(pa.array(rest)).to_pylist():
+            target, _, refused = normalise_target(v, field)
+            if refused:
+                return None  # (the per-record route names it)
+            targets.append(target)
         parts.append((rest, pa.array(targets, pa.string())))
     return _scatter(n, parts)
 
@@ -181,10 +167,10 @@ def fast_rows(chunk: Chunk, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder,
         return None
     cols, id_list = got
     n = chunk.table.num_rows
-    keep, cols["index"] = _keys_in_order(chunk, cols, id_list, keys, dedupe)
+    keep, cols["key"] = _keys_in_order(chunk, cols, id_list, keys, dedupe)
     if len(keep) < n:
         rows = pa.array(keep, pa.int64())
-        cols.update({k: cols[k].take(rows) for k in ("targets", "difficulty", "family", "qs")})
+        cols.update({k: cols[k].take(rows) for k in ("target", "difficulty", "family", "question")})
     out, hidden = records_table(opts, cols)
     return out, hidden, range(chunk.pos, chunk.pos + n) if len(keep) == n else [chunk.pos + i for i in keep]
 
@@ -196,14 +182,14 @@ def _input_columns(table: Any, fm: FieldMap) -> tuple[Any, ...] | None:
     import pyarrow.compute as pc
 
     qcol = table.column(fm.question) if fm.question in table.column_names else None
-    if qcol is None or not _is_text(qcol.type) or qcol.null_count:
+    if qcol is None or not _is_str(qcol.type) or qcol.null_count:
         return None
-    text_or_int = lambda t: _is_text(t) or pa.types.is_integer(t)  # noqa: E731
+    text_or_int = lambda t: _is_str(t) or pa.types.is_integer(t)  # noqa: E731
     answers = _column(table, fm.answer, text_or_int)
     ids = _column(table, fm.id, text_or_int)
     diffs = _column(table, fm.difficulty, text_or_int)
-    category = lambda t: pa.types.is_dictionary(t) and _is_text(t.value_type)  # noqa: E731
-    fams = _column(table, fm.family, lambda t: _is_text(t) or category(t) or _never_text(t))
+    category = lambda t: pa.types.is_dictionary(t) and _is_str(t.value_type)  # noqa: E731
+    fams = _column(table, fm.family, lambda t: _is_str(t) or category(t) or _never_text(t))
     if answers is False or ids is False or diffs is False or fams is False:
         return None  # (a family pyarrow typed that Python may read as text: a date in JSON)
     if fm.id is not None and ids is None:
@@ -214,7 +200,7 @@ def _input_columns(table: Any, fm: FieldMap) -> tuple[Any, ...] | None:
 
 
 def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuilder) -> tuple[dict, Any] | None:
-    """``({qs, targets, difficulty, family, hashes}, ids)`` of a chunk whose every record is a plain
+    """``({question, target, difficulty, family, hashes}, ids)`` of a chunk whose every record is a plain
     row, each column as the per-record route computes it (str.strip() is utf8_trim of the very
     characters str.isspace() names; a value no column operation reproduces exactly goes through the
     per-record function); None where some record is not."""
@@ -231,7 +217,7 @@ def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuild
         return None  # an empty question: the per-record route names it
     if answers is None:
         targets = pa.nulls(n, string)
-    elif _is_text(answers.type):
+    elif _is_str(answers.type):
         targets = _column_targets(answers, fm.answer)
         if targets is None:
             return None  # a refused answer
@@ -244,14 +230,14 @@ def _plain_columns(table: Any, fm: FieldMap, opts: ImportOptions, keys: KeyBuild
     except ValueError:
         return None
     # (a family whose values are never text is None in every row)
-    family = _per_value(fams, _family, string) if fams is not None and _is_text(fams.type) else pa.nulls(n, string)
+    family = _per_value(fams, _family, string) if fams is not None and _is_str(fams.type) else pa.nulls(n, string)
     id_list = None
     if ids is not None:
         id_list = _id_list(ids, n, keys)
         if id_list is None:
             return None
     hashes = _question_hashes(qs) if ids is None else None
-    return {"qs": qs, "targets": targets, "difficulty": difficulty, "family": family, "hashes": hashes}, id_list
+    return {"question": qs, "target": targets, "difficulty": difficulty, "family": family, "hashes": hashes}, id_list
 
 
 def _id_list(ids: Any, n: int, keys: KeyBuilder) -> list[str] | None:
@@ -260,7 +246,7 @@ def _id_list(ids: Any, n: int, keys: KeyBuilder) -> list[str] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ids = pc.utf8_trim(pc.cast(ids, pa.string()), characters=PY_WHITESPACE) if _is_text(ids.type) \
+    ids = pc.utf8_trim(pc.cast(ids, pa.string()), characters=PY_WHITESPACE) if _is_str(ids.type) \
         else pc.cast(ids, pa.string())
     if ids.null_count or (pc.min(pc.binary_length(ids)).as_py() or 0) == 0 or pc.count_distinct(ids).as_py() < n:
         return None
@@ -274,10 +260,10 @@ def _keys_in_order(chunk: Chunk, cols: dict, id_list: list[str] | None, keys: Ke
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = len(cols["qs"])
+    n = len(cols["question"])
     keep: Any = range(n)
     if dedupe is not None:
-        questions, tlist, line0 = cols["qs"].to_pylist(), cols["targets"].to_pylist(), chunk.line0
+        questions, tlist, line0 = cols["question"].to_pylist(), cols["target"].to_pylist(), chunk.line0
         keep = [i for i in range(n) if not dedupe.repeat(
             questions[i], tlist[i], f"line {line0 + i + 1}" if line0 is not None else f"row {chunk.pos + i}")]
     if id_list is not None:
@@ -318,17 +304,17 @@ def _prompts(fmt: Any, qs: Any, prompt_type: Any, choice: bool = False) -> Any:
 
 
 def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tuple[Any, int]:
-    """The records table of an import's rows and its hidden answers, from column values (``qs``: the
-    stripped questions; ``targets``: null where there is none; ``difficulty``, ``family``, ``index``;
-    for multiple choice, ``choice=True`` with ``content``, the question with its options, and
-    ``choices``, the option texts); the label state by the label mode."""
+    """The records table of an import's rows and its hidden answers, from column values, named as the
+    fields of :class:`~.build.Values` (``question``: the stripped questions; ``target``: null where there
+    is none; ``difficulty``, ``family``, ``key``; for multiple choice, ``choice=True`` with ``content``,
+    the question with its options, and ``choices``, the option texts); the label state by the label mode."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..schema import records_schema
 
-    string, targets, m = pa.string(), cols["targets"], len(cols["qs"])
+    string, targets, m = pa.string(), cols["target"], len(cols["question"])
     if opts.labeled is False:  # every row unlabeled; the answers kept as hidden ones (unless not)
         labeled = pa.array(np.zeros(m, dtype=bool))
         ground_truth = pa.repeat(pa.scalar("", string), m)
@@ -339,7 +325,7 @@ def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tupl
         hidden = pa.nulls(m, string)
 
     schema = records_schema({"choices": pa.list_(string)} if choice else None)
-    prompt = _prompts(opts.format[1], cols.get("content", cols["qs"]), schema.field("prompt").type, choice)
+    prompt = _prompts(opts.format[1], cols.get("content", cols["question"]), schema.field("prompt").type, choice)
 
     def const(v: Any) -> Any:
         return pa.repeat(pa.scalar(v, string), m)
@@ -347,9 +333,9 @@ def records_table(opts: ImportOptions, cols: dict, choice: bool = False) -> tupl
     reward_model = pa.StructArray.from_arrays([const("rule"), ground_truth], fields=list(schema.field("reward_model").type))
     ei_type = schema.field(EXTRA_INFO).type
     ei_values = {
-        "index": cols["index"], "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
+        "index": cols["key"], "labeled": labeled, "label_source": pc.if_else(labeled, "gold", "none"),
         "source": const(opts.source), "split": const(opts.split), "difficulty": cols["difficulty"],
-        "family": cols["family"], "view": const("original"), "pair_key": const(None), "question": cols["qs"],
+        "family": cols["family"], "view": const("original"), "pair_key": const(None), "question": cols["question"],
         "choices": cols.get("choices"),
     }
     extra_info = pa.StructArray.from_arrays([ei_values[f.name] for f in ei_type], fields=list(ei_type))

@@ -35,15 +35,9 @@ GPQA_INCORRECT: tuple[str, ...] = ("Incorrect Answer 1", "Incorrect Answer 2", "
 
 
 def _missing(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    if isinstance(value, str) and not value.strip():
-        return True
-    if isinstance(value, (list, tuple)) and len(value) == 0:
-        return True
-    return False
+    """None, NaN, a blank str or an empty list."""
+    return (value is None or (isinstance(value, float) and math.isnan(value))
+            or (isinstance(value, str) and not value.strip()) or (isinstance(value, (list, tuple)) and len(value) == 0))
 
 
 @dataclass

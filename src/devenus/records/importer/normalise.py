@@ -227,15 +227,9 @@ class KeyBuilder:
             if raw_id in self.seen_ids:
                 return None, Issue(rec.pos, None, self.id_field,
                                    f"expected a unique id, found {raw_id!r} again (first in row {self.seen_ids[raw_id]}){_at(rec)}")
-            return self.id_key(raw_id, rec.pos), None
-        return self.hash_key(question), None
-
-    def id_key(self, raw_id: str, pos: int) -> str:
-        self.seen_ids[raw_id] = pos
-        return f"{self.source}/{raw_id}"
-
-    def hash_key(self, question: str) -> str:
-        return self.hash_key_of(question_hash(question))
+            self.seen_ids[raw_id] = rec.pos
+            return f"{self.source}/{raw_id}", None
+        return self.hash_key_of(question_hash(question)), None
 
     def hash_key_of(self, h: str) -> str:
         """The key of a question whose :func:`question_hash` is ``h``."""
@@ -313,15 +307,12 @@ def choice_question(fm: FieldMap, rec: Raw, question: str) -> tuple[str, list[st
     d = rec.data
     if fm.choices == "gpqa":
         correct = d.get(GPQA_CORRECT)
-        wrong = [d.get(c) for c in GPQA_INCORRECT]
-        opts = [str(o).strip() for o in [correct, *wrong] if not _missing(o)]
-        if _missing(correct):
-            texts = opts
-            answer = None
-        else:
+        texts = [str(o).strip() for o in [correct, *(d.get(c) for c in GPQA_INCORRECT)] if not _missing(o)]
+        answer = None
+        if not _missing(correct):
             # a fixed shuffle per question, so the correct option is not always (A)
-            random.Random(question_hash(question)).shuffle(opts)
-            texts, answer = opts, LETTERS[opts.index(str(correct).strip())]
+            random.Random(question_hash(question)).shuffle(texts)
+            answer = LETTERS[texts.index(str(correct).strip())]
     else:
         got = _choice_texts(d.get(fm.options))
         if got is None:

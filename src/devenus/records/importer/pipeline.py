@@ -17,7 +17,7 @@ from ..schema import EXTRA_INFO
 from ..validate import Issue, RecordError, find_table_issues, to_python, validate_rows
 from ..versions import Refusal
 from . import columns
-from .build import ImportOptions, VerlPlan, build_record, build_verl_record
+from .build import ImportOptions, Values, VerlPlan, build_record, build_verl_record
 from .chunks import BATCH_ROWS, Chunk, FileDigest, Raw
 from .fields import GPQA_CORRECT, GPQA_INCORRECT, ColumnStats, FieldMap, _missing, detect_fields
 from .normalise import Deduper, KeyBuilder, normalise_target
@@ -78,18 +78,14 @@ class ImportSummary:
         return text
 
 
-def _value_columns(values: list) -> dict[str, Any]:
-    """:class:`~.build.Values` of records as the columns :func:`~.columns.records_table` takes."""
+def _value_columns(values: list[Values]) -> dict[str, Any]:
+    """:class:`~.build.Values` of records as the columns :func:`~.columns.records_table` takes (its fields,
+    ``choices`` only for multiple choice)."""
     import pyarrow as pa
 
-    string = pa.string()
-    cols = {"qs": pa.array([v.question for v in values], string), "targets": pa.array([v.target for v in values], string),
-            "difficulty": pa.array([v.difficulty for v in values], pa.int64()),
-            "family": pa.array([v.family for v in values], string), "index": pa.array([v.key for v in values], string),
-            "content": pa.array([v.content for v in values], string)}
-    if values[0].choices is not None:
-        cols["choices"] = pa.array([v.choices for v in values], pa.list_(string))
-    return cols
+    types = {"difficulty": pa.int64(), "choices": pa.list_(pa.string())}
+    names = [f for f in Values.__dataclass_fields__ if f != "choices" or values[0].choices is not None]
+    return {f: pa.array([getattr(v, f) for v in values], types.get(f, pa.string())) for f in names}
 
 
 class _Restart(Exception):
@@ -225,7 +221,6 @@ class _Pipeline:
         the caller runs a second pass with it. Without a first chunk's map, nothing is converted."""
         stats = None if self.final else ColumnStats()
         undecided = False
-        self.seen = seen = 0
         parts: list = []  # the batch being gathered (rows, or records tables), of record group `current`
         current = -1
         for chunk in self.chunks():
@@ -242,8 +237,7 @@ class _Pipeline:
                         self.keys = KeyBuilder(self.opts.source, self.fields.id)
                     except RecordError:
                         undecided = True  # (the whole input decides, below)
-            seen += chunk.rows
-            self.seen = seen
+            self.seen += chunk.rows
             if self.progress is not None:
                 self.progress.update(chunk.rows)
             if self.fields is None or undecided:
@@ -273,7 +267,7 @@ class _Pipeline:
                 raise _Restart(fields)
         if self.issues:
             raise RecordError(self.issues, header=f"cannot import {self.where}")
-        if seen == 0:
+        if self.seen == 0:
             raise RecordError(f"no records in {self.where}")
         if self.rows == 0:
             raise RecordError(f"no row of {self.where} could be imported: all {len(self.refusals)} were refused"

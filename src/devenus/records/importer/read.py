@@ -69,17 +69,10 @@ def iter_chunks(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS, arro
         raise RecordError(issues, header=f"cannot read {path} as {fmt}")
 
 
-def iter_raw(path: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> Iterator[list[Raw]]:
-    """Batches of :class:`Raw` records from a file (see :func:`iter_chunks` for the errors)."""
-    for chunk in iter_chunks(path, batch_rows, arrow=False):
-        recs = chunk.raw()
-        for i in range(0, len(recs), batch_rows):
-            yield recs[i:i + batch_rows]
-
-
 def read_raw(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a raw data file into a list of dicts, choosing the reader by extension."""
-    return [r.data for batch in iter_raw(path) for r in batch]
+    """Read a raw data file into a list of dicts, choosing the reader by extension (see
+    :func:`iter_chunks` for the errors)."""
+    return [r.data for chunk in iter_chunks(path, arrow=False) for r in chunk.raw()]
 
 
 def _parquet_chunks(path: Path, batch_rows: int) -> Iterator[Chunk]:

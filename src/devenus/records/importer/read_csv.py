@@ -3,6 +3,7 @@ strict ``csv`` reader from the first block that is not (quotes, carriage returns
 
 from __future__ import annotations
 
+import codecs
 import csv
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,25 +11,6 @@ from pathlib import Path
 from ..validate import Issue, RecordError
 from . import chunks as _chunks
 from .chunks import Chunk, Raw, _line_blocks, _line_issue, _record_chunks
-
-def _decoded_lines(path: Path, issues: list[Issue] | None, fmt: str = "", offset: int = 0,
-                   line0: int = 0) -> Iterator[tuple[int, str]]:
-    """(line number, text) per physical line (from byte ``offset``, which is line ``line0 + 1``),
-    decoded one line at a time so that a bad byte is reported by its line and column, not by a
-    decoder-chunk offset. With ``issues`` a bad line is recorded and skipped; without, it raises."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        for lineno, raw in enumerate(f, start=line0 + 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                msg = f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
-                if issues is None:
-                    raise RecordError(f"cannot read {path} as {fmt}: line {lineno}: {msg}") from None
-                issues.append(_line_issue(lineno, msg))
-
 
 def _iter_csv(path: Path, issues: list[Issue], fmt: str, offset: int = 0, line0: int = 0,
               header: list[str] | None = None, pos: int = 0) -> Iterator[Raw]:
@@ -40,9 +22,19 @@ def _iter_csv(path: Path, issues: list[Issue], fmt: str, offset: int = 0, line0:
     line_of: list[int] = [line0]
 
     def lines() -> Iterator[str]:
-        for lineno, text in _decoded_lines(path, None, fmt, offset, line0):
-            line_of[0] = lineno
-            yield text
+        """Each physical line, decoded one at a time so that a bad byte is reported by its line and
+        column, not by a decoder-chunk offset."""
+        with open(path, "rb") as f:
+            f.seek(offset)
+            for lineno, raw in enumerate(f, start=line0 + 1):
+                line_of[0] = lineno
+                if lineno == 1:
+                    raw = raw.removeprefix(codecs.BOM_UTF8)
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise RecordError(f"cannot read {path} as {fmt}: line {lineno}: not UTF-8: byte "
+                                      f"0x{raw[exc.start]:02x} at column {exc.start + 1}") from None
 
     reader = csv.reader(lines(), delimiter=delimiter, strict=True)
     while True:
@@ -80,9 +72,7 @@ def _csv_chunks(path: Path, issues: list[Issue], fmt: str, batch_rows: int) -> I
     chunk_bytes = _chunks.CHUNK_BYTES
     with open(path, "rb") as f:
         first = f.readline()
-    plain_header = first.rstrip(b"\n")
-    if plain_header.startswith(b"\xef\xbb\xbf"):
-        plain_header = plain_header[3:]
+    plain_header = first.rstrip(b"\n").removeprefix(codecs.BOM_UTF8)
     try:
         header = plain_header.decode("utf-8").split(delim.decode())
     except UnicodeDecodeError:

@@ -3,6 +3,7 @@ falls back to: every error named by its line (invalid JSON, a too-long integer, 
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -71,9 +72,7 @@ def _loads(text: str) -> Any:
 
 
 def _iter_json(path: Path, issues: list[Issue], fmt: str) -> Iterator[Raw]:
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

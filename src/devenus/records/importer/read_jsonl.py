@@ -3,6 +3,7 @@ read otherwise than Python) is read line by line by Python's ``json`` to name ea
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -17,12 +18,10 @@ from .read_json import _deep_message, _json_value_error, _loads
 def _jsonl_chunks(path: Path, issues: list[Issue], arrow: bool = True, digest: FileDigest | None = None) -> Iterator[Chunk]:
     chunk_bytes = _chunks.CHUNK_BYTES  # (read when called: a test sets it small)
     pos = line0 = 0
-    first = True
     with open(path, "rb") as f:
-        for data in _line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None):
-            if first and data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
-            first = False
+        for k, data in enumerate(_line_blocks(f, chunk_bytes, digest.sha.update if digest is not None else None)):
+            if k == 0:
+                data = data.removeprefix(codecs.BOM_UTF8)
             if data:
                 # one pass over the block for its brackets and its newlines (the depth check, the line count)
                 skeleton = data.translate(None, _NOT_BRACKETS)
@@ -122,17 +121,15 @@ def _jsonl_records(data: bytes, line0: int, pos: int, issues: list[Issue]) -> It
             continue
         try:
             obj = _loads(line)
+            problem = None if isinstance(obj, dict) else f"expected a JSON object, found {type(obj).__name__}"
         except json.JSONDecodeError as exc:
-            issues.append(_line_issue(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
+            problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
         except ValueError as exc:
-            issues.append(_line_issue(lineno, _json_value_error(exc)))
-            continue
+            problem = _json_value_error(exc)
         except RecursionError:
-            issues.append(_line_issue(lineno, _deep_message(line)))
-            continue
-        if not isinstance(obj, dict):
-            issues.append(_line_issue(lineno, f"expected a JSON object, found {type(obj).__name__}"))
+            problem = _deep_message(line)
+        if problem is not None:
+            issues.append(_line_issue(lineno, problem))
             continue
         yield Raw(pos, obj, lineno)
         pos += 1
