@@ -83,18 +83,7 @@ def pool_file(work: Path) -> Path:
     return path
 
 
-def select_config(work: Path, routing: dict | None = None, out: Path | None = None):
-    from devenus.select.config import load_config
-
-    over = {"pool": str(pool_file(work).resolve()), "out": str(Path(work) / "select"),
-            "score.signals": ["consistency", "entropy"], "route.selector": "ratio"}
-    over.update(routing or {})
-    if out is not None:
-        over["materialize.out"] = str(out)
-    return load_config(None, over)
-
-
-_routed = routed_train_file(ROUTES, select_config)
+_routed = routed_train_file(ROUTES, lambda work: {"pool": str(pool_file(work).resolve())})
 
 
 def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
