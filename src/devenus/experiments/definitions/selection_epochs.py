@@ -43,7 +43,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, text_report
 from devenus.experiments.definitions.selection import SIGNAL, TTRL, routed_train_file
 from devenus.experiments.runner import BASE, Arm, Experiment
 from devenus.testbed.pool import PoolConfig
@@ -98,10 +98,8 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     return _routed(arm, seed, exp)
 
 
-def report(exp: Experiment) -> str:
+def cost_text(exp: Experiment) -> str:
     """Each arm's cost: training rows, steps and rollouts generated (mean over its finished seeds)."""
-    from devenus.atomic import write_text_atomic
-
     rows = {}
     for (name, seed), r in sorted(exp.finished().items()):
         if name == BASE:
@@ -123,9 +121,7 @@ def report(exp: Experiment) -> str:
         runs = rows.get(a.name, [])
         lines.append(f"| {a.name} | {len(runs)} | {mean(r[0] for r in runs)} | {mean(r[1] for r in runs)} | "
                      f"{mean(r[2] for r in runs)} |")
-    text = "\n".join(lines) + "\n"
-    write_text_atomic(exp.results.parent / f"{exp.name}_cost.md", text)
-    return text
+    return "\n".join(lines) + "\n"
 
 
 DEFINITION = Definition(
@@ -142,5 +138,5 @@ DEFINITION = Definition(
                   epochs=EPOCHS),
     seeds=(0, 1, 2, 3, 4, 5),
     train_file=train_file,
-    report=report,
+    report=text_report("cost", cost_text),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definition import text_report
 from devenus.experiments.definitions import refine_mechanism as mechanism_rule
 from devenus.experiments.definitions import trapo_ten_percent as pilot
 
@@ -93,14 +93,13 @@ def admitted_beyond_quota(curves: list, top_fraction: float | None = None) -> bo
     return admitted > quota
 
 
-DEFINITION = Definition(
+DEFINITION = replace(  # the pilot's budget and training files
+    pilot.DEFINITION,
     name=NAME,
     summary="TraPO's admitted vs rejected pseudo-label precision on seeds 5-14 pooled (trapo_ten_percent's arm)",
     # the pilot's arm, compared with the base model (no grpo_full here: the plan makes no accuracy claim)
     arms=tuple(replace(a, baseline="base", claimed_side=1) for a in pilot.DEFINITION.arms if a.name == ARM),
-    budget=pilot.DEFINITION.budget,
     seeds=SEEDS,
     quick_seeds=SEEDS[:1],
-    train_file=pilot.DEFINITION.train_file,
     report=text_report("verdicts", lambda exp: verdict_text(exp.finished())),
 )
