@@ -1,6 +1,6 @@
 """Training pools for experiments: a seeded random draw, or one whose base pass rates spread around 0.5.
 
-:func:`seeded_pool` / :func:`pool_train_file` draw ``size`` questions of the testbed's train split per seed.
+:func:`pool_train_file` draws ``size`` questions of the testbed's train split per seed.
 
 A pool drawn at random from the testbed's train split is mostly questions the base model always or never
 solves (1-digit sums it gets right, 4-digit ones it rarely does): a method has nothing to change on them.
@@ -116,22 +116,16 @@ def stratified_train_file(size: int, drawn_for: str | None = None):
                       lambda exp, tb, seed: stratified_pool(drawn_for or exp.name, tb, seed, size))
 
 
-def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
-    """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
-    same pool, and each experiment draws its own."""
-    return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
-
-
 def pool_train_file(size: int):
-    """A definition's ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
-    split (drawn for the experiment's name) with the arm's ``labeled_fraction`` of labels kept (seeded),
-    written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
-    write the same file."""
+    """A definition's ``train_file``: ``size`` questions of the testbed's training split drawn at random by the
+    seed for the experiment's name (every arm of one seed trains on the same pool, and each experiment draws its
+    own) with the arm's ``labeled_fraction`` of labels kept (seeded), written once as a dataset version under
+    ``<work>/data`` before any run starts, so parallel runs never write the same file."""
 
     def draw(exp, tb, seed: int):
         from devenus.records import read_records
 
-        return seeded_pool(exp.name, read_records(tb.split("train")), seed, size), {}
+        return random.Random(f"{exp.name}:pool:{seed}").sample(read_records(tb.split("train")), size), {}
 
     return _pool_file(f"pool{size}", size, draw)
 
