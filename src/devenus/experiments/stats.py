@@ -132,9 +132,6 @@ def proportion_difference(k1: float, n1: float, k2: float, n2: float, design_eff
 
 # ---- decisions: difference, equivalence (TOST), Holm across the claims of one experiment, power
 
-VERDICTS = ("reproduced", "wrong side", "null within margin", "inconclusive")
-
-
 @dataclass(frozen=True)
 class Decision:
     """One claim's paired differences tested both ways: a two-sided paired t test against 0 (``p_diff``)
