@@ -198,8 +198,7 @@ def replication_text(name: str, recs: dict, claims, margin: float, seeds: tuple[
     def cell(diffs: list) -> str:
         if len(diffs) < 2:
             return f"{len(diffs)} seed(s)"
-        iv = mean_interval(diffs)
-        return f"{iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n})"
+        return f"{mean_interval(diffs).fmt()} ({len(diffs)})"
 
     new = decide_claims(recs, claims, margin, min_seeds=len(seeds))
     old = {(c.arm, c.ref): c for c in decide_claims(pilot_recs, claims, margin)}

@@ -73,8 +73,7 @@ def report_text(recs: dict) -> str:
             lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | - | - | - | not read: {len(c.seeds)} of "
                          f"{len(SEEDS)} seeds finished |")
             continue
-        iv = mean_interval(c.diffs)
-        lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n}) | "
+        lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {mean_interval(c.diffs).fmt()} ({len(c.diffs)}) | "
                      f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f} | {c.verdict} |")
     return "\n".join(lines) + "\n"
 
