@@ -41,7 +41,11 @@ def _load(folder: Path) -> dict:
 
 
 def test_the_report_decides_on_the_new_seeds_alone_and_only_once_all_have_finished(tmp_path):
-    from devenus.experiments.definitions.inactive_noise_confirm import claims_text
+    from devenus.experiments.definitions import inactive_noise_confirm as c
+    from devenus.experiments.definitions.label_noise_confirm import replication_claims
+
+    def claims_text(recs: dict, pilot_recs: dict) -> str:  # this plan's decision (one claim)
+        return replication_claims(c.NAME, c.SETTINGS, c.SEEDS, recs, pilot_recs)
 
     _write(tmp_path / "pilot", range(0, 5), 0.0)
     _write(tmp_path / "new", range(5, 14), 0.02)  # 9 of 10 seeds: an interim look reads nothing

@@ -58,8 +58,11 @@ def test_the_claims_table_does_not_tabulate_a_pilot_twice(tmp_path, monkeypatch)
 
 
 def test_the_replications_own_report_decides_on_its_seeds_and_only_describes_the_pilot(tmp_path):
-    from devenus.experiments.definitions.label_noise_confirm import claims_text
+    from devenus.experiments.definitions import label_noise_confirm as c
     from devenus.experiments.runner import Experiment
+
+    def claims_text(recs: dict, pilot_recs: dict) -> str:  # this plan's decision (Holm over its two claims)
+        return c.replication_claims(c.NAME, c.SETTINGS, c.SEEDS, recs, pilot_recs)
 
     _write(tmp_path / "new", range(5, 13))
     _write(tmp_path / "pilot", range(0, 5))

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import scipy.stats as scipy_stats
 
@@ -38,6 +39,16 @@ def test_paired_interval_equals_scipy_on_the_differences():
     assert iv.verdict(+1) == "inconclusive"
     r = scipy_stats.ttest_rel([arm[s] for s in range(4)], [base[s] for s in range(4)])
     assert (r.pvalue < 0.05) == (iv.low > 0 or iv.high < 0)
+
+
+def test_ours_not_scipys_interval_because_committed_reports_hold_every_digit():
+    # scipy's t.interval over numpy's mean and sem agrees with ours to rounding, not to the bit (numpy sums left to
+    # right, math.fsum exactly), and the reports' .json files keep every digit: scipy here would rewrite them
+    xs = [0.1, 0.2, 0.3]
+    iv = mean_interval(xs)
+    assert iv.mean == math.fsum(xs) / 3 == 0.19999999999999998 != float(np.mean(xs))
+    lo, hi = scipy_stats.t.interval(0.95, 2, loc=np.mean(xs), scale=scipy_stats.sem(xs))
+    assert (iv.low, iv.high) == pytest.approx((lo, hi))
 
 
 def test_pairing_removes_the_shared_question_difficulty():

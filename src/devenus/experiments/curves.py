@@ -107,6 +107,19 @@ def base_run(records: Mapping[tuple[str, int], Mapping], record: Mapping) -> Map
     return base if base is not None and weights_id(base) == weights_id(record) else None
 
 
+def arm_curves(records: Mapping[tuple[str, int], Mapping], arm: str) -> list[Points]:
+    """The ID accuracy curve of each of ``arm``'s runs, in seed order, each from its seed's base run; a run whose
+    curve cannot be read is left out (a report's notes name it)."""
+    out = []
+    for (name, _), r in sorted(records.items()):
+        if name == arm:
+            try:
+                out.append(accuracy_curve(r, base_run(records, r)))
+            except (KeyError, ValueError):
+                pass
+    return out
+
+
 def paired_curves(records: Mapping[tuple[str, int], Mapping], arm: str, ref: str, group: str = "ID",
                   key: str = ROLLOUTS, notes: list[str] | None = None) -> dict[int, tuple[Points, Points]]:
     """Per seed where ``arm`` and ``ref`` both ran on the same base-model weights (the runner's pairing rule):

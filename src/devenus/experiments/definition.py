@@ -23,7 +23,7 @@ from devenus.experiments.runner import BASE, Arm, Experiment, TrainFile
 from devenus.registry import Registry
 from devenus.runs.testbed import RunConfig
 
-__all__ = ["BUILTIN", "Budget", "Definition", "EXPERIMENTS", "RESULTS_ROOT", "definition", "text_report"]
+__all__ = ["BUILTIN", "Budget", "Definition", "EXPERIMENTS", "RESULTS_ROOT", "tables_report", "text_report"]
 
 #: where results go by default, relative to the current directory: run from the checkout, they land
 #: beside the committed ones (``experiments/results/<name>/``, the tables beside that folder)
@@ -162,6 +162,32 @@ def text_report(suffix: str, text: Callable[[Experiment], str]) -> Callable[[Exp
     return report
 
 
+def tables_report(suffix: str, tables: Callable[[Experiment, dict], tuple[str, dict]],
+                  plot: Callable[[dict, dict, Path], object]) -> Callable[[Experiment], str]:
+    """A definition's ``report`` of tables, their numbers and a picture, from the results the runner's table is
+    made of (``exp.finished()``: one code version and one set of weights unless allowed): ``tables(exp,
+    records) -> (markdown, numbers)`` written atomically to ``<experiment>_<suffix>.md`` and ``.json`` beside the
+    runner's table, and ``plot(records, numbers, path)`` to ``_<suffix>.png`` (only with matplotlib, the plot
+    extra; without it the tables are the report); returns the markdown."""
+
+    def report(exp: Experiment) -> str:
+        import importlib.util
+        import json
+
+        from devenus.atomic import write_text_atomic
+
+        recs = exp.finished()
+        text, numbers = tables(exp, recs)
+        out = exp.results.parent
+        write_text_atomic(out / f"{exp.name}_{suffix}.md", text)
+        write_text_atomic(out / f"{exp.name}_{suffix}.json", json.dumps(numbers, indent=1, default=str))
+        if importlib.util.find_spec("matplotlib") is not None:
+            plot(recs, numbers, out / f"{exp.name}_{suffix}.png")
+        return text
+
+    return report
+
+
 def replication_text(name: str, recs: dict, claims, margin: float, seeds: tuple[int, ...], pilot: str,
                      pilot_recs: dict, pilot_seeds: tuple[int, ...]) -> str:
     """A confirmatory replication's claims (``(arm, reference, side)``) decided on its own ``seeds`` alone
@@ -172,8 +198,7 @@ def replication_text(name: str, recs: dict, claims, margin: float, seeds: tuple[
     def cell(diffs: list) -> str:
         if len(diffs) < 2:
             return f"{len(diffs)} seed(s)"
-        iv = mean_interval(diffs)
-        return f"{iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n})"
+        return f"{mean_interval(diffs).fmt()} ({len(diffs)})"
 
     new = decide_claims(recs, claims, margin, min_seeds=len(seeds))
     old = {(c.arm, c.ref): c for c in decide_claims(pilot_recs, claims, margin)}
@@ -233,8 +258,3 @@ def _valid(name: str, entry) -> str | None:
 
 
 EXPERIMENTS: Registry[Definition] = Registry("experiment", check=_valid, lazy=BUILTIN)
-
-
-def definition(name: str) -> Definition:
-    """The registered experiment ``name`` (one line with a did-you-mean for an unknown one)."""
-    return EXPERIMENTS.get(name)

@@ -1,6 +1,6 @@
 """Training pools for experiments: a seeded random draw, or one whose base pass rates spread around 0.5.
 
-:func:`seeded_pool` / :func:`pool_train_file` draw ``size`` questions of the testbed's train split per seed.
+:func:`pool_train_file` draws ``size`` questions of the testbed's train split per seed.
 
 A pool drawn at random from the testbed's train split is mostly questions the base model always or never
 solves (1-digit sums it gets right, 4-digit ones it rarely does): a method has nothing to change on them.
@@ -12,7 +12,8 @@ The plans in ``experiments/plans/`` instead draw per seed a pool stratified on t
 - :func:`stratify`: the same count per pass-rate bin 1/n .. (n-1)/n where the split allows; bins that run
   short give their quota to the others, and only when the mixed bins cannot fill the pool are questions at
   0 or 1 added (the nearer one first). The pool's histogram is recorded in its dataset version.
-- :func:`stratified_train_file`: the ``train_file`` of a definition (its arm's label fraction applied).
+- :func:`stratified_train_file`: the ``train_file`` of a definition (its arm's label fraction applied);
+  :func:`noisy_train_file`: one with the arm's label noise instead.
 """
 
 from __future__ import annotations
@@ -115,24 +116,47 @@ def stratified_train_file(size: int, drawn_for: str | None = None):
                       lambda exp, tb, seed: stratified_pool(drawn_for or exp.name, tb, seed, size))
 
 
-def seeded_pool(experiment: str, rows: list[dict], seed: int, size: int) -> list[dict]:
-    """``size`` training questions drawn by ``seed`` for ``experiment``: every arm of one seed trains on the
-    same pool, and each experiment draws its own."""
-    return random.Random(f"{experiment}:pool:{seed}").sample(rows, size)
-
-
 def pool_train_file(size: int):
-    """A definition's ``train_file``: the seed's :func:`seeded_pool` of the testbed's training
-    split (drawn for the experiment's name) with the arm's ``labeled_fraction`` of labels kept (seeded),
-    written once as a dataset version under ``<work>/data`` before any run starts, so parallel runs never
-    write the same file."""
+    """A definition's ``train_file``: ``size`` questions of the testbed's training split drawn at random by the
+    seed for the experiment's name (every arm of one seed trains on the same pool, and each experiment draws its
+    own) with the arm's ``labeled_fraction`` of labels kept (seeded), written once as a dataset version under
+    ``<work>/data`` before any run starts, so parallel runs never write the same file."""
 
     def draw(exp, tb, seed: int):
         from devenus.records import read_records
 
-        return seeded_pool(exp.name, read_records(tb.split("train")), seed, size), {}
+        return random.Random(f"{exp.name}:pool:{seed}").sample(read_records(tb.split("train")), size), {}
 
     return _pool_file(f"pool{size}", size, draw)
+
+
+def noisy_train_file(stem: str, size: int, draw, noise: Mapping[str, tuple[str, float]], wrong_samples: int,
+                     wrong_stem: str):
+    """A definition's ``train_file``: the seed's pool (``draw``, as :func:`pool_train_file`'s or
+    :func:`stratified_train_file`'s) with the arm's label noise (``noise``: arm -> (regime, rho) of
+    :mod:`devenus.testbed.noise`; clean for an arm not in it), written once as
+    ``<work>/data/<stem>_<regime><rho>_s<seed>.parquet``, a dataset version listing every injected label in its
+    manifest, before any run starts. Active noise draws the base model's wrong answers from ``wrong_samples``
+    samples a question, cached in ``<work>/data/<wrong_stem>_s<seed>.json``."""
+
+    def train_file(arm, seed: int, exp) -> Path:
+        from devenus.records.versions import write_version
+        from devenus.testbed import build_testbed
+        from devenus.testbed.noise import noisy_rows
+
+        tb = build_testbed()
+        regime, rho = noise.get(arm.name, ("none", 0.0))
+        data = exp.work / "data"
+        path = data / f"{stem}_{regime}{rho:g}_s{seed}.parquet"
+        if not path.exists():
+            data.mkdir(parents=True, exist_ok=True)
+            rows, about = draw(exp, tb, seed)
+            rows, changes = noisy_rows(tb, rows, regime, rho, seed, wrong_samples, data / f"{wrong_stem}_s{seed}.json")
+            write_version(rows, path, rule=exp.name, parent=tb.split("train"),
+                          config={"pool": size, "seed": seed, "regime": regime, "rho": rho, **about}, changes=changes)
+        return path
+
+    return train_file
 
 
 def _pool_file(stem: str, size: int, draw):

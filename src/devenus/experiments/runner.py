@@ -219,35 +219,34 @@ class Experiment:
                 continue
         return str(path)
 
+    def _once(self, attr: str, make: Callable[[], object]):
+        """``self.<attr>``, made by ``make()`` the first time it is asked for (or set beforehand, as tests do)."""
+        if getattr(self, attr, None) is None:
+            setattr(self, attr, make())
+        return getattr(self, attr)
+
     def base_model_id(self) -> str:
         """A hash of the base model's weights. The testbed's build key names its recipe, not its weights:
         SFT on another CPU gives other weights under the same key (docs/testbed.md), so a result is reused
         or paired only with results of the same weights."""
-        if getattr(self, "_base_model_id", None) is None:
-            from devenus.testbed.shipped import model_hash
+        from devenus.testbed.shipped import model_hash
 
-            self._base_model_id = model_hash(self.model_dir())
-        return self._base_model_id
+        return self._once("_base_model_id", lambda: model_hash(self.model_dir()))
 
     def model_dir(self) -> str:
         """The base model's folder (resolved once)."""
-        if getattr(self, "_model_dir", None) is None:
-            from devenus.sources import resolve_model
+        from devenus.sources import resolve_model
 
-            self._model_dir = str(self._testbed().model_dir if self.model == "testbed" else resolve_model(self.model))
-        return self._model_dir
+        return self._once("_model_dir", lambda: str(self._testbed().model_dir if self.model == "testbed"
+                                                    else resolve_model(self.model)))
 
     def code_version(self) -> dict:
         """The package's code version (:func:`~devenus.experiments.provenance.code_version`), computed once
         per experiment: every result of one sweep records the code the sweep started with."""
-        if getattr(self, "_code", None) is None:
-            self._code = code_version()
-        return self._code
+        return self._once("_code", code_version)
 
     def validation_hashes(self) -> dict[str, dict]:
-        if getattr(self, "_validation_hashes", None) is None:
-            self._validation_hashes = file_hashes(self.validation_files())
-        return self._validation_hashes
+        return self._once("_validation_hashes", lambda: file_hashes(self.validation_files()))
 
     def result_path(self, name: str, seed: int) -> Path:
         return self.results / f"{name}_s{seed}.json"
@@ -457,14 +456,10 @@ class Experiment:
             raise ValueError(f"unknown arm(s) {unknown}; arms: {[a.name for a in self.arms]}")
         todo = []
         for seed in seeds:
-            need = {BASE} | set(wanted)  # every arm's comparison needs its baseline of the same seed
-            for n in list(need):
-                if n != BASE:
-                    need.add(self.arm(n).baseline)
-            for n in list(need):  # a two-round arm needs its source's run, and that run's baseline
-                t = self.arm(n).transition
-                if t is not None:
-                    need |= {t.source, self.arm(t.source).baseline}
+            need = {BASE} | set(wanted)
+            need |= {self.arm(n).baseline for n in need}  # every arm's comparison needs its baseline of the same seed
+            # a two-round arm needs its source's run, and that run's baseline
+            need |= {m for n in need if (t := self.arm(n).transition) for m in (t.source, self.arm(t.source).baseline)}
             rerun = set()  # a source whose evidence is gone (another machine, a cleaned work dir) runs again
             for n in need:
                 t = self.arm(n).transition

@@ -10,7 +10,9 @@ Two kinds of pairing are used, and they answer different questions:
   samples), so it says whether one seed's difference is resolvable by the validation, not whether it
   would recur with another seed.
 
-The t quantile is scipy's (``scipy.stats.t.ppf``; scipy is a required dependency).
+The t and normal distributions are scipy's (a required dependency); means and SDs are summed here with
+``math.fsum`` (exactly rounded), not through scipy's tests, whose numpy sums differ in the last digit that the
+reports' .json files keep (tests/experiments/test_stats.py).
 """
 
 from __future__ import annotations
@@ -129,9 +131,6 @@ def proportion_difference(k1: float, n1: float, k2: float, n2: float, design_eff
 
 
 # ---- decisions: difference, equivalence (TOST), Holm across the claims of one experiment, power
-
-VERDICTS = ("reproduced", "wrong side", "null within margin", "inconclusive")
-
 
 @dataclass(frozen=True)
 class Decision:

@@ -7,19 +7,19 @@
 
 from __future__ import annotations
 
-from devenus.experiments.definition import Definition, text_report
+from dataclasses import replace
+
+from devenus.experiments.definition import text_report
 from devenus.experiments.definitions import geomin_mechanism as pilot
 
 NAME = "geomin_confirm"
 SEEDS = tuple(range(13, 29))
 
-DEFINITION = Definition(
+DEFINITION = replace(  # the pilot's arm, budget and training files
+    pilot.DEFINITION,
     name=NAME,
     summary="geomin_mechanism's admitted vs rejected pseudo-label precision replicated on seeds 13-28 pooled",
-    arms=pilot.DEFINITION.arms,
-    budget=pilot.DEFINITION.budget,
     seeds=SEEDS,
     quick_seeds=SEEDS[:1],
-    train_file=pilot.DEFINITION.train_file,
     report=text_report("verdicts", lambda exp: pilot.verdict_text(exp.finished(), NAME, SEEDS)),
 )

@@ -16,6 +16,7 @@ import dataclasses
 
 from devenus.experiments.definition import Definition, text_report
 from devenus.experiments.definitions import refine_mechanism as rm
+from devenus.experiments.definitions.refine_mechanism import ADMITTED, REJECTED
 from devenus.experiments.definitions import ten_percent_labels as pilot
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import BASE
@@ -27,7 +28,6 @@ SEEDS = tuple(range(5, 13))
 #: the design effect is sum(m^2) / sum(m) = (384 + 128 x 4) / 640 = 1.4
 DESIGN_EFFECT = 1.4
 MARGIN = 0.05
-ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
 
 
 def verdict_text(recs: dict, name: str = NAME, seeds: tuple[int, ...] = SEEDS) -> str:
@@ -37,19 +37,15 @@ def verdict_text(recs: dict, name: str = NAME, seeds: tuple[int, ...] = SEEDS) -
     from devenus.experiments.mechanism import pooled_mechanism, run_mechanism
 
     mech = {s: r.get("mechanism") or run_mechanism(r.get("curves") or []) for (n, s), r in sorted(recs.items()) if n == ARM}
-    pooled = {k: rm.mechanism_counts(pooled_mechanism(mech), k) for k in (ADMITTED, REJECTED)}
+    cells = rm.admission_cells(pooled_mechanism(mech), DESIGN_EFFECT, MARGIN)
     if sorted(mech) != list(seeds):
-        cell, verdict = "-", f"not read: {len(mech)} of {len(seeds)} seeds finished"
-    else:
-        cell, verdict = rm.difference_verdict(pooled[ADMITTED], pooled[REJECTED], "admits the better pseudo labels",
-                                              "admits the worse", "no separation within the margin",
-                                              visits=DESIGN_EFFECT, margin=MARGIN)
+        cells = (*cells[:2], "-", f"not read: {len(mech)} of {len(seeds)} seeds finished")
     lines = [f"{name}: GeoMin's admission against the simulation's truth, seeds {seeds[0]}-{seeds[-1]} pooled "
              f"(admitted minus rejected pseudo-label precision, Wald 95% with every variance x {DESIGN_EFFECT}; "
              f"margin ±{MARGIN}).", "",
              "| runs | admitted: right pseudo label | rejected: right pseudo label | difference (95%) | verdict |",
              "|---|---|---|---|---|",
-             f"| {len(mech)} | {rm.counts_cell(pooled[ADMITTED])} | {rm.counts_cell(pooled[REJECTED])} | {cell} | {verdict} |",
+             f"| {len(mech)} | {' | '.join(cells)} |",
              "", "Per run (a description):", "", "| seed | admitted | rejected | held-out ID |", "|---|---|---|---|"]
     for s, m in mech.items():
         lines.append(f"| {s} | {rm.counts_cell(rm.mechanism_counts(m, ADMITTED))} | "

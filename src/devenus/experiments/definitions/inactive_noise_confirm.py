@@ -12,17 +12,12 @@ built as ``label_noise_confirm`` is (:func:`~devenus.experiments.definitions.lab
 
 from __future__ import annotations
 
-from devenus.experiments.definitions.label_noise_confirm import replication, replication_claims
+from devenus.experiments.definitions.label_noise_confirm import replication
 
 NAME = "inactive_noise_confirm"
 SETTINGS = (("inactive", 0.5),)
 #: new seeds, disjoint from the pilot's 0-4
 SEEDS = tuple(range(5, 15))
-
-
-def claims_text(recs: dict, pilot_recs: dict) -> str:
-    """This plan's decision (one claim) from finished records."""
-    return replication_claims(NAME, SETTINGS, SEEDS, recs, pilot_recs)
 
 
 DEFINITION = replication(

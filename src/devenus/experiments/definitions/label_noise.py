@@ -49,11 +49,9 @@ Results: one JSON per (arm, seed) under experiments/results/label_noise/, the ta
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.pool import seeded_pool
-from devenus.experiments.runner import Arm, Experiment, Transition
+from devenus.experiments.pool import noisy_train_file, pool_train_file
+from devenus.experiments.runner import Arm, Transition
 
 NAME = "label_noise"
 RHOS = (0.1, 0.3, 0.5)
@@ -102,26 +100,9 @@ GROUPS = {
 }
 
 
-def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
-    """The arm's pool, clean or with its noise, written once as a dataset version (every injected label
-    listed in its manifest) before any run starts."""
-    from devenus.records import read_records
-    from devenus.records.versions import write_version
-    from devenus.testbed import build_testbed
-    from devenus.testbed.noise import noisy_rows
-
-    tb = build_testbed()
-    regime, rho = NOISE.get(arm.name, ("none", 0.0))
-    data = exp.work / "data"
-    path = data / f"pool{POOL}_{regime}{rho:g}_s{seed}.parquet"
-    if path.exists():
-        return path
-    data.mkdir(parents=True, exist_ok=True)
-    rows = seeded_pool(exp.name, read_records(tb.split("train")), seed, POOL)
-    config = {"pool": POOL, "seed": seed, "regime": regime, "rho": rho}
-    rows, changes = noisy_rows(tb, rows, regime, rho, seed, WRONG_SAMPLES, data / f"wrong_pool{POOL}_s{seed}.json")
-    write_version(rows, path, rule=exp.name, parent=tb.split("train"), config=config, changes=changes)
-    return path
+#: the arm's seeded pool, clean or with its noise, written once as a dataset version before any run starts
+train_file = noisy_train_file(f"pool{POOL}", POOL, pool_train_file(POOL).draw, NOISE, WRONG_SAMPLES,
+                              f"wrong_pool{POOL}")
 
 
 DEFINITION = Definition(

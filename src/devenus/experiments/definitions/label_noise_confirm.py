@@ -54,11 +54,6 @@ def replication(name: str, settings, seeds: tuple[int, ...], summary: str) -> De
     )
 
 
-def claims_text(recs: dict, pilot_recs: dict) -> str:
-    """This plan's decision (Holm over its two claims) from finished records."""
-    return replication_claims(NAME, SETTINGS, SEEDS, recs, pilot_recs)
-
-
 DEFINITION = replication(
     NAME, SETTINGS, SEEDS,
     summary="label_noise_rho's active-noise claims (rho 0.9, 0.5) replicated on seeds 5-12, decided on those alone")

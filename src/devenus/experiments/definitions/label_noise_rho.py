@@ -20,10 +20,9 @@ any run; its amendment, also before any run, explains the pool size and OLR's ``
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from devenus.experiments.definition import Budget, Definition
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.pool import noisy_train_file, stratified_train_file
+from devenus.experiments.runner import Arm
 
 NAME = "label_noise_rho"
 POOL = 128
@@ -54,27 +53,10 @@ ARMS, NOISE = plan()
 GROUPS = {f"rho{rho:g}": ("grpo_clean",) + tuple(a for a, (_, r) in NOISE.items() if r == rho) for rho in RHOS}
 
 
-def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
-    """The seed's stratified pool, clean or with the arm's noise, written once as a dataset version (every
-    injected label listed in its manifest) before any run starts."""
-    from devenus.experiments.pool import stratified_pool
-    from devenus.records.versions import write_version
-    from devenus.testbed import build_testbed
-    from devenus.testbed.noise import noisy_rows
-
-    tb = build_testbed()
-    regime, rho = NOISE.get(arm.name, ("none", 0.0))
-    data = exp.work / "data"
-    path = data / f"strat{POOL}_{regime}{rho:g}_s{seed}.parquet"
-    if path.exists():
-        return path
-    data.mkdir(parents=True, exist_ok=True)
-    rows, about = stratified_pool(NAME, tb, seed, POOL)  # the design's draw, also for its replication
-    rows, changes = noisy_rows(tb, rows, regime, rho, seed, WRONG_SAMPLES,
-                               data / f"wrong_pool{POOL}_n{WRONG_SAMPLES}_s{seed}.json")
-    write_version(rows, path, rule=exp.name, parent=tb.split("train"),
-                  config={"pool": POOL, "seed": seed, "regime": regime, "rho": rho, **about}, changes=changes)
-    return path
+#: the seed's stratified pool, clean or with the arm's noise, written once as a dataset version before any run
+#: starts; drawn for this design's name, also for its replications
+train_file = noisy_train_file(f"strat{POOL}", POOL, stratified_train_file(POOL, drawn_for=NAME).draw, NOISE,
+                              WRONG_SAMPLES, f"wrong_pool{POOL}_n{WRONG_SAMPLES}")
 
 
 DEFINITION = Definition(

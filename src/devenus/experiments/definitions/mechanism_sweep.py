@@ -22,21 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from devenus.experiments.definition import Budget, Definition, text_report
+from devenus.experiments.definitions.weak_supervision import LABEL_FREE
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import Arm, Experiment
 
 NAME = "mechanism_sweep"
 POOL = 512
-#: method -> settings: the weak-supervision experiment's (``weak_supervision.LABEL_FREE``), chosen there
-#: on training-side pseudo-label accuracy, never on held-out splits
-METHODS = {
-    "ttrl": {"votes": 16, "min_agreement": 0.5},
-    "corewarding": {},
-    "corewarding2": {"min_agreement": 0.5},
-    "intuitor": {},
-    "emrl": {"variant": "token_entropy"},
-    "unsupervised": {},
-}
+#: method -> settings: the weak-supervision experiment's, chosen there on training-side pseudo-label accuracy,
+#: never on held-out splits
+METHODS = LABEL_FREE
 
 #: the reference pseudo-target (the plan: every target method is compared with TTRL's majority vote)
 REFERENCE = "ttrl@0"

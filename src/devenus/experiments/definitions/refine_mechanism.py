@@ -34,6 +34,7 @@ REFERENCE = "ttrl@0"
 #: the verdict words of a comparison with the reference's pseudo-target precision (above, below, level)
 VERSUS_REFERENCE = ("above the reference", "below the reference", "level within the margin")
 NOISY_ARM = "nl_olr2@active0.9"
+ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
 
 ARMS = (
     Arm(REFERENCE, "ttrl", 0.0, TTRL),
@@ -70,6 +71,15 @@ def mechanism_counts(m: dict, key: str) -> dict:
     return m.get(f"devenus/mechanism/{key}") or {"num": 0, "den": 0, "value": float("nan")}
 
 
+def admission_cells(m: dict, visits: float = VISITS, margin: float = MARGIN) -> tuple[str, str, str, str]:
+    """A run's (or a pool of runs') admitted and rejected pseudo-label precision (TraPO's, GeoMin's), and admitted
+    minus rejected with its verdict at ±``margin``, every variance x ``visits``: four cells."""
+    admitted, rejected = mechanism_counts(m, ADMITTED), mechanism_counts(m, REJECTED)
+    return (counts_cell(admitted), counts_cell(rejected),
+            *difference_verdict(admitted, rejected, "admits the better pseudo labels", "admits the worse",
+                                "no separation within the margin", visits, margin))
+
+
 def counts_cell(c: dict) -> str:
     """``value (num/den)``, or ``none``."""
     return f"{c['value']:.3f} ({c['num']:g}/{c['den']:g})" if c["den"] else "none"
@@ -99,10 +109,8 @@ def report_text(recs: dict, olr_reference: dict | None = None) -> str:
             lines.append(f"| {name} | {seed} | pseudo-target precision; coverage {counts_cell(cov)} | {counts_cell(t)} | "
                          f"{'-' if name == REFERENCE else f'{REFERENCE} {counts_cell(ref)}'} | {cell} | {verdict} |")
         elif name == "trapo@40":
-            a, r = mechanism_counts(m, "admission/admitted_precision"), mechanism_counts(m, "admission/rejected_precision")
-            cell, verdict = difference_verdict(a, r, "admits the better pseudo labels", "admits the worse",
-                                               "no separation within the margin")
-            lines.append(f"| {name} | {seed} | admitted pseudo-label precision | {counts_cell(a)} | rejected {counts_cell(r)} | "
+            admitted, rejected, cell, verdict = admission_cells(m)
+            lines.append(f"| {name} | {seed} | admitted pseudo-label precision | {admitted} | rejected {rejected} | "
                          f"{cell} | {verdict} |")
         elif name == "trapo2@40":
             p, rec = mechanism_counts(m, "promotion/precision"), mechanism_counts(m, "promotion/recall")

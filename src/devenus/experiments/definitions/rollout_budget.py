@@ -38,11 +38,10 @@ it. Nothing here has run on a GPU.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, tables_report
 from devenus.experiments.definitions.rollout_savings import DS, SKIP, id_validation
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import BASE, Arm, Experiment
@@ -84,13 +83,19 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     from devenus.records.versions import read_manifest
 
     path = _pool(arm, seed, exp)
-    about = exp.results.parent / f"{exp.name}_pool.json"
-    pools = json.loads(about.read_text()) if about.exists() else {}
+    pools = read_pools(exp)
     if str(seed) not in pools:
         pools[str(seed)] = read_manifest(path).config
+        about = exp.results.parent / f"{exp.name}_pool.json"
         about.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(about, json.dumps(pools, indent=1, sort_keys=True))
     return path
+
+
+def read_pools(exp: Experiment) -> dict:
+    """Seed -> its pool's description, from ``<name>_pool.json`` beside the results (none yet: empty)."""
+    about = exp.results.parent / f"{exp.name}_pool.json"
+    return json.loads(about.read_text()) if about.exists() else {}
 
 
 # ------------------------------------------------------------------------------ the report
@@ -233,34 +238,12 @@ def report_numbers(records: dict, pools: dict) -> tuple[str, dict]:
     return "\n".join(text) + "\n", numbers
 
 
-def write_report(exp: Experiment) -> str:
-    """The tables (``<name>_curves.md``, ``.json``) and accuracy against rollouts (``_curves.png``) beside the
-    runner's table, from the results it tabulates; their text."""
-    from devenus.atomic import write_text_atomic
-
-    recs = exp.finished()  # one code version and one set of weights unless allowed
-    about = exp.results.parent / f"{exp.name}_pool.json"
-    text, numbers = report_numbers(recs, json.loads(about.read_text()) if about.exists() else {})
-    out = exp.results.parent
-    write_text_atomic(out / f"{exp.name}_curves.md", text)
-    write_text_atomic(out / f"{exp.name}_curves.json", json.dumps(numbers, indent=1, default=str))
-    if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the tables are the report
-        plot(recs, out / f"{exp.name}_curves.png")
-    return text
-
-
-def plot(recs: dict, path: Path) -> Path | None:
+def plot(recs: dict, numbers: dict, path: Path) -> Path | None:
     """Accuracy against cumulative rollouts, one line per arm and seed, the levels as lines."""
-    from devenus.experiments.curves import accuracy_curve, base_run
+    from devenus.experiments.curves import arm_curves
     from devenus.experiments.plot import plot_curves
 
-    panel: dict[str, list] = {}
-    for (name, seed), r in sorted(recs.items()):
-        if name != BASE:
-            try:
-                panel.setdefault(name, []).append(accuracy_curve(r, base_run(recs, r)))
-            except (KeyError, ValueError):
-                pass  # named in the report's notes
+    panel = {name: arm_curves(recs, name) for name in sorted({n for n, _ in recs} - {BASE})}
     return plot_curves(NAME, {f"{ROLLOUTS} rollouts per run": panel}, path, levels=LEVELS)
 
 
@@ -272,5 +255,6 @@ DEFINITION = Definition(
     budget=Budget(steps=STEP_CAP, prompts_per_step=16, rollouts_per_prompt=8, val_n=2, kl_coef=0.01, lr=5e-5),
     train_file=train_file,
     validation=id_validation,
-    report=write_report,
+    # the tables (<name>_curves.md, .json) and accuracy against rollouts (_curves.png) beside the runner's table
+    report=tables_report("curves", lambda exp, recs: report_numbers(recs, read_pools(exp)), plot),
 )

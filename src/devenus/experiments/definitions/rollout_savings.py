@@ -61,13 +61,11 @@ savings table and accuracy against rollouts, one curve per arm and seed) beside 
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from pathlib import Path
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, tables_report
 from devenus.experiments.pool import pool_train_file
-from devenus.experiments.runner import Arm, Experiment
+from devenus.experiments.runner import Arm
 
 NAME = "rollout_savings"
 POOL = 64
@@ -156,39 +154,15 @@ def savings_table(records: dict, goal: float = GOAL) -> tuple[str, dict]:
     return text, out
 
 
-def write_report(exp: Experiment) -> str:
-    """The savings table (``<name>_curves.md``, ``.json``) and the curves (``_curves.png``) beside the
-    runner's table, from the results it tabulates; their text."""
-    from devenus.atomic import write_text_atomic
-
-    recs = exp.finished()  # the report's results: one code version and one set of weights unless allowed
-    text, numbers = savings_table(recs)
-    out = exp.results.parent
-    write_text_atomic(out / f"{NAME}_curves.md", text)
-    write_text_atomic(out / f"{NAME}_curves.json", json.dumps(numbers, indent=1))
-    if importlib.util.find_spec("matplotlib") is not None:  # the plot extra; without it the tables are the report
-        plot_savings(recs, numbers, out / f"{NAME}_curves.png")
-    return text
-
-
 def plot_savings(recs: dict, numbers: dict, path: Path) -> None:
     """Accuracy against rollouts, a panel per reference, one curve per arm and seed, the reference's target."""
-    from devenus.experiments.curves import accuracy_curve, base_run
+    from devenus.experiments.curves import arm_curves
     from devenus.experiments.plot import plot_curves
 
     panels, targets = {}, {}
     for ref in sorted(set(REFERENCE.values())):
         title = f"against {ref}"
-        panels[title] = {}
-        for arm in [ref] + [a for a, r in REFERENCE.items() if r == ref]:
-            runs = []
-            for (name, seed), r in sorted(recs.items()):
-                if name == arm:
-                    try:
-                        runs.append(accuracy_curve(r, base_run(recs, r)))
-                    except (KeyError, ValueError):
-                        pass  # named in the savings table's notes
-            panels[title][arm] = runs
+        panels[title] = {arm: arm_curves(recs, arm) for arm in [ref] + [a for a, r in REFERENCE.items() if r == ref]}
         s = numbers.get(ref, {}).get("seeds", {})
         if s:
             targets[title] = (sum(v["target"] for v in s.values()) / len(s),
@@ -204,5 +178,6 @@ DEFINITION = Definition(
     budget=Budget(steps=20, prompts_per_step=16, rollouts_per_prompt=8, val_n=2, kl_coef=0.01, lr=5e-5),
     train_file=pool_train_file(POOL),
     validation=id_validation,
-    report=write_report,
+    # the savings table (<name>_curves.md, .json) and the curves (_curves.png) beside the runner's table
+    report=tables_report("curves", lambda exp, recs: savings_table(recs), plot_savings),
 )

@@ -53,26 +53,27 @@ ROUTES = {
 }
 
 
-#: (work folder, route overrides, materialized output) -> the selection config
-SelectConfigFn = Callable[[Path, "dict | None", "Path | None"], object]
+#: (work folder) -> the selection config's pool keys
+PoolKeys = Callable[[Path], dict]
 
 
-def select_config(work: Path, routing: dict | None = None, out: Path | None = None):
+def select_config(pool: PoolKeys, work: Path, routing: dict | None = None, out: Path | None = None):
+    """The selection config: ``pool(work)``'s pool, both signals scored, the ratio router with ``routing``
+    over it (the ``route.*`` keys), the routed version materialized to ``out``."""
     from devenus.select.config import load_config
 
-    over = {"pool": "testbed-pool", "out": str(Path(work) / "select"), "limit": POOL_QUESTIONS,
-            "score.signals": ["consistency", "entropy"], "route.selector": "ratio"}
-    over.update(routing or {})
+    over = {**pool(work), "out": str(Path(work) / "select"), "score.signals": ["consistency", "entropy"],
+            "route.selector": "ratio", **(routing or {})}
     if out is not None:
         over["materialize.out"] = str(out)
     return load_config(None, over)
 
 
-def routed_train_file(routes: Mapping[str, Mapping], config: SelectConfigFn) -> TrainFile:
+def routed_train_file(routes: Mapping[str, Mapping], pool: PoolKeys) -> TrainFile:
     """A ``train_file``: the arm's routed version of the pool (``routes``: arm -> route overrides, ``{seed}``
-    the run's seed; ``config``: (work, routing, out) -> the selection config). Generation and scoring run
-    once (resumable shards under ``<work>/select``); each (routing, seed) is routed and materialized into its
-    own dataset version, one at a time, before any training run starts."""
+    the run's seed; ``pool``: work folder -> the pool's keys of :func:`select_config`). Generation and scoring
+    run once (resumable shards under ``<work>/select``); each (routing, seed) is routed and materialized into
+    its own dataset version, one at a time, before any training run starts."""
 
     def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
         from devenus.select.stages import SelectionRun, run_generate, run_materialize, run_route, run_score
@@ -86,19 +87,18 @@ def routed_train_file(routes: Mapping[str, Mapping], config: SelectConfigFn) -> 
         if path.exists():
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        cfg = config(exp.work, routing, path)
-        run = SelectionRun(cfg)
+        run = SelectionRun(select_config(pool, exp.work, routing, path))
         run_generate(run)
         run_score(run)
         route = run_route(run, force=True)  # the shared folder's route stage is this arm's until the next one
         run_materialize(run)
-        _record_route(exp, arm.name, seed, route, config(exp.work, None, None))
+        _record_route(exp, arm.name, seed, route, select_config(pool, exp.work))
         return path
 
     return train_file
 
 
-train_file = routed_train_file(ROUTES, select_config)
+train_file = routed_train_file(ROUTES, lambda work: {"pool": "testbed-pool", "limit": POOL_QUESTIONS})
 
 
 def _record_route(exp: Experiment, arm: str, seed: int, route, cfg) -> None:

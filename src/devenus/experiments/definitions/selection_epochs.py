@@ -43,7 +43,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from devenus.experiments.definition import Budget, Definition
+from devenus.experiments.definition import Budget, Definition, text_report
 from devenus.experiments.definitions.selection import SIGNAL, TTRL, routed_train_file
 from devenus.experiments.runner import BASE, Arm, Experiment
 from devenus.testbed.pool import PoolConfig
@@ -83,18 +83,7 @@ def pool_file(work: Path) -> Path:
     return path
 
 
-def select_config(work: Path, routing: dict | None = None, out: Path | None = None):
-    from devenus.select.config import load_config
-
-    over = {"pool": str(pool_file(work).resolve()), "out": str(Path(work) / "select"),
-            "score.signals": ["consistency", "entropy"], "route.selector": "ratio"}
-    over.update(routing or {})
-    if out is not None:
-        over["materialize.out"] = str(out)
-    return load_config(None, over)
-
-
-_routed = routed_train_file(ROUTES, select_config)
+_routed = routed_train_file(ROUTES, lambda work: {"pool": str(pool_file(work).resolve())})
 
 
 def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
@@ -109,10 +98,8 @@ def train_file(arm: Arm, seed: int, exp: Experiment) -> Path:
     return _routed(arm, seed, exp)
 
 
-def report(exp: Experiment) -> str:
+def cost_text(exp: Experiment) -> str:
     """Each arm's cost: training rows, steps and rollouts generated (mean over its finished seeds)."""
-    from devenus.atomic import write_text_atomic
-
     rows = {}
     for (name, seed), r in sorted(exp.finished().items()):
         if name == BASE:
@@ -134,9 +121,7 @@ def report(exp: Experiment) -> str:
         runs = rows.get(a.name, [])
         lines.append(f"| {a.name} | {len(runs)} | {mean(r[0] for r in runs)} | {mean(r[1] for r in runs)} | "
                      f"{mean(r[2] for r in runs)} |")
-    text = "\n".join(lines) + "\n"
-    write_text_atomic(exp.results.parent / f"{exp.name}_cost.md", text)
-    return text
+    return "\n".join(lines) + "\n"
 
 
 DEFINITION = Definition(
@@ -153,5 +138,5 @@ DEFINITION = Definition(
                   epochs=EPOCHS),
     seeds=(0, 1, 2, 3, 4, 5),
     train_file=train_file,
-    report=report,
+    report=text_report("cost", cost_text),
 )

@@ -21,21 +21,17 @@ WORDS = {"reproduced": "above the reference", "wrong side": "below the reference
          "null within margin": "level within the margin", "inconclusive": "inconclusive"}
 
 
-def _precision(rec: dict) -> dict:
-    from devenus.experiments.mechanism import run_mechanism
-
-    return pilot.mechanism_counts(rec.get("mechanism") or run_mechanism(rec.get("curves") or []),
-                                  semi_confirm.PRECISION)
-
-
 def paired_text(recs: dict, planned: tuple = SEEDS, experiment: str = NAME) -> str:
     """The plan's verdict from finished records (``(arm, seed) -> result``): per-seed differences of the runs'
     pseudo-target precisions, decided only once every ``planned`` seed of both arms has finished; then the
     pooled counts under ``semi_confirm``'s rule and each run, as a description. (``semi_powered`` decides its
     own seeds with this rule.)"""
+    from devenus.experiments.mechanism import run_mechanism
+
     arm, ref = semi_confirm.ARM, pilot.REFERENCE
     seeds = [s for s in planned if (arm, s) in recs and (ref, s) in recs]
-    prec = {k: _precision(r) for k, r in recs.items() if k[0] in (arm, ref)}
+    prec = {k: pilot.mechanism_counts(r.get("mechanism") or run_mechanism(r.get("curves") or []),
+                                      semi_confirm.PRECISION) for k, r in recs.items() if k[0] in (arm, ref)}
     diffs = [prec[(arm, s)]["value"] - prec[(ref, s)]["value"] for s in seeds]
     lines = [f"{experiment}: {semi_confirm.NAME}'s design on seeds {planned[0]}-{planned[-1]} alone, the run as the unit "
              f"(per seed, {arm}'s pseudo-target precision minus {ref}'s; paired t test and TOST at "

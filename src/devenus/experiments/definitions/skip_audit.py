@@ -21,7 +21,7 @@ from devenus.experiments.definitions import rollout_budget as rb
 from devenus.experiments.definitions.rollout_savings import SKIP, id_validation
 from devenus.experiments.pool import stratified_train_file
 from devenus.experiments.runner import Arm
-from devenus.experiments.stats import proportion_difference, wilson_interval
+from devenus.experiments.stats import wilson_interval
 
 NAME = "skip_audit"
 ARM = "grpo+skip+audit"
@@ -43,15 +43,17 @@ def audit_counts(curves) -> dict[str, float]:
 
 
 def verdicts(c: dict[str, float]) -> dict[str, object]:
-    """The plan's two verdicts on pooled :func:`audit_counts`."""
+    """The plan's two verdicts on pooled :func:`audit_counts` (the difference's cell and verdict by
+    :func:`~devenus.experiments.definitions.refine_mechanism.difference_verdict`)."""
     if not c["audited"] or not c["other"]:
         return {"difference": None, "verdict": "no audits", "precision": None, "majority": "no audits"}
-    d, lo, hi = proportion_difference(c["audited_zv"], c["audited"], c["other_zv"], c["other"], design_effect=VISITS)
-    verdict = ("flags zero-variance groups" if lo > 0 else "flags fewer than it leaves" if hi < 0
-               else "no better than unflagged, within the margin" if -MARGIN < lo and hi < MARGIN else "inconclusive")
+    cell, verdict = rm.difference_verdict({"num": c["audited_zv"], "den": c["audited"]},
+                                          {"num": c["other_zv"], "den": c["other"]}, "flags zero-variance groups",
+                                          "flags fewer than it leaves", "no better than unflagged, within the margin",
+                                          visits=VISITS, margin=MARGIN)
     plo, phi = wilson_interval(c["audited_zv"], c["audited"], design_effect=VISITS)
     majority = "mostly zero-variance" if plo > 0.5 else "mostly not" if phi < 0.5 else "inconclusive"
-    return {"difference": (d, lo, hi), "verdict": verdict, "precision": (plo, phi), "majority": majority}
+    return {"difference": cell, "verdict": verdict, "precision": (plo, phi), "majority": majority}
 
 
 def audit_text(recs: dict) -> str:
@@ -73,9 +75,8 @@ def audit_text(recs: dict) -> str:
     elif v["difference"] is None:
         diff, verdict, majority = "-", v["verdict"], v["majority"]
     else:
-        d, lo, hi = v["difference"]
         plo, phi = v["precision"]
-        diff, verdict, majority = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]", v["verdict"], f"[{plo:.3f}, {phi:.3f}]: {v['majority']}"
+        diff, verdict, majority = v["difference"], v["verdict"], f"[{plo:.3f}, {phi:.3f}]: {v['majority']}"
     lines.append(f"| {len(runs)} | {share('audited_zv', 'audited')} | {share('other_zv', 'other')} | {diff} | {verdict} | "
                  f"{majority} |")
     lines += ["", "Per run (a description):", "", "| seed | flagged (zero variance / audited) | unflagged (zero variance "

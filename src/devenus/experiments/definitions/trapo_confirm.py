@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from devenus.experiments.definition import Definition, text_report
+from devenus.experiments.definition import text_report
 from devenus.experiments.definitions import refine_mechanism as mechanism_rule
 from devenus.experiments.definitions import trapo_ten_percent as pilot
 
@@ -41,19 +41,19 @@ def verdict_text(recs: dict) -> str:
              f"±{pilot.MECHANISM_MARGIN}.", "",
              "| runs | admitted pseudo-label precision | rejected (scored, not admitted) | admitted minus rejected (95%) | verdict |",
              "|---|---|---|---|---|"]
-    cells = pilot.admission_cells(pooled, visits=SCORED_VISITS)
+    cells = mechanism_rule.admission_cells(pooled, SCORED_VISITS, pilot.MECHANISM_MARGIN)
     if not ready:
         cells = (*cells[:3], f"not read: {len(scored)} of {len(SEEDS)} seeds finished")
     lines.append(f"| {len(scored)} | {' | '.join(cells)} |")
 
     def diff(m: dict) -> float:
-        return mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["value"] - mechanism_rule.mechanism_counts(
-            m, pilot.REJECTED)["value"]
+        return mechanism_rule.mechanism_counts(m, mechanism_rule.ADMITTED)["value"] - mechanism_rule.mechanism_counts(
+            m, mechanism_rule.REJECTED)["value"]
 
-    diffs = [diff(m) for m in scored.values() if mechanism_rule.mechanism_counts(m, pilot.ADMITTED)["den"]]
+    diffs = [diff(m) for m in scored.values() if mechanism_rule.mechanism_counts(m, mechanism_rule.ADMITTED)["den"]]
     lines += ["", "Descriptions (not the decision):", "",
               f"- the same pooled counts under {pilot.NAME}'s rule (variance x {pilot.VISITS}): "
-              f"{' | '.join(pilot.admission_cells(pooled)[2:])}",
+              f"{' | '.join(mechanism_rule.admission_cells(pooled, pilot.VISITS, pilot.MECHANISM_MARGIN)[2:])}",
               f"- the run as the unit (admitted minus rejected per run, t interval): "
               f"{mean_interval(diffs).fmt() if diffs else '-'} ({len(diffs)} runs)"]
     curves = {seed: recs[(ARM, seed)].get("curves") or [] for seed in scored}
@@ -65,7 +65,7 @@ def verdict_text(recs: dict) -> str:
         runs = {s: m for s, m in scored.items() if by_quota[s] is beyond}
         if runs:
             lines.append(f"- runs with {what}, pooled (found after the verdict): seeds "
-                         f"{', '.join(map(str, runs))}: {' | '.join(pilot.admission_cells(pooled_mechanism(runs), SCORED_VISITS))}")
+                         f"{', '.join(map(str, runs))}: {pilot.admission_row(pooled_mechanism(runs), SCORED_VISITS)}")
     lines += ["", f"| seed | admitted | rejected | admitted minus rejected (95%, x {SCORED_VISITS}) | verdict | held-out ID | "
               "joined the reference set (unlabeled questions) |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {seed} | {pilot.admission_row(m, visits=SCORED_VISITS)} | {mechanism_rule.id_cell(recs[(ARM, seed)])} | "
@@ -93,14 +93,13 @@ def admitted_beyond_quota(curves: list, top_fraction: float | None = None) -> bo
     return admitted > quota
 
 
-DEFINITION = Definition(
+DEFINITION = replace(  # the pilot's budget and training files
+    pilot.DEFINITION,
     name=NAME,
     summary="TraPO's admitted vs rejected pseudo-label precision on seeds 5-14 pooled (trapo_ten_percent's arm)",
     # the pilot's arm, compared with the base model (no grpo_full here: the plan makes no accuracy claim)
     arms=tuple(replace(a, baseline="base", claimed_side=1) for a in pilot.DEFINITION.arms if a.name == ARM),
-    budget=pilot.DEFINITION.budget,
     seeds=SEEDS,
     quick_seeds=SEEDS[:1],
-    train_file=pilot.DEFINITION.train_file,
     report=text_report("verdicts", lambda exp: verdict_text(exp.finished())),
 )

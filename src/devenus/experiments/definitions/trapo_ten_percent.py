@@ -34,7 +34,6 @@ SEEDS = (0, 1, 2, 3, 4)
 MARGIN = 0.03  # the plan's pre-registered equivalence margin (ID accuracy)
 MECHANISM_MARGIN = 0.05  # refine_mechanism's, for the admitted-minus-rejected precision
 CLAIMS = (("trapo@10", "grpo_full", 0),)
-ADMITTED, REJECTED = "admission/admitted_precision", "admission/rejected_precision"
 
 
 def scored_mechanism(curves: list, after_step: int = 0) -> dict:
@@ -74,26 +73,17 @@ def report_text(recs: dict) -> str:
             lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | - | - | - | not read: {len(c.seeds)} of "
                          f"{len(SEEDS)} seeds finished |")
             continue
-        iv = mean_interval(c.diffs)
-        lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {iv.mean:+.3f} ± {iv.half_width:.3f} ({iv.n}) | "
+        lines.append(f"| {c.arm} vs {c.ref}, = | {per_seed} | {mean_interval(c.diffs).fmt()} ({len(c.diffs)}) | "
                      f"{c.decision.p_diff:.4f} | {c.decision.p_equiv:.4f} | {c.verdict} |")
     return "\n".join(lines) + "\n"
 
 
-def admission_cells(m: dict, visits: int = VISITS) -> tuple[str, str, str, str]:
-    """One run's (or a pool of runs') admitted and rejected counts, their difference and its verdict with every
-    variance x ``visits`` (``trapo_confirm`` bounds the design effect by the 3 scored visits instead)."""
-    admitted = mechanism_rule.mechanism_counts(m, ADMITTED)
-    rejected = mechanism_rule.mechanism_counts(m, REJECTED)
-    cell, verdict = mechanism_rule.difference_verdict(
-        admitted, rejected, "admits the better pseudo labels", "admits the worse", "no separation within the margin",
-        visits=visits, margin=MECHANISM_MARGIN)
-    return mechanism_rule.counts_cell(admitted), mechanism_rule.counts_cell(rejected), cell, verdict
-
-
 def admission_row(m: dict, visits: int = VISITS) -> str:
-    """:func:`admission_cells` as one table row's cells."""
-    return " | ".join(admission_cells(m, visits))
+    """One run's (or a pool of runs') admitted and rejected counts, their difference and its verdict at
+    :data:`MECHANISM_MARGIN` with every variance x ``visits`` (``trapo_confirm`` bounds the design effect by the 3
+    scored visits instead; :func:`~devenus.experiments.definitions.refine_mechanism.admission_cells`), as one
+    table row's cells."""
+    return " | ".join(mechanism_rule.admission_cells(m, visits, MECHANISM_MARGIN))
 
 
 DEFINITION = Definition(
