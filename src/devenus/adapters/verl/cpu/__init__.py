@@ -116,8 +116,4 @@ def register(force: bool = False) -> bool:
     return True
 
 
-def is_registered() -> bool:
-    return _REGISTERED
-
-
-__all__ = ["ENV_SWITCH", "has_accelerator", "is_enabled", "is_registered", "register", "register_hf_rollout"]
+__all__ = ["ENV_SWITCH", "has_accelerator", "is_enabled", "register", "register_hf_rollout"]

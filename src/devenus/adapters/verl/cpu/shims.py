@@ -154,15 +154,3 @@ def install_torch_shims() -> None:
     """Install both torch shims (idempotent)."""
     _patch_init_process_group()
     _patch_cpu_offload_policy()
-
-
-def shims_installed() -> bool:
-    import torch.distributed as dist
-
-    try:
-        from torch.distributed.fsdp import CPUOffloadPolicy
-    except ImportError:  # pragma: no cover
-        from torch.distributed._composable.fsdp import CPUOffloadPolicy
-    return bool(getattr(dist.init_process_group, _SHIM_ATTR, False)) and bool(
-        getattr(CPUOffloadPolicy.__init__, _SHIM_ATTR, False)
-    )

@@ -17,16 +17,16 @@ module is already imported, since it imports the name). No verl file is changed.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-logger = logging.getLogger(__name__)
+from devenus.adapters.verl.cpu.vectorised import rebind, verl_function
 
 N_BOOTSTRAP = 1000  # verl 0.9.1's constant
-_MARK = "_devenus_vectorised"
+_VERL = ("verl.trainer.ppo.metric_utils", "process_validation_metrics")
+_ORIGINAL: list = []
 
 
 def _gen_ns(n_resps: int) -> list[int]:
@@ -187,35 +187,11 @@ def _mean_over_uids(per_uid: dict) -> dict:
     return out
 
 
-setattr(process_validation_metrics, _MARK, True)
-_ORIGINAL: list = []
-
-
 def _verl_original():
-    if not _ORIGINAL:
-        from verl.trainer.ppo import metric_utils
-
-        fn = metric_utils.process_validation_metrics
-        _ORIGINAL.append(getattr(fn, "__wrapped_original__", fn))
-    return _ORIGINAL[0]
+    return verl_function(*_VERL, _ORIGINAL)
 
 
 def install() -> bool:
-    """Rebind verl's ``process_validation_metrics`` to this one (idempotent). Returns True if installed."""
-    import sys
-
-    try:
-        from verl.trainer.ppo import metric_utils
-    except Exception as e:  # never break the plugin's load over a speed-up
-        logger.debug("val_metrics: not installed (%r)", e)
-        return False
-    current = metric_utils.process_validation_metrics
-    if not getattr(current, _MARK, False):
-        if not _ORIGINAL:
-            _ORIGINAL.append(current)
-        metric_utils.process_validation_metrics = process_validation_metrics
-    for name in ("verl.trainer.ppo.ray_trainer",):  # modules that imported the name before this ran
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "process_validation_metrics", None) is _ORIGINAL[0]:
-            mod.process_validation_metrics = process_validation_metrics
-    return True
+    """Rebind verl's ``process_validation_metrics`` to this one (idempotent), also in ``ray_trainer`` if that
+    module imported the name before this ran. Returns True if installed."""
+    return rebind(*_VERL, process_validation_metrics, _ORIGINAL, also=("verl.trainer.ppo.ray_trainer",))
