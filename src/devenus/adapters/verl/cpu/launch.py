@@ -12,6 +12,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+# the plugin's own test, so the launch and the plugin never disagree about this host (imports neither torch nor verl)
+from devenus.adapters.verl.cpu import has_accelerator
 from devenus.config.overrides import last_value
 from devenus.runs.launch import runtime_env_override
 from devenus.verify.config import VERIFY_ENV
@@ -19,14 +21,6 @@ from devenus.verify.config import VERIFY_ENV
 PLUGIN_MODULE = "devenus.adapters.verl.cpu.plugin"
 BACKENDS = ("auto", "cpu", "gpu")
 BACKEND_KEY = "devenus.backend"
-
-
-def has_accelerator() -> bool:
-    """Whether torch sees a CUDA/ROCm device or an Ascend NPU here (the plugin's own test, so the launch
-    and the plugin never disagree about this host)."""
-    from devenus.adapters.verl.cpu import has_accelerator as plugin_sees_one
-
-    return plugin_sees_one()
 
 
 def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:

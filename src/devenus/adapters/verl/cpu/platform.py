@@ -159,8 +159,7 @@ class CPUDeviceModule(types.ModuleType):
 
     @property
     def memory(self) -> Any:
-        mod = types.SimpleNamespace(_set_allocator_settings=_noop)
-        return mod
+        return types.SimpleNamespace(_set_allocator_settings=_noop)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

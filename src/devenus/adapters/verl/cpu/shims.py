@@ -54,9 +54,7 @@ def collapse_backend(backend: Any) -> Any:
         device, name = pair.split(":", 1)
         devices.append(device.strip().lower())
         names.add(name.strip().lower())
-    if len(names) == 1 and len(set(devices)) < len(devices):
-        return names.pop()
-    if len(names) == 1 and set(devices) == {"cpu"}:
+    if len(names) == 1 and (len(set(devices)) < len(devices) or set(devices) == {"cpu"}):
         return names.pop()
     return backend
 
