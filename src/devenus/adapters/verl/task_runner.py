@@ -19,11 +19,6 @@ from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online.registry import WeakTrainerInterface
 
 
-def import_plugins(overlay: DevenusConfig) -> None:
-    for mod in overlay.plugins:
-        importlib.import_module(mod)
-
-
 def resolve_trainer_class(path: str):
     from devenus.adapters.verl.trainer import DeVenusTrainer
 
@@ -36,7 +31,8 @@ def resolve_trainer_class(path: str):
 
 def build_method(overlay: DevenusConfig):
     """The method's registration and object, from the typed ``devenus`` config (:func:`.train.check_overlay`)."""
-    import_plugins(overlay)
+    for module in overlay.plugins:
+        importlib.import_module(module)
     spec = WeakTrainerInterface.get(overlay.method)
     return spec, spec.build(dict(overlay.method_config))
 

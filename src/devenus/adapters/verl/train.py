@@ -251,7 +251,7 @@ def _count_launch() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention
+    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention, plugin_problem
 
     argv, why = choose_attention(_cpu_setup(list(sys.argv[1:] if argv is None else argv)))
     import hydra
@@ -264,8 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         from verl.utils.device import auto_set_device
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
-
-        from devenus.adapters.verl.cluster_rules import plugin_problem
 
         print(attention_line(config, why), flush=True)
         try:

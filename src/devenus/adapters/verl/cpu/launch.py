@@ -96,7 +96,7 @@ _ENV_DEFAULTS = {
     "WANDB_MODE": "disabled",
 }
 # Values the CPU backend cannot run without: a different user value is a contradiction, not a choice.
-_ENV_REQUIRED = {"VERL_PLATFORM": "cpu", "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
+_ENV_REQUIRED = {"VERL_PLATFORM": ("cpu",), "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
 
 
 #: the ``PYTHONWARNINGS`` entry that silences verl's "<engine> engine is not available" warnings (one set per
@@ -130,7 +130,6 @@ def cpu_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(base or {})
     for key, allowed in _ENV_REQUIRED.items():
         have = env.get(key)
-        allowed = (allowed,) if isinstance(allowed, str) else allowed
         if have is not None and have.strip().lower() not in allowed:
             raise BackendError(f"the CPU backend was chosen, but the environment sets {key}={have} "
                                f"(it needs {key}={allowed[0]}); unset it or choose {BACKEND_KEY}=gpu")

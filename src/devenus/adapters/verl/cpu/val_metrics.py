@@ -17,6 +17,7 @@ module is already imported, since it imports the name). No verl file is changed.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
@@ -40,17 +41,11 @@ def _gen_ns(n_resps: int) -> list[int]:
     return ns
 
 
-_IDX_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
-
-
+@functools.cache
 def _bootstrap_idx(n_data: int, subset: int, seed: int) -> np.ndarray:
     """The indices verl's ``bootstrap_metric`` draws: ``np.random.seed(seed)`` then one ``choice``."""
-    key = (n_data, subset, seed)
-    idx = _IDX_CACHE.get(key)
-    if idx is None:  # a fresh RandomState(seed) draws what np.random.seed(seed) + np.random.choice does
-        idx = np.random.RandomState(seed).choice(n_data, size=(N_BOOTSTRAP, subset), replace=True)
-        _IDX_CACHE[key] = idx
-    return idx
+    # a fresh RandomState(seed) draws what np.random.seed(seed) + np.random.choice does
+    return np.random.RandomState(seed).choice(n_data, size=(N_BOOTSTRAP, subset), replace=True)
 
 
 def _majority_values(codes: np.ndarray, vals: np.ndarray) -> np.ndarray:
