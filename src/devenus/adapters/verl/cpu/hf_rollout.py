@@ -135,8 +135,7 @@ class HFRolloutServer:
 
         self.model = self._load_model()
         self.eos_token_ids = self._eos_token_ids()
-        tok = self.model_config.tokenizer
-        pad = getattr(tok, "pad_token_id", None) if tok is not None else None
+        pad = getattr(self.model_config.tokenizer, "pad_token_id", None)
         self.pad_token_id = int(pad) if pad is not None else self.eos_token_ids[0]
         self.max_model_len = int(
             getattr(self.config, "max_model_len", None) or (self.config.prompt_length + self.config.response_length)
