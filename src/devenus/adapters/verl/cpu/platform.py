@@ -142,20 +142,12 @@ class CPUDeviceModule(types.ModuleType):
         except Exception:  # pragma: no cover
             return 0, 0
 
-    # --- streams and events: torch.cpu has no-op versions
+    # --- streams and events: torch.cpu has no-op versions (Stream and Event are torch.cpu's, by __getattr__)
     def current_stream(self, device: Any = None) -> Any:
         return torch.cpu.current_stream()
 
     def stream(self, stream: Any = None) -> Any:
         return nullcontext()
-
-    @property
-    def Stream(self) -> Any:  # noqa: N802 - mirrors torch.cuda.Stream
-        return torch.cpu.Stream
-
-    @property
-    def Event(self) -> Any:  # noqa: N802 - mirrors torch.cuda.Event
-        return torch.cpu.Event
 
     @property
     def memory(self) -> Any:
