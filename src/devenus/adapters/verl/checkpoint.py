@@ -31,7 +31,7 @@ from pathlib import Path
 from devenus.atomic import atomic_dir
 
 __all__ = ["TRACKER_FILE", "StepStateHooks", "complete_steps", "pointer_step", "prune_step_state", "retention_held",
-           "resolve_actor_dir", "is_verl_checkpoint", "merge_to_hf"]
+           "resolve_actor_dir", "merge_to_hf"]
 
 MERGED_DIRNAME = "huggingface_merged"
 TRACKER_FILE = "latest_checkpointed_iteration.txt"  # verl's get_checkpoint_tracker_filename
@@ -152,14 +152,6 @@ def resolve_actor_dir(path: str | os.PathLike) -> Path:
     raise FileNotFoundError(
         f"{p} is not a verl FSDP checkpoint: expected fsdp_config.json in it or in its actor/ folder, or a "
         f"latest_checkpointed_iteration.txt (a run's checkpoint root)")
-
-
-def is_verl_checkpoint(path: str | os.PathLike) -> bool:
-    try:
-        resolve_actor_dir(path)
-        return True
-    except FileNotFoundError:
-        return False
 
 
 def merge_to_hf(path: str | os.PathLike, target_dir: str | os.PathLike | None = None, force: bool = False) -> Path:

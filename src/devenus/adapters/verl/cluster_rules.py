@@ -183,13 +183,11 @@ def cluster_errors(config, use_reference_policy: bool) -> list[str]:
         elif mini % dp == 0 and (mini // dp) % int(micro):
             errors.append(f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro} does not divide the "
                           f"{mini // dp} mini-batch rows per GPU at {shape}")
-    if not bool(arr.rollout.log_prob_use_dynamic_bsz) and _get(arr, "rollout.log_prob_micro_batch_size_per_gpu") is None:
-        errors.append("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=False needs "
-                      "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu")
-    if use_reference_policy and not bool(_get(arr, "ref.log_prob_use_dynamic_bsz", False)) \
-            and _get(arr, "ref.log_prob_micro_batch_size_per_gpu") is None:
-        errors.append("actor_rollout_ref.ref.log_prob_use_dynamic_bsz=False needs "
-                      "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu")
+    for part, checked in (("rollout", True), ("ref", use_reference_policy)):  # the log-prob passes
+        if checked and not bool(_get(arr, f"{part}.log_prob_use_dynamic_bsz", False)) \
+                and _get(arr, f"{part}.log_prob_micro_batch_size_per_gpu") is None:
+            errors.append(f"actor_rollout_ref.{part}.log_prob_use_dynamic_bsz=False needs "
+                          f"actor_rollout_ref.{part}.log_prob_micro_batch_size_per_gpu")
     return errors
 
 

@@ -8,6 +8,8 @@ method object come from WeakTrainerInterface.
 from __future__ import annotations
 
 import importlib
+import os
+from types import SimpleNamespace
 
 import ray
 from omegaconf import OmegaConf
@@ -15,11 +17,6 @@ from verl.trainer.main_ppo_v0 import BaseTaskRunner
 
 from devenus.adapters.verl.overlay import DevenusConfig, check_overlay
 from devenus.online.registry import WeakTrainerInterface
-
-
-def import_plugins(overlay: DevenusConfig) -> None:
-    for mod in overlay.plugins:
-        importlib.import_module(mod)
 
 
 def resolve_trainer_class(path: str):
@@ -34,7 +31,8 @@ def resolve_trainer_class(path: str):
 
 def build_method(overlay: DevenusConfig):
     """The method's registration and object, from the typed ``devenus`` config (:func:`.train.check_overlay`)."""
-    import_plugins(overlay)
+    for module in overlay.plugins:
+        importlib.import_module(module)
     spec = WeakTrainerInterface.get(overlay.method)
     return spec, spec.build(dict(overlay.method_config))
 
@@ -139,21 +137,12 @@ class InDriverTaskRunner:
     def options(self, **_ignored) -> InDriverTaskRunner:
         return self
 
-    def remote(self) -> _InDriverHandle:
-        return _InDriverHandle(self._impl())
+    def remote(self) -> SimpleNamespace:
+        """The runner, built here, as the handle verl uses: ``ray.get(handle.run.remote(config))``."""
+        runner = self._impl()
 
+        def run(config):
+            os.environ.update(runtime_env_vars(config))
+            return ray.put(runner.run(config))
 
-class _InDriverHandle:
-    def __init__(self, runner) -> None:
-        self.run = _InDriverCall(runner.run)
-
-
-class _InDriverCall:
-    def __init__(self, fn) -> None:
-        self._fn = fn
-
-    def remote(self, config):
-        import os
-
-        os.environ.update(runtime_env_vars(config))
-        return ray.put(self._fn(config))
+        return SimpleNamespace(run=SimpleNamespace(remote=run))

@@ -216,11 +216,6 @@ def install() -> type:
     return TokenStatsFSDPEngine
 
 
-def is_installed() -> bool:
-    """Whether :func:`install` ran in this process (the plugin was loaded when verl was imported)."""
-    return _INSTALLED
-
-
 def check_installed(stats: tuple[str, ...]) -> None:
     """Fail before any worker starts when a method needs extra statistics and the plugin is not loaded.
 

@@ -51,20 +51,18 @@ def _data_files(value) -> list[str]:
 
 def _identity_columns(path: str) -> tuple[list, list]:
     """``extra_info`` and ``reward_model`` of every row, read without the full record contract."""
+    names = ("extra_info", "reward_model")
     if path.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[c for c in ("extra_info", "reward_model") if c in names])
-        n = table.num_rows
-        col = lambda c: table.column(c).to_pylist() if c in table.column_names else [None] * n  # noqa: E731
-        return col("extra_info"), col("reward_model")
-    import pandas as pd
+        table = pq.read_table(path, columns=[c for c in names if c in pq.read_schema(path).names])
+        columns, n = table.to_pydict(), table.num_rows
+    else:
+        import pandas as pd
 
-    frame = pd.read_json(path, lines=path.endswith(".jsonl"))
-    n = len(frame)
-    col = lambda c: frame[c].tolist() if c in frame.columns else [None] * n  # noqa: E731
-    return col("extra_info"), col("reward_model")
+        frame = pd.read_json(path, lines=path.endswith(".jsonl"))
+        columns, n = {c: frame[c].tolist() for c in names if c in frame.columns}, len(frame)
+    return columns.get("extra_info", [None] * n), columns.get("reward_model", [None] * n)
 
 
 def _check_budget(config, rollouts: int) -> None:
@@ -253,7 +251,7 @@ def _count_launch() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention
+    from devenus.adapters.verl.cluster_rules import attention_line, choose_attention, plugin_problem
 
     argv, why = choose_attention(_cpu_setup(list(sys.argv[1:] if argv is None else argv)))
     import hydra
@@ -266,8 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         from verl.utils.device import auto_set_device
 
         from devenus.adapters.verl.task_runner import DeVenusTaskRunner, InDriverTaskRunner
-
-        from devenus.adapters.verl.cluster_rules import plugin_problem
 
         print(attention_line(config, why), flush=True)
         try:

@@ -83,15 +83,6 @@ def register_hf_rollout() -> None:
     rollout_base._ROLLOUT_REGISTRY[(HF_ROLLOUT_NAME, "async")] = HF_SERVER_ADAPTER_FQN
 
 
-def _install_platform() -> None:
-    if _mid_import("platform"):
-        sys.modules[f"{__name__}.platform"]._INSTALL_WHEN_READY = True  # platform.py finishes it at its end
-        return
-    from .platform import install
-
-    install()
-
-
 def register(force: bool = False) -> bool:
     """Install the CPU backend into verl in this process. Returns True if it is (now) installed."""
     global _REGISTERED
@@ -106,7 +97,12 @@ def register(force: bool = False) -> bool:
     install_torch_shims()
     os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")
     _REGISTERED = True
-    _install_platform()
+    if _mid_import("platform"):
+        sys.modules[f"{__name__}.platform"]._INSTALL_WHEN_READY = True  # platform.py finishes it at its end
+    else:
+        from .platform import install as install_platform
+
+        install_platform()
     register_hf_rollout()
     from .logprobs import install as install_logprobs
     from .val_metrics import install as install_val_metrics
@@ -116,8 +112,4 @@ def register(force: bool = False) -> bool:
     return True
 
 
-def is_registered() -> bool:
-    return _REGISTERED
-
-
-__all__ = ["ENV_SWITCH", "has_accelerator", "is_enabled", "is_registered", "register", "register_hf_rollout"]
+__all__ = ["ENV_SWITCH", "has_accelerator", "is_enabled", "register", "register_hf_rollout"]

@@ -135,8 +135,7 @@ class HFRolloutServer:
 
         self.model = self._load_model()
         self.eos_token_ids = self._eos_token_ids()
-        tok = self.model_config.tokenizer
-        pad = getattr(tok, "pad_token_id", None) if tok is not None else None
+        pad = getattr(self.model_config.tokenizer, "pad_token_id", None)
         self.pad_token_id = int(pad) if pad is not None else self.eos_token_ids[0]
         self.max_model_len = int(
             getattr(self.config, "max_model_len", None) or (self.config.prompt_length + self.config.response_length)
@@ -350,9 +349,7 @@ class HFRolloutServer:
             attention_mask[i, max_len - len(p) :] = 1
 
         do_sample = temperature > 0
-        sampler = None
-        if do_sample:
-            sampler = RowSampler(seeds, temperature, top_p, top_k)
+        sampler = RowSampler(seeds, temperature, top_p, top_k) if do_sample else None
         t0, c0 = time.perf_counter(), time.thread_time()
         new_tokens, token_logp, steps = decode(self.model, input_ids, attention_mask, max_tokens, sampler,
                                                self.eos_token_ids, self.pad_token_id,
@@ -365,11 +362,8 @@ class HFRolloutServer:
         results = []
         for i in range(bsz):
             toks = new_tokens[i].tolist()
-            n = len(toks)
-            for j, t in enumerate(toks):
-                if t in self.eos_token_ids:
-                    n = j + 1  # keep the eos token, as vLLM does
-                    break
+            # up to the first eos token, kept, as vLLM does
+            n = next((j + 1 for j, t in enumerate(toks) if t in self.eos_token_ids), len(toks))
             results.append((toks[:n], token_logp[i, :n].tolist() if token_logp is not None else None))
             self.num_generated_tokens += n
         self.num_generate_calls += 1
@@ -392,22 +386,19 @@ class HFRolloutServer:
 
     @torch.no_grad()
     def _load_weights(self, named_tensors: dict[str, torch.Tensor]) -> dict:
-        state = {k: v for k, v in named_tensors.items()}
-        own = dict(self.model.named_parameters(remove_duplicate=False))
-        own.update(dict(self.model.named_buffers()))
-        unexpected = [k for k in state if k not in own]
+        own = {**dict(self.model.named_parameters(remove_duplicate=False)), **dict(self.model.named_buffers())}
+        unexpected = [k for k in named_tensors if k not in own]
         if unexpected:
             raise KeyError(f"hf rollout: unexpected weight names from the actor: {unexpected[:8]}")
-        tied = set()
-        if getattr(self.model.config, "tie_word_embeddings", False):
-            tied = {"lm_head.weight"}
-        missing = [k for k in dict(self.model.named_parameters()) if k not in state and k not in tied]
+        tied = {"lm_head.weight"} if getattr(self.model.config, "tie_word_embeddings", False) else set()
+        missing = [k for k in dict(self.model.named_parameters()) if k not in named_tensors and k not in tied]
         if missing:
             raise KeyError(f"hf rollout: the actor did not send {missing[:8]}")
-        for name, tensor in state.items():
+        for name, tensor in named_tensors.items():
             own[name].copy_(tensor.to(dtype=own[name].dtype))
         self.weight_version += 1
-        return {"weight_version": self.weight_version, "num_tensors": len(state), "checksum": weights_checksum(self.model)}
+        return {"weight_version": self.weight_version, "num_tensors": len(named_tensors),
+                "checksum": weights_checksum(self.model)}
 
     # --- lifecycle hooks verl calls on every server (nothing to free on a CPU)
     async def wake_up(self, tags: Optional[list[str]] = None) -> None:
@@ -460,11 +451,7 @@ class HFRolloutReplica(RolloutReplica):
         return False
 
     def _kind(self) -> str:
-        if self.is_reward_model:
-            return "reward"
-        if self.is_teacher_model:
-            return "teacher"
-        return ""
+        return "reward" if self.is_reward_model else "teacher" if self.is_teacher_model else ""
 
     async def launch_servers(self) -> None:
         options: dict[str, Any] = {

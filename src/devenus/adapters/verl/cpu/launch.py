@@ -12,6 +12,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+# the plugin's own test, so the launch and the plugin never disagree about this host (imports neither torch nor verl)
+from devenus.adapters.verl.cpu import has_accelerator
 from devenus.config.overrides import last_value
 from devenus.runs.launch import runtime_env_override
 from devenus.verify.config import VERIFY_ENV
@@ -19,14 +21,6 @@ from devenus.verify.config import VERIFY_ENV
 PLUGIN_MODULE = "devenus.adapters.verl.cpu.plugin"
 BACKENDS = ("auto", "cpu", "gpu")
 BACKEND_KEY = "devenus.backend"
-
-
-def has_accelerator() -> bool:
-    """Whether torch sees a CUDA/ROCm device or an Ascend NPU here (the plugin's own test, so the launch
-    and the plugin never disagree about this host)."""
-    from devenus.adapters.verl.cpu import has_accelerator as plugin_sees_one
-
-    return plugin_sees_one()
 
 
 def cpu_overrides(num_cpus: int = 16, n_ranks: int = 1) -> list[str]:
@@ -102,7 +96,7 @@ _ENV_DEFAULTS = {
     "WANDB_MODE": "disabled",
 }
 # Values the CPU backend cannot run without: a different user value is a contradiction, not a choice.
-_ENV_REQUIRED = {"VERL_PLATFORM": "cpu", "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
+_ENV_REQUIRED = {"VERL_PLATFORM": ("cpu",), "DEVENUS_VERL_CPU": ("1", "true", "yes", "on")}
 
 
 #: the ``PYTHONWARNINGS`` entry that silences verl's "<engine> engine is not available" warnings (one set per
@@ -136,7 +130,6 @@ def cpu_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(base or {})
     for key, allowed in _ENV_REQUIRED.items():
         have = env.get(key)
-        allowed = (allowed,) if isinstance(allowed, str) else allowed
         if have is not None and have.strip().lower() not in allowed:
             raise BackendError(f"the CPU backend was chosen, but the environment sets {key}={have} "
                                f"(it needs {key}={allowed[0]}); unset it or choose {BACKEND_KEY}=gpu")

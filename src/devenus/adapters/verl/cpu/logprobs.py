@@ -14,15 +14,13 @@ the same numbers, so values and gradients are bit-identical to verl's (tested, f
 
 from __future__ import annotations
 
-import logging
-
 import torch
 import torch.nn.functional as F
 
-logger = logging.getLogger(__name__)
+from devenus.adapters.verl.cpu.vectorised import rebind, verl_function
 
 MAX_BLOCK_ELEMENTS = 1 << 24  # 64 MB of fp32 logits per block
-_MARK = "_devenus_vectorised"
+_VERL = ("verl.utils.torch_functional", "logprobs_from_logits_v2")
 _ORIGINAL: list = []
 
 
@@ -45,28 +43,11 @@ def logprobs_from_logits_v2(logits: torch.Tensor, labels: torch.Tensor) -> torch
     return out[0] if len(out) == 1 else torch.cat(out)
 
 
-setattr(logprobs_from_logits_v2, _MARK, True)
-
-
 def install() -> bool:
     """Rebind verl's ``logprobs_from_logits_v2`` to this one (idempotent). Returns True if installed."""
-    try:
-        from verl.utils import torch_functional
-    except Exception as e:  # never break the plugin's load over a speed-up
-        logger.debug("logprobs: not installed (%r)", e)
-        return False
-    current = torch_functional.logprobs_from_logits_v2
-    if not getattr(current, _MARK, False):
-        if not _ORIGINAL:
-            _ORIGINAL.append(current)
-        torch_functional.logprobs_from_logits_v2 = logprobs_from_logits_v2
-    return True
+    return rebind(*_VERL, logprobs_from_logits_v2, _ORIGINAL)
 
 
 def verl_original():
     """verl's own function (for tests and comparisons)."""
-    if not _ORIGINAL:
-        from verl.utils import torch_functional
-
-        _ORIGINAL.append(torch_functional.logprobs_from_logits_v2)
-    return _ORIGINAL[0]
+    return verl_function(*_VERL, _ORIGINAL)

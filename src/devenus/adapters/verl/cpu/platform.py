@@ -142,7 +142,7 @@ class CPUDeviceModule(types.ModuleType):
         except Exception:  # pragma: no cover
             return 0, 0
 
-    # --- streams and events: torch.cpu has no-op versions
+    # --- streams and events: torch.cpu has no-op versions (Stream and Event are torch.cpu's, by __getattr__)
     def current_stream(self, device: Any = None) -> Any:
         return torch.cpu.current_stream()
 
@@ -150,17 +150,8 @@ class CPUDeviceModule(types.ModuleType):
         return nullcontext()
 
     @property
-    def Stream(self) -> Any:  # noqa: N802 - mirrors torch.cuda.Stream
-        return torch.cpu.Stream
-
-    @property
-    def Event(self) -> Any:  # noqa: N802 - mirrors torch.cuda.Event
-        return torch.cpu.Event
-
-    @property
     def memory(self) -> Any:
-        mod = types.SimpleNamespace(_set_allocator_settings=_noop)
-        return mod
+        return types.SimpleNamespace(_set_allocator_settings=_noop)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -54,9 +54,7 @@ def collapse_backend(backend: Any) -> Any:
         device, name = pair.split(":", 1)
         devices.append(device.strip().lower())
         names.add(name.strip().lower())
-    if len(names) == 1 and len(set(devices)) < len(devices):
-        return names.pop()
-    if len(names) == 1 and set(devices) == {"cpu"}:
+    if len(names) == 1 and (len(set(devices)) < len(devices) or set(devices) == {"cpu"}):
         return names.pop()
     return backend
 
@@ -154,15 +152,3 @@ def install_torch_shims() -> None:
     """Install both torch shims (idempotent)."""
     _patch_init_process_group()
     _patch_cpu_offload_policy()
-
-
-def shims_installed() -> bool:
-    import torch.distributed as dist
-
-    try:
-        from torch.distributed.fsdp import CPUOffloadPolicy
-    except ImportError:  # pragma: no cover
-        from torch.distributed._composable.fsdp import CPUOffloadPolicy
-    return bool(getattr(dist.init_process_group, _SHIM_ATTR, False)) and bool(
-        getattr(CPUOffloadPolicy.__init__, _SHIM_ATTR, False)
-    )

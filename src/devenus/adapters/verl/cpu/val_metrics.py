@@ -17,16 +17,17 @@ module is already imported, since it imports the name). No verl file is changed.
 
 from __future__ import annotations
 
-import logging
+import functools
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-logger = logging.getLogger(__name__)
+from devenus.adapters.verl.cpu.vectorised import rebind, verl_function
 
 N_BOOTSTRAP = 1000  # verl 0.9.1's constant
-_MARK = "_devenus_vectorised"
+_VERL = ("verl.trainer.ppo.metric_utils", "process_validation_metrics")
+_ORIGINAL: list = []
 
 
 def _gen_ns(n_resps: int) -> list[int]:
@@ -40,17 +41,11 @@ def _gen_ns(n_resps: int) -> list[int]:
     return ns
 
 
-_IDX_CACHE: dict[tuple[int, int, int], np.ndarray] = {}
-
-
+@functools.cache
 def _bootstrap_idx(n_data: int, subset: int, seed: int) -> np.ndarray:
     """The indices verl's ``bootstrap_metric`` draws: ``np.random.seed(seed)`` then one ``choice``."""
-    key = (n_data, subset, seed)
-    idx = _IDX_CACHE.get(key)
-    if idx is None:  # a fresh RandomState(seed) draws what np.random.seed(seed) + np.random.choice does
-        idx = np.random.RandomState(seed).choice(n_data, size=(N_BOOTSTRAP, subset), replace=True)
-        _IDX_CACHE[key] = idx
-    return idx
+    # a fresh RandomState(seed) draws what np.random.seed(seed) + np.random.choice does
+    return np.random.RandomState(seed).choice(n_data, size=(N_BOOTSTRAP, subset), replace=True)
 
 
 def _majority_values(codes: np.ndarray, vals: np.ndarray) -> np.ndarray:
@@ -187,35 +182,11 @@ def _mean_over_uids(per_uid: dict) -> dict:
     return out
 
 
-setattr(process_validation_metrics, _MARK, True)
-_ORIGINAL: list = []
-
-
 def _verl_original():
-    if not _ORIGINAL:
-        from verl.trainer.ppo import metric_utils
-
-        fn = metric_utils.process_validation_metrics
-        _ORIGINAL.append(getattr(fn, "__wrapped_original__", fn))
-    return _ORIGINAL[0]
+    return verl_function(*_VERL, _ORIGINAL)
 
 
 def install() -> bool:
-    """Rebind verl's ``process_validation_metrics`` to this one (idempotent). Returns True if installed."""
-    import sys
-
-    try:
-        from verl.trainer.ppo import metric_utils
-    except Exception as e:  # never break the plugin's load over a speed-up
-        logger.debug("val_metrics: not installed (%r)", e)
-        return False
-    current = metric_utils.process_validation_metrics
-    if not getattr(current, _MARK, False):
-        if not _ORIGINAL:
-            _ORIGINAL.append(current)
-        metric_utils.process_validation_metrics = process_validation_metrics
-    for name in ("verl.trainer.ppo.ray_trainer",):  # modules that imported the name before this ran
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "process_validation_metrics", None) is _ORIGINAL[0]:
-            mod.process_validation_metrics = process_validation_metrics
-    return True
+    """Rebind verl's ``process_validation_metrics`` to this one (idempotent), also in ``ray_trainer`` if that
+    module imported the name before this ran. Returns True if installed."""
+    return rebind(*_VERL, process_validation_metrics, _ORIGINAL, also=("verl.trainer.ppo.ray_trainer",))
