@@ -39,9 +39,8 @@ import numpy as np
 
 from devenus.online.config import ConfigError, MethodConfig, option
 from devenus.online.refine.method import RefineMethod
-from devenus.online.rollouts import observe_groups
+from devenus.online.rollouts import RolloutBatch, observe_groups
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.signals.mixture import Mixture, log_sigmoid, reliable_posteriors
 from devenus.signals.vmf import heldout_aurocs, top_layers, unit_rows, vmf_llr
 
