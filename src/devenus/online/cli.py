@@ -65,7 +65,7 @@ def list_methods() -> str:
 
 
 def describe_method(name: str, example: bool = True) -> str:
-    from devenus.online.config import describe, override
+    from devenus.online.config import MethodConfig, describe
     from devenus.online.registry import WeakTrainerInterface
 
     spec = WeakTrainerInterface.get(name)
@@ -78,7 +78,8 @@ def describe_method(name: str, example: bool = True) -> str:
     rows = [[k.path, k.type, short(_yaml_value(k.default)), k.allowed, k.help] for k in keys]
     text = "\n".join(head) + "\n\n" + _table(rows, ["key", "type", "default", "allowed", "help"])
     if example:
-        text += f"\n\nset a key on the training command line, e.g. {override(keys[0].key, _yaml_value(keys[0].default))}"
+        example_override = MethodConfig.override(keys[0].key, _yaml_value(keys[0].default))
+        text += f"\n\nset a key on the training command line, e.g. {example_override}"
     return text
 
 

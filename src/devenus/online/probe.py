@@ -28,7 +28,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, config_from_dict, option
+from devenus.online.config import OverlayConfig
 
 POOLS = ("unlabeled", "labeled", "all")
 PROBE_KIND = "probe"
@@ -39,7 +40,7 @@ class ProbeConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class ProbeConfig(Config):
+class ProbeConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.probe"
     error: ClassVar[type[ConfigError]] = ProbeConfigError
 
@@ -48,10 +49,6 @@ class ProbeConfig(Config):
     sample_size: int = option(0, "questions per probe, a seeded sample drawn once (0: the whole pool)", ge=0)
     seed: int = option(0, "the sample's seed", ge=0)
     n: int = option(0, "rollouts per probed question (0: actor_rollout_ref.rollout.n)", ge=0)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
     @property
     def enabled(self) -> bool:

@@ -26,7 +26,8 @@ from typing import Any, ClassVar, Protocol, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, config_from_dict, option
+from devenus.online.config import OverlayConfig
 from devenus.online.rollouts import RolloutBatch
 
 #: the non-tensor column that marks a skipped prompt's placeholder rows
@@ -43,7 +44,7 @@ class DynamicSamplingConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class DynamicSamplingConfig(Config):
+class DynamicSamplingConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.dynamic_sampling"
     error: ClassVar[type[ConfigError]] = DynamicSamplingConfigError
 
@@ -55,10 +56,6 @@ class DynamicSamplingConfig(Config):
                                     "are the cost measured; docs/sampling/dynamic_sampling.md)", ge=0)
     tolerance: float = option(1e-6, "scores of one group within this of each other count as equal", ge=0.0, le=1.0)
     seed: int = option(0, "seed of the refill order over the training set", ge=0)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
     def prompts_per_round(self, train_batch_size: int) -> int:
         """The most prompts one refill round draws (auto: a whole batch, when nothing was informative)."""

@@ -41,7 +41,8 @@ from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, config_from_dict, option
+from devenus.online.config import OverlayConfig
 
 #: the evidence kind of this rule's rows (values.event: "skipped" or "generated")
 SKIP_KIND = "skip"
@@ -56,7 +57,7 @@ class SkipConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class SkipConfig(Config):
+class SkipConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.skip"
     error: ClassVar[type[ConfigError]] = SkipConfigError
 
@@ -77,10 +78,6 @@ class SkipConfig(Config):
                                      "measure the rule's precision (devenus/skip/precision; 0: off)", ge=0.0, le=1.0)
     history_dirs: list[str] = option([], "evidence folders of earlier rounds whose visits seed the streaks "
                                          "(read once, before the first step)")
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
     def check(self) -> None:
         if self.min_p > self.max_p:
