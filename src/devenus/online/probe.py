@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
 from devenus.online.config import OverlayConfig
 
 POOLS = ("unlabeled", "labeled", "all")
@@ -60,11 +60,6 @@ class ProbeConfig(OverlayConfig):
 
     def rollouts(self, rollout_n: int) -> int:
         return self.n or int(rollout_n)
-
-
-def probe_config(values: Mapping[str, Any] | None) -> ProbeConfig:
-    """The typed ``devenus.probe`` config, or :class:`ProbeConfigError` naming the bad key."""
-    return config_from_dict(ProbeConfig, values)
 
 
 def probe_set(labeled: Sequence[bool], config: ProbeConfig) -> np.ndarray:

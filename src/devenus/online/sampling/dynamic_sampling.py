@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol, Sequence
 
 import numpy as np
 
-from devenus.config import ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
 from devenus.online.config import OverlayConfig
 from devenus.online.rollouts import RolloutBatch
 
@@ -60,11 +60,6 @@ class DynamicSamplingConfig(OverlayConfig):
     def prompts_per_round(self, train_batch_size: int) -> int:
         """The most prompts one refill round draws (auto: a whole batch, when nothing was informative)."""
         return self.refill_prompts or int(train_batch_size)
-
-
-def sampling_config(values) -> DynamicSamplingConfig:
-    """The typed ``devenus.dynamic_sampling`` config, or :class:`DynamicSamplingConfigError` naming the bad key."""
-    return config_from_dict(DynamicSamplingConfig, values or {})
 
 
 class PreRolloutFilter(Protocol):

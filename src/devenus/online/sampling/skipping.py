@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
 from devenus.online.config import OverlayConfig
 
 #: the evidence kind of this rule's rows (values.event: "skipped" or "generated")
@@ -93,11 +93,6 @@ class SkipConfig(OverlayConfig):
     def targets(self) -> dict[str, float]:
         easy = self.target_zero_variance * self.easy_target_share
         return {EASY: easy, HARD: self.target_zero_variance - easy}
-
-
-def skip_config(values: Mapping[str, Any] | None) -> SkipConfig:
-    """The typed ``devenus.skip`` config, or :class:`SkipConfigError` naming the bad key."""
-    return config_from_dict(SkipConfig, values or {})
 
 
 def _draw(seed: tuple[int, int], step: int, key: str) -> float:
