@@ -256,9 +256,7 @@ class GeoMin(RefineMethod):
                 weight: np.ndarray, m: dict) -> None:
         """Per group (admitted, weight) for S_b and S_a; its metrics and evidence rows."""
         labeled = np.asarray(batch.labeled, bool)
-        self._decided = {str(batch.uid[rows[0]]): (True, 1.0) for rows in groups if labeled[rows[0]]}
-        for rows in unl:
-            self._decided[str(batch.uid[rows[0]])] = (False, 1.0)
+        self._decided = {str(batch.uid[rows[0]]): (bool(labeled[rows[0]]), 1.0) for rows in groups}
         by_uid: dict[str, tuple[float | None, float | None]] = {}
         self._judged = set()
         for i, rows in enumerate(with_target):

@@ -115,14 +115,8 @@ class Unsupervised(MonitoredState, OnlineMethod):
 
     def step_needs_from_config(self) -> frozenset[str]:
         w = self.config.weights
-        needs = set()
-        if any(s in w for s in CONFIDENCE_SIGNALS):
-            needs.add("token_stats")
-        if "self_certainty" in w:
-            needs.add("self_certainty")
-        if "self_verification" in w:
-            needs.add("self_verification")
-        return frozenset(needs)
+        needs = {"token_stats"} if any(s in w for s in CONFIDENCE_SIGNALS) else set()
+        return frozenset(needs | ({"self_certainty", "self_verification"} & set(w)))
 
     def verification_prompt(self) -> tuple[str, tuple[str, str]]:
         return self.config.verification_template, tuple(self.config.verdicts)
