@@ -66,12 +66,7 @@ def probe_set(labeled: Sequence[bool], config: ProbeConfig) -> np.ndarray:
     """Dataset indices to probe, ascending: the pool's rows, or ``sample_size`` of them drawn with
     ``seed`` (the same draw on every probe and after a resume: no state to save)."""
     lab = np.asarray(labeled, dtype=bool)
-    if config.pool == "unlabeled":
-        pool = np.flatnonzero(~lab)
-    elif config.pool == "labeled":
-        pool = np.flatnonzero(lab)
-    else:
-        pool = np.arange(len(lab))
+    pool = {"unlabeled": np.flatnonzero(~lab), "labeled": np.flatnonzero(lab), "all": np.arange(len(lab))}[config.pool]
     if config.sample_size and config.sample_size < len(pool):
         rng = np.random.default_rng(config.seed)
         pool = np.sort(rng.choice(pool, size=config.sample_size, replace=False))

@@ -174,10 +174,9 @@ class SlotComposer:
         open_ = self.open_slots(variance_filter)
         cand = np.flatnonzero(np.asarray(informative, bool))
         pairs = [(int(s), int(c)) for s, c in zip(open_, cand)]
-        for s, _ in pairs:
-            self.filled[s] = True
-            if not variance_filter:
-                self.filled_unfiltered += 1
+        self.filled[[s for s, _ in pairs]] = True
+        if not variance_filter:
+            self.filled_unfiltered += len(pairs)
         return pairs
 
     @property
