@@ -97,24 +97,15 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
     if method.implements("observe"):
         before = method.pop_evidence()
         method.observe(view)
-        rows = []
-        for r in method.pop_evidence():
-            r = dict(r)
-            if r.get("kind") == "visit":
-                r["kind"] = PROBE_KIND
-            else:
-                r["values"] = {**(r.get("values") or {}), "source": PROBE_KIND}
-            rows.append(r)
-        return list(before) + rows
+        return list(before) + [{**r, "kind": PROBE_KIND} if r.get("kind") == "visit"
+                               else {**r, "values": {**(r.get("values") or {}), "source": PROBE_KIND}}
+                               for r in method.pop_evidence()]
     from devenus.online.rollouts import observe_groups
 
-    out = []
-    for rows_, visit in observe_groups(view):
-        out.append({"key": str(view.key[rows_[0]]), "step": visit.step, "kind": PROBE_KIND,
-                    "majority_answer": visit.majority, "majority_pass_rate": visit.majority_pass_rate,
-                    "target_pass_rate": visit.target_pass_rate,
-                    "values": {"labeled": visit.labeled, "rollouts": int(len(rows_))}})
-    return out
+    return [{"key": str(view.key[rows_[0]]), "step": visit.step, "kind": PROBE_KIND, "majority_answer": visit.majority,
+             "majority_pass_rate": visit.majority_pass_rate, "target_pass_rate": visit.target_pass_rate,
+             "values": {"labeled": visit.labeled, "rollouts": int(len(rows_))}}
+            for rows_, visit in observe_groups(view)]
 
 
 def majority_accuracy(rows: list[dict[str, Any]], hidden: Mapping[str, str | None]) -> float | None:
