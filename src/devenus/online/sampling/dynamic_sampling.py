@@ -118,23 +118,15 @@ def judge(batch: RolloutBatch, tolerance: float = 1e-6) -> Groups:
     one row, or a placeholder, has no variance; a NaN score makes the group's spread NaN: not zero."""
     train = ~batch.vote_only
     placeholder_rows = np.asarray(batch.fields.get(PLACEHOLDER_KEY, np.zeros(len(batch), bool)), bool)
-    score = np.asarray(batch.score, np.float64)
-    rows, zero, ph, mean, lab = [], [], [], [], []
-    for g in batch.groups():
-        g = g[train[g]]
-        if len(g) == 0:
-            continue
-        s = score[g]
-        rows.append(g)
-        zero.append(bool(len(g) < 2 or (np.max(s) - np.min(s)) <= tolerance))
-        ph.append(bool(placeholder_rows[g].any()))
-        mean.append(float(np.mean(s)))
-        lab.append(bool(np.asarray(batch.labeled)[g].all()))
+    score, labeled = np.asarray(batch.score, np.float64), np.asarray(batch.labeled)
+    rows = [g for g in (g[train[g]] for g in batch.groups()) if len(g)]
+    ph = np.array([placeholder_rows[g].any() for g in rows], bool)
+    zero = np.array([len(g) < 2 or (np.max(score[g]) - np.min(score[g])) <= tolerance for g in rows], bool)
     first = [g[0] for g in rows]
     return Groups(rows, np.asarray(batch.uid)[first] if rows else np.empty(0, object),
                   np.asarray(batch.key)[first] if rows else np.empty(0, object),
-                  np.asarray(lab, bool), np.asarray(zero, bool) & ~np.asarray(ph, bool), np.asarray(ph, bool),
-                  np.asarray(mean, np.float64))
+                  np.array([labeled[g].all() for g in rows], bool), zero & ~ph, ph,
+                  np.array([np.mean(score[g]) for g in rows], np.float64))
 
 
 # ------------------------------------------------------------------------------ the slot composition
