@@ -101,8 +101,7 @@ def run_materialize(run: SelectionRun | SelectConfig, *, force: bool = False, pr
 
     run = SelectionRun.of(run)
     cfg = run.cfg
-    route_st = run.stage("route").check()
-    route_st.require_done("materialize")
+    route_st = run.stage("route").check().require_done("materialize")
     out = output_path(cfg)
     check_output(out, [run.parent], force=force)
     full = run.pool_table

@@ -100,8 +100,7 @@ def run_route(run: SelectionRun | SelectConfig, *, force: bool = False, progress
 
     run = SelectionRun.of(run)
     cfg = run.cfg
-    score_st = run.stage("score").check()
-    score_st.require_done("route")
+    score_st = run.stage("score").check().require_done("route")
     qt = read_questions(score_st)
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names
