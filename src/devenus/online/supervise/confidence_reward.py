@@ -20,7 +20,12 @@ from devenus.signals import CollapseMonitor, auroc
 
 
 class MonitoredState:
-    """Method state of a method with a ``self.monitor`` (a CollapseMonitor): saved with checkpoints."""
+    """A method that watches for confidence collapse: ``self.monitor``, a CollapseMonitor set up from its
+    :class:`ConfidenceConfig` keys, whose state is the method's state (saved with checkpoints)."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
 
     def state_dict(self) -> dict[str, Any]:
         st = self.monitor.state_dict()
@@ -58,10 +63,6 @@ class ConfidenceMethod(MonitoredState, OnlineMethod):
     step_needs = frozenset({"token_stats"})
     score_name = "confidence"
     mechanism_metrics = frozenset({"reward_auroc"})
-
-    def __init__(self, config: ConfidenceConfig | None = None):
-        super().__init__(config)
-        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
 
     def sequence_score(self, batch: RolloutBatch) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError

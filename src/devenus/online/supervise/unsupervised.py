@@ -36,7 +36,6 @@ from devenus.online.supervise.confidence_reward import ConfidenceConfig, Monitor
 from devenus.signals import (
     DEFAULT_CHUNK_SIZE,
     NORMALIZATIONS,
-    CollapseMonitor,
     VoteStats,
     auroc,
     fill_missing,
@@ -108,10 +107,6 @@ class Unsupervised(MonitoredState, OnlineMethod):
     config_class = UnsupervisedConfig
     data_needs = frozenset({"unlabeled"})
     step_needs = frozenset({"token_stats", "self_certainty", "self_verification"})  # the most; see step_needs_from_config
-
-    def __init__(self, config: UnsupervisedConfig | None = None):
-        super().__init__(config)
-        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
 
     def step_needs_from_config(self) -> frozenset[str]:
         w = self.config.weights
