@@ -44,15 +44,8 @@ def _answer_table(path: Path):
 
 
 def _read_answer_file(path: Path) -> dict[str, str]:
-    table = _answer_table(path)
-    out: dict[str, str] = {}
-    for i, (k, a) in enumerate(zip(table.column("index").to_pylist(), table.column("answer").to_pylist())):
-        if k is None or a is None:
-            raise ValueError(f"annotation file {path}, row {i}: 'index' and 'answer' must not be empty")
-        if str(k) in out:
-            raise ValueError(f"annotation file {path}, row {i}: duplicate index {k!r}")
-        out[str(k)] = str(a)
-    return out
+    index, answer = _answer_columns(path)
+    return dict(zip(index.to_pylist(), answer.to_pylist()))
 
 
 def annotation_source(spec: str) -> Callable[[Sequence[dict[str, Any]]], list[str]]:
@@ -152,7 +145,8 @@ def annotate_table(spec: str, table):
 
 
 def _answer_columns(path: Path):
-    """``index`` and ``answer`` of an answer file as string arrays, with :func:`_read_answer_file`'s checks."""
+    """``index`` and ``answer`` of an answer file as string arrays (as ``str(value)`` gives them); an empty
+    index or answer, or an index an earlier row has, is refused naming the first such row."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -168,7 +162,7 @@ def _answer_columns(path: Path):
         _, first = np.unique(codes, return_index=True)
         dup = np.setdiff1d(valid, valid[first])  # rows whose index an earlier row has
     # the first offending row decides the message, as when the file is read row by row
-    if empty.size and (not dup.size or empty[0] < dup[0]):
+    if empty.size and (not dup.size or empty[0] <= dup[0]):
         raise ValueError(f"annotation file {path}, row {int(empty[0])}: 'index' and 'answer' must not be empty")
     if dup.size:
         raise ValueError(f"annotation file {path}, row {int(dup[0])}: duplicate index {raw_index[int(dup[0])].as_py()!r}")
