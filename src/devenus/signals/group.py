@@ -45,8 +45,6 @@ def fill_missing(values, group_ids) -> np.ndarray:
     group_ids = np.asarray(group_ids)
     out = values.copy()
     missing = np.isnan(out)
-    if not missing.any():
-        return out
     for g in np.unique(group_ids[missing]):
         rows = group_ids == g
         valid = rows & ~missing
