@@ -265,13 +265,12 @@ class GeoMin(RefineMethod):
             if not np.isnan(w[i]):
                 self._judged.add(uid)
             by_uid[uid] = (aff[i], None if np.isnan(w[i]) else float(w[i]))
-        adm_unl = [rows for rows in unl if self._decided[str(batch.uid[rows[0]])][0]]
+        admitted_weights = [wt for adm, wt in (self._decided[str(batch.uid[rows[0]])] for rows in unl) if adm]
         m.update({"unlabeled_groups": len(unl), "scored_groups": sum(a is not None for a in aff),
                   "admitted_share/labeled": 1.0 if len(groups) > len(unl) else 0.0,
-                  "admitted_share/unlabeled": len(adm_unl) / len(unl) if unl else 0.0,
-                  "weight/mean": float(np.mean([self._decided[str(batch.uid[r[0]])][1] for r in adm_unl]))
-                  if adm_unl else 0.0,
-                  "weight/banded": int(sum(self._decided[str(batch.uid[r[0]])][1] < 1.0 for r in adm_unl))})
+                  "admitted_share/unlabeled": len(admitted_weights) / len(unl) if unl else 0.0,
+                  "weight/mean": float(np.mean(admitted_weights)) if admitted_weights else 0.0,
+                  "weight/banded": int(sum(x < 1.0 for x in admitted_weights))})
         for rows in groups:
             uid = str(batch.uid[rows[0]])
             if uid in self._visits:
