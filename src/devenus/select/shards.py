@@ -100,10 +100,11 @@ class Stage:
                              f"'devenus select {self.name}' before '{before}'")
         return self
 
-    def read_all(self, columns: list[str] | None = None):
-        """All shards of a complete stage, concatenated in shard order."""
+    def read_all(self, columns: list[str] | None = None, table: str = "shard"):
+        """All shards of a complete stage (``table``: or a per-shard side table's files, ``<table>-*.parquet``),
+        concatenated in shard order."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        paths = sorted(self.folder.glob("shard-*.parquet"))
+        paths = sorted(self.folder.glob(f"{table}-*.parquet"))
         return pa.concat_tables([pq.read_table(str(p), columns=columns) for p in paths])
