@@ -43,11 +43,6 @@ def _answer_table(path: Path):
     return table
 
 
-def _read_answer_file(path: Path) -> dict[str, str]:
-    index, answer = _answer_columns(path)
-    return dict(zip(index.to_pylist(), answer.to_pylist()))
-
-
 def annotation_source(spec: str) -> Callable[[Sequence[dict[str, Any]]], list[str]]:
     """A function ``rows -> answers`` for a source spec (see the module doc)."""
     if spec == "simulation":
@@ -63,7 +58,8 @@ def annotation_source(spec: str) -> Callable[[Sequence[dict[str, Any]]], list[st
         return from_simulation
     if spec.startswith("file:"):
         path = Path(spec[len("file:"):])
-        answers = _read_answer_file(path)
+        index, answer = _answer_columns(path)
+        answers = dict(zip(index.to_pylist(), answer.to_pylist()))
 
         def from_file(rows):
             out = []
