@@ -36,13 +36,10 @@ def method_yaml(name: str) -> str:
              f"# Docs: docs/methods/{name}.md",
              "devenus:", f"  method: {name}"]
     keys = describe(spec.method_cls.config_class)
-    if not keys:
-        lines.append("  method_config: {}")
-    else:
-        lines.append("  method_config:")
-        for k in keys:
-            lines.append(f"    # {k.help} ({k.type}{', ' + k.allowed if k.allowed else ''})")
-            lines.append(f"    {k.key}: {_yaml_value(k.default)}")
+    lines.append("  method_config:" if keys else "  method_config: {}")
+    for k in keys:
+        lines += [f"    # {k.help} ({k.type}{', ' + k.allowed if k.allowed else ''})",
+                  f"    {k.key}: {_yaml_value(k.default)}"]
     return "\n".join(lines) + "\n"
 
 
