@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devenus.online.probe import (ProbeConfig, ProbeConfigError, chunks, majority_accuracy, probe_config,
-                                         probe_evidence, probe_set)
+from devenus.config import config_from_dict
+from devenus.online.probe import ProbeConfig, ProbeConfigError, chunks, majority_accuracy, probe_evidence, probe_set
 from devenus.online.method import OnlineMethod
 from devenus.online.refine.trapo2 import TraPO2, TraPO2Config
 from refine_batches import answers, step_batch
 
 
 def test_config_defaults_off_and_due_every_k_steps():
-    assert not probe_config(None).enabled and not probe_config({}).due(4)
-    c = probe_config({"every_k_steps": 2, "pool": "all", "sample_size": 3, "seed": 7, "n": 4})
+    assert not config_from_dict(ProbeConfig, None).enabled and not config_from_dict(ProbeConfig, {}).due(4)
+    c = config_from_dict(ProbeConfig, {"every_k_steps": 2, "pool": "all", "sample_size": 3, "seed": 7, "n": 4})
     assert c == ProbeConfig(2, "all", 3, 7, 4)
     assert [s for s in range(0, 7) if c.due(s)] == [2, 4, 6]
     assert c.rollouts(8) == 4 and ProbeConfig().rollouts(8) == 8
@@ -30,7 +30,7 @@ def test_config_defaults_off_and_due_every_k_steps():
 ])
 def test_config_errors_name_the_key(values, message):
     with pytest.raises(ProbeConfigError, match=message):
-        probe_config(values)
+        config_from_dict(ProbeConfig, values)
 
 
 def test_probe_set_is_the_pool_or_a_fixed_seeded_sample_of_it():

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from batches import rollouts
-from devenus.config import ConfigError
+from devenus.config import ConfigError, config_from_dict
 from devenus.online.rollouts import RolloutBatch
 from devenus.online.sampling.dynamic_sampling import (PLACEHOLDER_KEY, DynamicSamplingConfig, RefillOrder, SlotComposer, judge,
-                                     refill_granule, refill_size, sampling_config, step_metrics)
+                                     refill_granule, refill_size, step_metrics)
 
 
 def batch(scores, labeled=None, size=4, shuffle=None, **fields) -> RolloutBatch:
@@ -147,13 +147,13 @@ def test_step_metrics_count_kept_groups_rounds_and_zero_variance_by_label_state(
 
 
 def test_config_keys_bounds_and_defaults():
-    c = sampling_config(None)
+    c = config_from_dict(DynamicSamplingConfig, None)
     assert c == DynamicSamplingConfig() and not c.enabled and c.prompts_per_round(8) == 8
-    assert sampling_config({"enabled": True, "refill_prompts": 3}).prompts_per_round(8) == 3
+    assert config_from_dict(DynamicSamplingConfig, {"enabled": True, "refill_prompts": 3}).prompts_per_round(8) == 3
     assert c.refill_prompts == 0  # auto: refill_size sizes each round to its open slots
     with pytest.raises(ConfigError, match="devenus.dynamic_sampling.max_refill_rounds"):
-        sampling_config({"max_refill_rounds": -1})
+        config_from_dict(DynamicSamplingConfig, {"max_refill_rounds": -1})
     with pytest.raises(ConfigError, match="devenus.dynamic_sampling.tolerance"):
-        sampling_config({"tolerance": float("nan")})
+        config_from_dict(DynamicSamplingConfig, {"tolerance": float("nan")})
     with pytest.raises(ConfigError, match="enabled"):
-        sampling_config({"enable": True})
+        config_from_dict(DynamicSamplingConfig, {"enable": True})

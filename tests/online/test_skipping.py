@@ -8,14 +8,15 @@ import json
 import numpy as np
 import pytest
 
+from devenus.config import config_from_dict
 from devenus.online.sampling.skipping import (SkipConfig, SkipConfigError, SkipRule, _draw, history_from_evidence,
-                                     skip_config, visit_outcome)
+                                     visit_outcome)
 from devenus.records.evidence import EvidenceError, EvidenceWriter, read_evidence
 
 
 def rule(**kw) -> SkipRule:
     """The rule without its audit unless asked (the audit has tests of its own, below)."""
-    return SkipRule(skip_config({"audit_rate": 0.0, **kw}), seed=3)
+    return SkipRule(config_from_dict(SkipConfig, {"audit_rate": 0.0, **kw}), seed=3)
 
 
 def streak(r: SkipRule, key: str, kind: str, n: int, step: int = 0) -> None:
@@ -292,7 +293,7 @@ def test_restored_rule_decides_like_one_that_never_stopped():
     assert any(any(s) for s in first)  # the run did skip something
     # the same config and seeds decide the same from scratch; another seed differs somewhere
     assert run(rule(), range(0, 15)) == first
-    assert run(SkipRule(skip_config({}), seed=4), range(0, 15)) != first
+    assert run(SkipRule(config_from_dict(SkipConfig, {}), seed=4), range(0, 15)) != first
     with pytest.raises(ValueError, match="skip state: version"):
         b.load_state_dict({**state, "version": 99})
 
@@ -372,11 +373,11 @@ def test_which_evidence_rows_are_zero_variance_visits(row, outcome):
 ])
 def test_config_errors_name_the_key(values, message):
     with pytest.raises(SkipConfigError, match=message):
-        skip_config(values)
+        config_from_dict(SkipConfig, values)
 
 
 def test_config_defaults_are_grescos():
-    c = skip_config(None)
+    c = config_from_dict(SkipConfig, None)
     assert not c.enabled and c == SkipConfig()
     assert (c.p_easy, c.p_hard, c.target_zero_variance, c.step_size, c.min_p, c.max_p, c.min_explore) == \
         (0.5, 0.5, 0.25, 0.01, 0.05, 0.95, 0.01)

@@ -13,23 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from devenus.config import Config, option
+from devenus.config import option
+from devenus.online.config import OverlayConfig
 
 PREFIX = "devenus/budget"
 
 
 @dataclass(frozen=True)
-class RolloutBudgetConfig(Config):
+class RolloutBudgetConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.budget"
 
     rollouts: int = option(0, "stop at the first validation step (trainer.test_freq multiple) at or after the "
                               "rollouts generated (devenus/rollouts/generated, summed over steps) reach this many; "
                               "0: off (trainer.total_training_steps is then the run's length, else its cap)",
                            ge=0, le=10**12)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
 
 def budget_stop(step: int, rollouts: float, budget: int, test_freq: int) -> bool:

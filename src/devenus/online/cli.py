@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from devenus.tables import table
+
 SURFACES = (("construct_targets", "S_y"), ("admit", "S_b"), ("construct_rewards", "S_r"), ("advantage_weights", "S_a"))
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
 def _yaml_value(v) -> str:
@@ -40,13 +36,10 @@ def method_yaml(name: str) -> str:
              f"# Docs: docs/methods/{name}.md",
              "devenus:", f"  method: {name}"]
     keys = describe(spec.method_cls.config_class)
-    if not keys:
-        lines.append("  method_config: {}")
-    else:
-        lines.append("  method_config:")
-        for k in keys:
-            lines.append(f"    # {k.help} ({k.type}{', ' + k.allowed if k.allowed else ''})")
-            lines.append(f"    {k.key}: {_yaml_value(k.default)}")
+    lines.append("  method_config:" if keys else "  method_config: {}")
+    for k in keys:
+        lines += [f"    # {k.help} ({k.type}{', ' + k.allowed if k.allowed else ''})",
+                  f"    {k.key}: {_yaml_value(k.default)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -60,12 +53,12 @@ def list_methods() -> str:
         surf = ",".join(tag for s, tag in SURFACES if m.implements(s)) or "-"
         rows.append([name, surf, ",".join(sorted(m.data_needs)) or "-", ",".join(sorted(m.step_needs)) or "-",
                      "" if spec.trainer == DEFAULT_TRAINER else spec.trainer.rpartition(":")[2]])
-    return _table(rows, ["method", "surfaces", "data needs", "step needs (at most)", "trainer"]) + \
+    return table(["method", "surfaces", "data needs", "step needs (at most)", "trainer"], rows) + \
         "\n\n`devenus methods NAME` lists one method's config keys; docs/methods/NAME.md explains it."
 
 
 def describe_method(name: str, example: bool = True) -> str:
-    from devenus.online.config import describe, override
+    from devenus.online.config import MethodConfig, describe
     from devenus.online.registry import WeakTrainerInterface
 
     spec = WeakTrainerInterface.get(name)
@@ -76,9 +69,10 @@ def describe_method(name: str, example: bool = True) -> str:
         return "\n".join(head + ["no config keys"])
     short = lambda v: v if len(v) <= 32 else v[:29] + "..."  # noqa: E731  (the config file has it whole)
     rows = [[k.path, k.type, short(_yaml_value(k.default)), k.allowed, k.help] for k in keys]
-    text = "\n".join(head) + "\n\n" + _table(rows, ["key", "type", "default", "allowed", "help"])
+    text = "\n".join(head) + "\n\n" + table(["key", "type", "default", "allowed", "help"], rows)
     if example:
-        text += f"\n\nset a key on the training command line, e.g. {override(keys[0].key, _yaml_value(keys[0].default))}"
+        example_override = MethodConfig.override(keys[0].key, _yaml_value(keys[0].default))
+        text += f"\n\nset a key on the training command line, e.g. {example_override}"
     return text
 
 

@@ -24,7 +24,8 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 import numpy as np
 
-from devenus.config import Config, option
+from devenus.config import option
+from devenus.online.config import OverlayConfig
 
 __all__ = ["ACTIONS", "CollapseDecision", "CollapseGuard", "CollapseGuardConfig", "batch_observations",
            "repetition_share"]
@@ -36,7 +37,7 @@ PREFIX = "devenus/collapse"
 
 
 @dataclass(frozen=True)
-class CollapseGuardConfig(Config):
+class CollapseGuardConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.collapse_guard"
 
     enabled: bool = option(False, "watch label-free rewards for collapse and act on it")
@@ -55,10 +56,6 @@ class CollapseGuardConfig(Config):
                               "a correct short answer is one sharp string too)", ge=0.0, lt=1.0)
     max_duplicate_share: float = option(1.0, "share of rollouts identical to another of their group above this "
                                         "(1 = off)", ge=0.0, le=1.0)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
     def check(self) -> None:
         from devenus.config import ConfigError

@@ -15,26 +15,27 @@ from typing import Any, ClassVar, Mapping
 from devenus.config import Config, ConfigError, KeyDoc, describe, option, suggest
 from devenus.config import config_from_dict as _from_dict
 
-__all__ = ["KEY_PATH", "ConfigError", "KeyDoc", "MethodConfig", "config_from_dict", "describe", "option", "override"]
+__all__ = ["KEY_PATH", "ConfigError", "KeyDoc", "MethodConfig", "OverlayConfig", "config_from_dict", "describe",
+           "option"]
 
-#: where a method's keys live in the training config, and the override that sets one
+#: where a method's keys live in the training config (set with ``MethodConfig.override``)
 KEY_PATH = "devenus.method_config"
 
 
-def override(key: str, value: str = "<value>") -> str:
-    """The Hydra override that sets ``key`` of the method config on the command line."""
-    return f"+{KEY_PATH}.{key}={value}"
-
-
-@dataclass
-class MethodConfig(Config):
-    """Base of every method's config; keys are declared with :func:`option`."""
-
-    key_path: ClassVar[str] = KEY_PATH
+class OverlayConfig(Config):
+    """A config set on the training command line with Hydra's append, ``+<key_path>.<key>=<value>``: the
+    method's config and the ``devenus`` overlay's sections (probe, dynamic_sampling, skip, collapse_guard, budget)."""
 
     @classmethod
     def override(cls, key: str, value: str = "<value>") -> str:
-        return override(key, value)
+        return f"+{cls.key(key)}={value}"
+
+
+@dataclass
+class MethodConfig(OverlayConfig):
+    """Base of every method's config; keys are declared with :func:`option`."""
+
+    key_path: ClassVar[str] = KEY_PATH
 
 
 def config_from_dict(config_cls: type[MethodConfig], values: Mapping[str, Any], method: str = "") -> MethodConfig:
@@ -46,7 +47,7 @@ def config_from_dict(config_cls: type[MethodConfig], values: Mapping[str, Any], 
         hints = []
         for k in unknown:
             close = suggest(k, known)
-            hints.append(f"{override(k)}" + (f" (did you mean {override(close)}?)" if close else ""))
+            hints.append(config_cls.override(k) + (f" (did you mean {config_cls.override(close)}?)" if close else ""))
         raise ConfigError(f"unknown config key(s) for method {method!r}: {'; '.join(hints)}. "
                           f"Valid keys: {', '.join(known) or 'none'} (`devenus methods {method}` lists them with help)")
     try:

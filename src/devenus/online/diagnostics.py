@@ -47,12 +47,8 @@ def reward_truth_metrics(batch: RolloutBatch, hidden: np.ndarray | None) -> dict
     from devenus.verify import get_default_verifier
 
     v = get_default_verifier()
-    ok = []
-    for i in range(len(batch)):
-        if hidden[i] is None:
-            continue
-        correct = batch.pred[i] is not None and v.equivalent(batch.pred[i], str(hidden[i]))
-        ok.append((batch.score[i] > 0.5) == correct)
+    ok = [(batch.score[i] > 0.5) == (batch.pred[i] is not None and v.equivalent(batch.pred[i], str(hidden[i])))
+          for i in range(len(batch)) if hidden[i] is not None]
     return {"devenus/reward/accuracy_vs_truth": float(np.mean(ok))} if ok else {}
 
 

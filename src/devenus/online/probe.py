@@ -28,7 +28,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
+from devenus.online.config import OverlayConfig
 
 POOLS = ("unlabeled", "labeled", "all")
 PROBE_KIND = "probe"
@@ -39,7 +40,7 @@ class ProbeConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class ProbeConfig(Config):
+class ProbeConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.probe"
     error: ClassVar[type[ConfigError]] = ProbeConfigError
 
@@ -48,10 +49,6 @@ class ProbeConfig(Config):
     sample_size: int = option(0, "questions per probe, a seeded sample drawn once (0: the whole pool)", ge=0)
     seed: int = option(0, "the sample's seed", ge=0)
     n: int = option(0, "rollouts per probed question (0: actor_rollout_ref.rollout.n)", ge=0)
-
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
 
     @property
     def enabled(self) -> bool:
@@ -65,21 +62,11 @@ class ProbeConfig(Config):
         return self.n or int(rollout_n)
 
 
-def probe_config(values: Mapping[str, Any] | None) -> ProbeConfig:
-    """The typed ``devenus.probe`` config, or :class:`ProbeConfigError` naming the bad key."""
-    return config_from_dict(ProbeConfig, values)
-
-
 def probe_set(labeled: Sequence[bool], config: ProbeConfig) -> np.ndarray:
     """Dataset indices to probe, ascending: the pool's rows, or ``sample_size`` of them drawn with
     ``seed`` (the same draw on every probe and after a resume: no state to save)."""
     lab = np.asarray(labeled, dtype=bool)
-    if config.pool == "unlabeled":
-        pool = np.flatnonzero(~lab)
-    elif config.pool == "labeled":
-        pool = np.flatnonzero(lab)
-    else:
-        pool = np.arange(len(lab))
+    pool = {"unlabeled": np.flatnonzero(~lab), "labeled": np.flatnonzero(lab), "all": np.arange(len(lab))}[config.pool]
     if config.sample_size and config.sample_size < len(pool):
         rng = np.random.default_rng(config.seed)
         pool = np.sort(rng.choice(pool, size=config.sample_size, replace=False))
@@ -110,24 +97,15 @@ def probe_evidence(method, view) -> list[dict[str, Any]]:
     if method.implements("observe"):
         before = method.pop_evidence()
         method.observe(view)
-        rows = []
-        for r in method.pop_evidence():
-            r = dict(r)
-            if r.get("kind") == "visit":
-                r["kind"] = PROBE_KIND
-            else:
-                r["values"] = {**(r.get("values") or {}), "source": PROBE_KIND}
-            rows.append(r)
-        return list(before) + rows
+        return list(before) + [{**r, "kind": PROBE_KIND} if r.get("kind") == "visit"
+                               else {**r, "values": {**(r.get("values") or {}), "source": PROBE_KIND}}
+                               for r in method.pop_evidence()]
     from devenus.online.rollouts import observe_groups
 
-    out = []
-    for rows_, visit in observe_groups(view):
-        out.append({"key": str(view.key[rows_[0]]), "step": visit.step, "kind": PROBE_KIND,
-                    "majority_answer": visit.majority, "majority_pass_rate": visit.majority_pass_rate,
-                    "target_pass_rate": visit.target_pass_rate,
-                    "values": {"labeled": visit.labeled, "rollouts": int(len(rows_))}})
-    return out
+    return [{"key": str(view.key[rows_[0]]), "step": visit.step, "kind": PROBE_KIND, "majority_answer": visit.majority,
+             "majority_pass_rate": visit.majority_pass_rate, "target_pass_rate": visit.target_pass_rate,
+             "values": {"labeled": visit.labeled, "rollouts": int(len(rows_))}}
+            for rows_, visit in observe_groups(view)]
 
 
 def majority_accuracy(rows: list[dict[str, Any]], hidden: Mapping[str, str | None]) -> float | None:

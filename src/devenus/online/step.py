@@ -235,11 +235,7 @@ def group_mask(values, batch: RolloutBatch, what: str) -> np.ndarray | None:
     values = np.asarray(values, dtype=bool)
     if values.shape != (len(batch),):
         raise ValueError(f"{what} returned shape {values.shape} for {len(batch)} rows")
-    check_group_constant(values, batch, what)
-    return values
-
-
-def check_group_constant(values: np.ndarray, batch: RolloutBatch, what: str) -> None:
     for rows in batch.groups():
         if len(set(values[rows].tolist())) > 1:
             raise ValueError(f"{what} must be the same for every rollout of a group (sample {batch.key[rows[0]]})")
+    return values

@@ -43,18 +43,6 @@ def _answer_table(path: Path):
     return table
 
 
-def _read_answer_file(path: Path) -> dict[str, str]:
-    table = _answer_table(path)
-    out: dict[str, str] = {}
-    for i, (k, a) in enumerate(zip(table.column("index").to_pylist(), table.column("answer").to_pylist())):
-        if k is None or a is None:
-            raise ValueError(f"annotation file {path}, row {i}: 'index' and 'answer' must not be empty")
-        if str(k) in out:
-            raise ValueError(f"annotation file {path}, row {i}: duplicate index {k!r}")
-        out[str(k)] = str(a)
-    return out
-
-
 def annotation_source(spec: str) -> Callable[[Sequence[dict[str, Any]]], list[str]]:
     """A function ``rows -> answers`` for a source spec (see the module doc)."""
     if spec == "simulation":
@@ -70,7 +58,8 @@ def annotation_source(spec: str) -> Callable[[Sequence[dict[str, Any]]], list[st
         return from_simulation
     if spec.startswith("file:"):
         path = Path(spec[len("file:"):])
-        answers = _read_answer_file(path)
+        index, answer = _answer_columns(path)
+        answers = dict(zip(index.to_pylist(), answer.to_pylist()))
 
         def from_file(rows):
             out = []
@@ -152,7 +141,8 @@ def annotate_table(spec: str, table):
 
 
 def _answer_columns(path: Path):
-    """``index`` and ``answer`` of an answer file as string arrays, with :func:`_read_answer_file`'s checks."""
+    """``index`` and ``answer`` of an answer file as string arrays (as ``str(value)`` gives them); an empty
+    index or answer, or an index an earlier row has, is refused naming the first such row."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -168,7 +158,7 @@ def _answer_columns(path: Path):
         _, first = np.unique(codes, return_index=True)
         dup = np.setdiff1d(valid, valid[first])  # rows whose index an earlier row has
     # the first offending row decides the message, as when the file is read row by row
-    if empty.size and (not dup.size or empty[0] < dup[0]):
+    if empty.size and (not dup.size or empty[0] <= dup[0]):
         raise ValueError(f"annotation file {path}, row {int(empty[0])}: 'index' and 'answer' must not be empty")
     if dup.size:
         raise ValueError(f"annotation file {path}, row {int(dup[0])}: duplicate index {raw_index[int(dup[0])].as_py()!r}")

@@ -39,12 +39,10 @@ def cmd_select(args) -> int:
     torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "1") or 1))
     progress = False if args.no_progress else None
     run = stages.SelectionRun(cfg)
-    if stage == "generate":
-        st = stages.run_generate(run, force=args.force, progress=progress, actors=args.actors)
-        print(f"generate: {st.summary()} in {st.folder}")
-    elif stage == "score":
-        st = stages.run_score(run, force=args.force, progress=progress, actors=args.actors)
-        print(f"score: {st.summary()} in {st.folder}")
+    if stage in ("generate", "score"):
+        run_stage = stages.run_generate if stage == "generate" else stages.run_score
+        st = run_stage(run, force=args.force, progress=progress, actors=args.actors)
+        print(f"{stage}: {st.summary()} in {st.folder}")
     elif stage == "route":
         st = stages.run_route(run, force=args.force, progress=progress)
         s = st.summary()

@@ -188,20 +188,12 @@ class SelectConfig(_Section):
 
     def score_identity(self) -> dict[str, Any]:
         """The score settings that decide the scores (the memory bound only regroups the same forwards)."""
-        s = dataclasses.asdict(self.score)
-        for k in SCORE_RESOURCE_KEYS:
-            s.pop(k)
-        return {"score": s}
+        return {"score": {k: v for k, v in dataclasses.asdict(self.score).items() if k not in SCORE_RESOURCE_KEYS}}
 
     def generate_identity(self) -> dict[str, Any]:
         """The generate settings that decide the samples (what a stage folder is checked against)."""
-        g = dataclasses.asdict(self.generate)
-        for k in RESOURCE_KEYS:
-            g.pop(k)
-        for k, v in IDENTITY_DEFAULTS.items():
-            if g[k] == v:
-                g.pop(k)
-        return {"generate": g}
+        return {"generate": {k: v for k, v in dataclasses.asdict(self.generate).items()
+                             if k not in RESOURCE_KEYS and not (k in IDENTITY_DEFAULTS and v == IDENTITY_DEFAULTS[k])}}
 
 
 def fingerprint(obj: Any) -> str:

@@ -17,14 +17,16 @@ from typing import Any
 import numpy as np
 
 
+def _floats(values: list) -> np.ndarray:
+    """A question column as float64, None -> NaN."""
+    return np.array([np.nan if x is None else float(x) for x in values], float)
+
+
 def _truth(q: dict[str, list]) -> tuple[np.ndarray, np.ndarray, str]:
     """(pass rate, majority correct) per question, and which truth they come from."""
-    labeled = [x is not None for x in q["majority_correct"]]
-    if any(labeled):
-        return (np.array([np.nan if x is None else x for x in q["pass_rate"]], float),
-                np.array([np.nan if x is None else float(x) for x in q["majority_correct"]]), "labels")
-    return (np.array([np.nan if x is None else x for x in q["sim_pass_rate"]], float),
-            np.array([np.nan if x is None else float(x) for x in q["sim_majority_correct"]]), "simulation")
+    if any(x is not None for x in q["majority_correct"]):
+        return _floats(q["pass_rate"]), _floats(q["majority_correct"]), "labels"
+    return _floats(q["sim_pass_rate"]), _floats(q["sim_majority_correct"]), "simulation"
 
 
 def auroc_note(u: np.ndarray, wrong: np.ndarray, what: tuple[str, str, str] = ("majorities", "wrong", "right")
@@ -107,7 +109,7 @@ def build_report(cfg, boot: int = 1000) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     signals: dict[str, Any] = {}
     for s in cfg.score.signals:
-        u = np.array([np.nan if x is None else x for x in q[f"u_{s}"]], float)
+        u = _floats(q[f"u_{s}"])
         keep = ok & np.isfinite(u)
         if keep.sum() < 2:
             signals[s] = {"auroc_wrong_majority": float("nan"), "ci95": [float("nan")] * 2, "questions": int(keep.sum()),

@@ -26,13 +26,6 @@ SHARD_WORK: Registry = Registry("sharded stage", lazy={"generate": "devenus.sele
                                                        "score": "devenus.select.stages.score:ScoreWork"})
 
 
-def model_pair(model, cfg: SelectConfig):
-    """``(model, tokenizer)`` from a pair, a zero-argument loader, or the config's model name."""
-    if model is None:
-        return load_model(cfg.generate.model)
-    return model() if callable(model) else model
-
-
 def shard_ranges(n: int, size: int) -> list[range]:
     return [range(s, min(s + size, n)) for s in range(0, n, size)]
 
@@ -123,9 +116,11 @@ class SelectionRun:
         return model_identity(self.cfg.generate.model)
 
     def load_model(self):
-        """``(model, tokenizer)``, loaded (or taken from ``model``) on the first call and kept."""
+        """``(model, tokenizer)``, loaded (or taken from ``model``: a pair, a zero-argument loader, or None for the
+        config's model name) on the first call and kept."""
         if self._pair is None:
-            self._pair = model_pair(self.model, self.cfg)
+            m = self.model
+            self._pair = load_model(self.cfg.generate.model) if m is None else (m() if callable(m) else m)
         return self._pair
 
     # -- the stage folders

@@ -42,25 +42,29 @@ class Stage:
         self.name = name
         self.config = config
 
+    def _made_with_another_config(self) -> bool | None:
+        """Whether ``stage.json`` records another config than this stage's (None: the folder has none)."""
+        meta = self.folder / "stage.json"
+        if not meta.exists():
+            return None
+        have = json.loads(meta.read_text(encoding="utf-8"))
+        return have != json.loads(json.dumps(self.config, sort_keys=True, default=list))
+
     def open(self, force: bool = False) -> "Stage":
         self.folder.mkdir(parents=True, exist_ok=True)
-        meta = self.folder / "stage.json"
-        if meta.exists():
-            have = json.loads(meta.read_text(encoding="utf-8"))
-            if have != json.loads(json.dumps(self.config, sort_keys=True, default=list)):
-                # a stage that wrote no shard made nothing with the other config: its stage.json is stale
-                # state (a run refused before its first shard), so this run starts the stage afresh
-                if not force and self.made_anything():
-                    raise StageError(
-                        f"{self.folder} holds '{self.name}' outputs made with another config; use another "
-                        "output folder, or --force to redo this stage")
-            elif not force:
-                return self
+        other = self._made_with_another_config()
+        # a stage that wrote no shard made nothing with the other config: its stage.json is stale
+        # state (a run refused before its first shard), so this run starts the stage afresh
+        if other and not force and self.made_anything():
+            raise StageError(f"{self.folder} holds '{self.name}' outputs made with another config; use another "
+                             "output folder, or --force to redo this stage")
+        if other is False and not force:
+            return self
         if force:
             for p in self.folder.glob("*.parquet"):  # shards and any per-shard side tables
                 p.unlink()
             (self.folder / "done.json").unlink(missing_ok=True)
-        write_json(self.config, meta)
+        write_json(self.config, self.folder / "stage.json")
         return self
 
     def made_anything(self) -> bool:
@@ -69,12 +73,9 @@ class Stage:
 
     def check(self) -> "Stage":
         """For an earlier stage: refuse outputs made with another config (writes nothing)."""
-        meta = self.folder / "stage.json"
-        if meta.exists():
-            have = json.loads(meta.read_text(encoding="utf-8"))
-            if have != json.loads(json.dumps(self.config, sort_keys=True, default=list)):
-                raise StageError(f"{self.folder} holds '{self.name}' outputs made with another config: rerun "
-                                 f"'devenus select {self.name}' with --force, or use another output folder")
+        if self._made_with_another_config():
+            raise StageError(f"{self.folder} holds '{self.name}' outputs made with another config: rerun "
+                             f"'devenus select {self.name}' with --force, or use another output folder")
         return self
 
     def shard_path(self, i: int) -> Path:
@@ -99,10 +100,11 @@ class Stage:
                              f"'devenus select {self.name}' before '{before}'")
         return self
 
-    def read_all(self, columns: list[str] | None = None):
-        """All shards of a complete stage, concatenated in shard order."""
+    def read_all(self, columns: list[str] | None = None, table: str = "shard"):
+        """All shards of a complete stage (``table``: or a per-shard side table's files, ``<table>-*.parquet``),
+        concatenated in shard order."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        paths = sorted(self.folder.glob("shard-*.parquet"))
+        paths = sorted(self.folder.glob(f"{table}-*.parquet"))
         return pa.concat_tables([pq.read_table(str(p), columns=columns) for p in paths])

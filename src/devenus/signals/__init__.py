@@ -22,6 +22,7 @@ here, never from one another.
 from devenus.signals.collapse import CollapseMonitor
 from devenus.signals.ema import cosine_alpha, ema_update_, tensor_checksum
 from devenus.signals.group import NORMALIZATIONS, auroc, auroc_interval, fill_missing, group_normalize, pearson
+from devenus.signals.head import token_stats_from_hidden
 from devenus.signals.sequence import (
     masked_mean,
     masked_sum,
@@ -34,29 +35,20 @@ from devenus.signals.tokens import (
     DEFAULT_BUDGET_BYTES,
     DEFAULT_CHUNK_SIZE,
     chunk_rows,
-    TOKEN_STATS,
     entropy_from_logits,
     self_certainty_from_logits,
     token_stats_from_logits,
 )
-from devenus.signals.attention import far_attention_mass, pivot_count, pivot_density
-from devenus.signals.head import token_stats_from_hidden
-from devenus.signals.hidden import KineticsPool, LayerPool, coe_features, coe_scores
+from devenus.signals.trajectory import ls_slope
 from devenus.signals.verdict import distinct_candidates, verdict_probability
-from devenus.signals.mixture import Mixture, log_sigmoid, reliable_posteriors
-from devenus.signals.trajectory import cosine, ls_slope, znorm
-from devenus.signals.votes import VoteStats, equivalent, majority_agreement, unique_mode
+from devenus.signals.votes import VoteStats, majority_agreement, unique_mode
 
 __all__ = [
-    "CollapseMonitor", "DEFAULT_BUDGET_BYTES", "DEFAULT_CHUNK_SIZE", "chunk_rows", "NORMALIZATIONS", "TOKEN_STATS", "VoteStats", "auroc", "auroc_interval", "cosine_alpha",
-    "distinct_candidates", "ema_update_", "entropy_from_logits", "fill_missing", "group_normalize",
-    "majority_agreement", "masked_mean", "masked_sum", "mean_log_prob", "mean_self_certainty",
-    "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob", "tensor_checksum",
-    "token_stats_from_logits", "verdict_probability",
-    # selection's scorers
-    "KineticsPool", "LayerPool", "coe_features", "coe_scores", "far_attention_mass", "pivot_count",
-    "pivot_density",
-    "token_stats_from_hidden",
+    "CollapseMonitor", "DEFAULT_BUDGET_BYTES", "DEFAULT_CHUNK_SIZE", "chunk_rows", "NORMALIZATIONS", "VoteStats",
+    "auroc", "auroc_interval", "cosine_alpha", "distinct_candidates", "ema_update_", "entropy_from_logits",
+    "fill_missing", "group_normalize", "majority_agreement", "masked_mean", "masked_sum", "mean_log_prob",
+    "mean_self_certainty", "negative_mean_entropy", "pearson", "self_certainty_from_logits", "sum_log_prob",
+    "tensor_checksum", "token_stats_from_hidden", "token_stats_from_logits", "verdict_probability",
     # refinement's statistics
-    "Mixture", "cosine", "equivalent", "log_sigmoid", "ls_slope", "reliable_posteriors", "unique_mode", "znorm",
+    "ls_slope", "unique_mode",
 ]

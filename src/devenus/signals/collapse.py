@@ -20,17 +20,14 @@ class CollapseMonitor:
         self.last_confidence: float | None = None
 
     def update(self, mean_length: float, mean_confidence: float) -> dict[str, float]:
-        out: dict[str, float] = {}
         rising = self.last_confidence is not None and mean_confidence > self.last_confidence
         self.last_confidence = float(mean_confidence)
         if len(self.lengths) < self.baseline_steps:
             self.lengths.append(float(mean_length))
-            out["collapse_warning"] = 0.0
-            return out
+            return {"collapse_warning": 0.0}
         base = float(np.mean(self.lengths))
-        out["length_vs_baseline"] = mean_length / base if base > 0 else float("nan")
-        out["collapse_warning"] = float(bool(base > 0 and mean_length < self.length_ratio * base and rising))
-        return out
+        return {"length_vs_baseline": mean_length / base if base > 0 else float("nan"),
+                "collapse_warning": float(bool(base > 0 and mean_length < self.length_ratio * base and rising))}
 
     def state_dict(self) -> dict[str, Any]:
         return {"lengths": list(self.lengths), "last_confidence": self.last_confidence}

@@ -32,11 +32,9 @@ def group_normalize(values, group_ids, mode: str = "zscore", eps: float = 1e-6) 
         elif mode == "zscore":
             out[rows] = (x - x.mean()) / (x.std() + eps)
         else:
-            order = np.argsort(x, kind="stable")
-            ranks = np.empty(len(x))
-            ranks[order] = np.arange(len(x), dtype=np.float64)
-            for u in np.unique(x):  # average ties
-                ranks[x == u] = ranks[x == u].mean()
+            from scipy.stats import rankdata  # (imported only for rank mode)
+
+            ranks = rankdata(x, method="average") - 1.0  # 0-based, ties averaged
             out[rows] = ranks / (len(x) - 1) if len(x) > 1 else 0.5
     return out
 
@@ -47,8 +45,6 @@ def fill_missing(values, group_ids) -> np.ndarray:
     group_ids = np.asarray(group_ids)
     out = values.copy()
     missing = np.isnan(out)
-    if not missing.any():
-        return out
     for g in np.unique(group_ids[missing]):
         rows = group_ids == g
         valid = rows & ~missing

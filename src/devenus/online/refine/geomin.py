@@ -39,9 +39,8 @@ import numpy as np
 
 from devenus.online.config import ConfigError, MethodConfig, option
 from devenus.online.refine.method import RefineMethod
-from devenus.online.rollouts import observe_groups
+from devenus.online.rollouts import RolloutBatch, observe_groups
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.signals.mixture import Mixture, log_sigmoid, reliable_posteriors
 from devenus.signals.vmf import heldout_aurocs, top_layers, unit_rows, vmf_llr
 
@@ -257,9 +256,7 @@ class GeoMin(RefineMethod):
                 weight: np.ndarray, m: dict) -> None:
         """Per group (admitted, weight) for S_b and S_a; its metrics and evidence rows."""
         labeled = np.asarray(batch.labeled, bool)
-        self._decided = {str(batch.uid[rows[0]]): (True, 1.0) for rows in groups if labeled[rows[0]]}
-        for rows in unl:
-            self._decided[str(batch.uid[rows[0]])] = (False, 1.0)
+        self._decided = {str(batch.uid[rows[0]]): (bool(labeled[rows[0]]), 1.0) for rows in groups}
         by_uid: dict[str, tuple[float | None, float | None]] = {}
         self._judged = set()
         for i, rows in enumerate(with_target):
@@ -268,13 +265,12 @@ class GeoMin(RefineMethod):
             if not np.isnan(w[i]):
                 self._judged.add(uid)
             by_uid[uid] = (aff[i], None if np.isnan(w[i]) else float(w[i]))
-        adm_unl = [rows for rows in unl if self._decided[str(batch.uid[rows[0]])][0]]
+        admitted_weights = [wt for adm, wt in (self._decided[str(batch.uid[rows[0]])] for rows in unl) if adm]
         m.update({"unlabeled_groups": len(unl), "scored_groups": sum(a is not None for a in aff),
                   "admitted_share/labeled": 1.0 if len(groups) > len(unl) else 0.0,
-                  "admitted_share/unlabeled": len(adm_unl) / len(unl) if unl else 0.0,
-                  "weight/mean": float(np.mean([self._decided[str(batch.uid[r[0]])][1] for r in adm_unl]))
-                  if adm_unl else 0.0,
-                  "weight/banded": int(sum(self._decided[str(batch.uid[r[0]])][1] < 1.0 for r in adm_unl))})
+                  "admitted_share/unlabeled": len(admitted_weights) / len(unl) if unl else 0.0,
+                  "weight/mean": float(np.mean(admitted_weights)) if admitted_weights else 0.0,
+                  "weight/banded": int(sum(x < 1.0 for x in admitted_weights))})
         for rows in groups:
             uid = str(batch.uid[rows[0]])
             if uid in self._visits:

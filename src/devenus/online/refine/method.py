@@ -1,5 +1,6 @@
 """The refinement methods' base class, :class:`RefineMethod` (the evidence rows a method hands to the
-adapter, and the probe hook), and :class:`Histories`, the bounded per-sample history of visits it keeps.
+adapter, and the probe hook), and :class:`Histories`, the bounded per-sample history of visits it keeps
+(:class:`HistoryMethod`: a method whose state is one).
 
 One visit's observation of a group (:class:`devenus.online.rollouts.Visit`,
 :func:`devenus.online.rollouts.observe_groups`) lives in the online core, since the adapter's probe pass
@@ -79,3 +80,17 @@ class RefineMethod(OnlineMethod):
         """A probe's rollouts are a visit like a training one: recorded exactly as S_y records a visit
         (histories, trajectories, evidence), and the targets it would construct are dropped."""
         self.construct_targets(batch)
+
+
+class HistoryMethod(RefineMethod):
+    """A refinement method whose state is one :class:`Histories` of the last ``config.window`` visits per sample."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.history = Histories(self.config.window)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.history.load_state_dict(state["history"])

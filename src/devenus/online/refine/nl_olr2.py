@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.method import Histories, RefineMethod
-from devenus.online.rollouts import Visit, observe_groups
+from devenus.online.refine.method import HistoryMethod
+from devenus.online.rollouts import RolloutBatch, Visit, observe_groups
 from devenus.signals.trajectory import EPS
 from devenus.signals.votes import equivalent
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.transitions.rules import MARGIN, RATE, Field, TransitionRule
 
 RULE = "correct"
@@ -86,15 +85,11 @@ def correction_proposal(history: list[Visit], config: NLOLR2Config) -> tuple[str
 
 
 @WeakTrainerInterface.register
-class NLOLR2(RefineMethod):
+class NLOLR2(HistoryMethod):
     name = "nl_olr2"
     mechanism_metrics = frozenset({"proposed_correction"})
     config_class = NLOLR2Config
     data_needs = frozenset({"labels"})
-
-    def __init__(self, config: NLOLR2Config | None = None):
-        super().__init__(config)
-        self.history = Histories(self.config.window)
 
     def construct_targets(self, batch: RolloutBatch) -> None:
         proposed = 0
@@ -113,12 +108,6 @@ class NLOLR2(RefineMethod):
                              label_pass_rate=visit.target_pass_rate)
         self.log(proposals=proposed, tracked_samples=len(self.history.by_key))
         return None  # observe only: training keeps the given labels
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"history": self.history.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.history.load_state_dict(state["history"])
 
 
 class CorrectRule(TransitionRule):

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.method import Histories, RefineMethod
-from devenus.online.rollouts import observe_groups
+from devenus.online.refine.method import HistoryMethod
+from devenus.online.rollouts import RolloutBatch, observe_groups
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.signals.trajectory import EPS, ls_slope
 from devenus.signals.votes import equivalent, unique_mode
 
@@ -51,16 +49,12 @@ def olr_decision(history_answers: list[str | None], pass_rates: list[float], vis
 
 
 @WeakTrainerInterface.register
-class OLR(RefineMethod):
+class OLR(HistoryMethod):
     name = "olr"
     mechanism_metrics = frozenset({"correction"})
     config_class = OLRConfig
     data_needs = frozenset({"labels"})
     may_change_labeled = True
-
-    def __init__(self, config: OLRConfig | None = None):
-        super().__init__(config)
-        self.history = Histories(self.config.window)
 
     def construct_targets(self, batch: RolloutBatch) -> np.ndarray:
         new = np.full(len(batch), None, dtype=object)
@@ -80,9 +74,3 @@ class OLR(RefineMethod):
                           refined=bool(target is not None), corrected=bool(changed), label=visit.target)
         self.log(corrections=corrections, refined_groups=refined, tracked_samples=len(self.history.by_key))
         return new
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"history": self.history.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.history.load_state_dict(state["history"])

@@ -34,9 +34,8 @@ import numpy as np
 
 from devenus.online.config import MethodConfig, option
 from devenus.online.refine.method import RefineMethod
-from devenus.online.rollouts import observe_groups
+from devenus.online.rollouts import RolloutBatch, observe_groups
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.signals.trajectory import EPS, cosine, znorm  # noqa: F401  (znorm: part of this rule's API)
 
 

@@ -30,12 +30,11 @@ from typing import Any
 import numpy as np
 
 from devenus.online.config import MethodConfig, option
-from devenus.online.refine.method import Histories, RefineMethod
-from devenus.online.rollouts import Visit, observe_groups
+from devenus.online.refine.method import HistoryMethod
+from devenus.online.rollouts import RolloutBatch, Visit, observe_groups
 from devenus.signals.trajectory import EPS, ls_slope
 from devenus.signals.votes import equivalent, unique_mode
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
 from devenus.transitions.rules import RATE, SLOPE, Field, TransitionRule
 
 RULE = "promote"
@@ -99,15 +98,11 @@ def promotion(history: list[Visit], config: TraPO2Config) -> tuple[str | None, f
 
 
 @WeakTrainerInterface.register
-class TraPO2(RefineMethod):
+class TraPO2(HistoryMethod):
     name = "trapo2"
     mechanism_metrics = frozenset({"promotion"})
     config_class = TraPO2Config
     data_needs = frozenset({"labels", "unlabeled"})
-
-    def __init__(self, config: TraPO2Config | None = None):
-        super().__init__(config)
-        self.history = Histories(self.config.window)
 
     def construct_targets(self, batch: RolloutBatch) -> None:
         proposed = probes = 0
@@ -129,12 +124,6 @@ class TraPO2(RefineMethod):
 
     def admit(self, batch: RolloutBatch) -> np.ndarray:
         return np.asarray(batch.labeled, dtype=bool).copy()
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"history": self.history.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.history.load_state_dict(state["history"])
 
 
 class PromoteRule(TransitionRule):

@@ -26,7 +26,8 @@ from typing import Any, ClassVar, Protocol, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
+from devenus.online.config import OverlayConfig
 from devenus.online.rollouts import RolloutBatch
 
 #: the non-tensor column that marks a skipped prompt's placeholder rows
@@ -43,7 +44,7 @@ class DynamicSamplingConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class DynamicSamplingConfig(Config):
+class DynamicSamplingConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.dynamic_sampling"
     error: ClassVar[type[ConfigError]] = DynamicSamplingConfigError
 
@@ -56,18 +57,9 @@ class DynamicSamplingConfig(Config):
     tolerance: float = option(1e-6, "scores of one group within this of each other count as equal", ge=0.0, le=1.0)
     seed: int = option(0, "seed of the refill order over the training set", ge=0)
 
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
-
     def prompts_per_round(self, train_batch_size: int) -> int:
         """The most prompts one refill round draws (auto: a whole batch, when nothing was informative)."""
         return self.refill_prompts or int(train_batch_size)
-
-
-def sampling_config(values) -> DynamicSamplingConfig:
-    """The typed ``devenus.dynamic_sampling`` config, or :class:`DynamicSamplingConfigError` naming the bad key."""
-    return config_from_dict(DynamicSamplingConfig, values or {})
 
 
 class PreRolloutFilter(Protocol):
@@ -126,23 +118,15 @@ def judge(batch: RolloutBatch, tolerance: float = 1e-6) -> Groups:
     one row, or a placeholder, has no variance; a NaN score makes the group's spread NaN: not zero."""
     train = ~batch.vote_only
     placeholder_rows = np.asarray(batch.fields.get(PLACEHOLDER_KEY, np.zeros(len(batch), bool)), bool)
-    score = np.asarray(batch.score, np.float64)
-    rows, zero, ph, mean, lab = [], [], [], [], []
-    for g in batch.groups():
-        g = g[train[g]]
-        if len(g) == 0:
-            continue
-        s = score[g]
-        rows.append(g)
-        zero.append(bool(len(g) < 2 or (np.max(s) - np.min(s)) <= tolerance))
-        ph.append(bool(placeholder_rows[g].any()))
-        mean.append(float(np.mean(s)))
-        lab.append(bool(np.asarray(batch.labeled)[g].all()))
+    score, labeled = np.asarray(batch.score, np.float64), np.asarray(batch.labeled)
+    rows = [g for g in (g[train[g]] for g in batch.groups()) if len(g)]
+    ph = np.array([placeholder_rows[g].any() for g in rows], bool)
+    zero = np.array([len(g) < 2 or (np.max(score[g]) - np.min(score[g])) <= tolerance for g in rows], bool)
     first = [g[0] for g in rows]
     return Groups(rows, np.asarray(batch.uid)[first] if rows else np.empty(0, object),
                   np.asarray(batch.key)[first] if rows else np.empty(0, object),
-                  np.asarray(lab, bool), np.asarray(zero, bool) & ~np.asarray(ph, bool), np.asarray(ph, bool),
-                  np.asarray(mean, np.float64))
+                  np.array([labeled[g].all() for g in rows], bool), zero & ~ph, ph,
+                  np.array([np.mean(score[g]) for g in rows], np.float64))
 
 
 # ------------------------------------------------------------------------------ the slot composition
@@ -182,10 +166,9 @@ class SlotComposer:
         open_ = self.open_slots(variance_filter)
         cand = np.flatnonzero(np.asarray(informative, bool))
         pairs = [(int(s), int(c)) for s, c in zip(open_, cand)]
-        for s, _ in pairs:
-            self.filled[s] = True
-            if not variance_filter:
-                self.filled_unfiltered += 1
+        self.filled[[s for s, _ in pairs]] = True
+        if not variance_filter:
+            self.filled_unfiltered += len(pairs)
         return pairs
 
     @property

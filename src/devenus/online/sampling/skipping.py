@@ -41,7 +41,8 @@ from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from devenus.config import Config, ConfigError, config_from_dict, option
+from devenus.config import ConfigError, option
+from devenus.online.config import OverlayConfig
 
 #: the evidence kind of this rule's rows (values.event: "skipped" or "generated")
 SKIP_KIND = "skip"
@@ -56,7 +57,7 @@ class SkipConfigError(ConfigError):
 
 
 @dataclass(frozen=True)
-class SkipConfig(Config):
+class SkipConfig(OverlayConfig):
     key_path: ClassVar[str] = "devenus.skip"
     error: ClassVar[type[ConfigError]] = SkipConfigError
 
@@ -78,10 +79,6 @@ class SkipConfig(Config):
     history_dirs: list[str] = option([], "evidence folders of earlier rounds whose visits seed the streaks "
                                          "(read once, before the first step)")
 
-    @classmethod
-    def override(cls, key: str, value: str = "<value>") -> str:
-        return f"+{cls.key(key)}={value}"
-
     def check(self) -> None:
         if self.min_p > self.max_p:
             raise self.error(f"{self.key('min_p')} ({self.min_p}) must be <= {self.key('max_p')} ({self.max_p}) "
@@ -96,11 +93,6 @@ class SkipConfig(Config):
     def targets(self) -> dict[str, float]:
         easy = self.target_zero_variance * self.easy_target_share
         return {EASY: easy, HARD: self.target_zero_variance - easy}
-
-
-def skip_config(values: Mapping[str, Any] | None) -> SkipConfig:
-    """The typed ``devenus.skip`` config, or :class:`SkipConfigError` naming the bad key."""
-    return config_from_dict(SkipConfig, values or {})
 
 
 def _draw(seed: tuple[int, int], step: int, key: str) -> float:

@@ -1,7 +1,7 @@
 """The shared base of the confidence-reward methods (Intuitor, EMRL): not a method itself.
 
 S_r = a per-response confidence score from the actor's log-prob pass, for unlabeled rows; a subclass
-implements :meth:`ConfidenceMethod.sequence_score` only, from the signals in :mod:`devenus.signals`.
+names its score (``score_name``, one of :data:`CONFIDENCE_SCORES`, from the signals in :mod:`devenus.signals`).
 :class:`~devenus.signals.CollapseMonitor` watches for the classic failure (responses shrink while the
 confidence keeps rising).
 """
@@ -16,11 +16,25 @@ import numpy as np
 from devenus.online.config import MethodConfig, option
 from devenus.online.method import OnlineMethod
 from devenus.online.rollouts import RolloutBatch
-from devenus.signals import CollapseMonitor, auroc
+from devenus.signals import (CollapseMonitor, auroc, mean_log_prob, mean_self_certainty, negative_mean_entropy,
+                             sum_log_prob)
+
+#: confidence score -> (the token statistic it reduces, its per-response reduction over the valid tokens)
+CONFIDENCE_SCORES = {
+    "self_certainty": ("self_certainty", mean_self_certainty),  # Intuitor: mean SC_t
+    "neg_entropy": ("entropy", negative_mean_entropy),  # EMRL token-level: -mean H(p_t)
+    "mean_logp": ("log_probs", mean_log_prob),  # EMRL trajectory-level: mean log p(y_t)
+    "sum_logp": ("log_probs", sum_log_prob),  # EMRL sequence-level: the sequence log-probability
+}
 
 
 class MonitoredState:
-    """Method state of a method with a ``self.monitor`` (a CollapseMonitor): saved with checkpoints."""
+    """A method that watches for confidence collapse: ``self.monitor``, a CollapseMonitor set up from its
+    :class:`ConfidenceConfig` keys, whose state is the method's state (saved with checkpoints)."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
 
     def state_dict(self) -> dict[str, Any]:
         st = self.monitor.state_dict()
@@ -48,6 +62,13 @@ def token_stat(batch: RolloutBatch, name: str):
     return batch.token_stats[name]
 
 
+def confidence_score(batch: RolloutBatch, name: str) -> np.ndarray:
+    """The per-response confidence score ``name`` (:data:`CONFIDENCE_SCORES`) of every row."""
+    stat, reduce = CONFIDENCE_SCORES[name]
+    mask = token_stat(batch, "response_mask")
+    return reduce(token_stat(batch, stat), mask)
+
+
 class ConfidenceMethod(MonitoredState, OnlineMethod):
     """Labeled rows get NaN (the step keeps their verified reward anyway). GRPO normalises rewards per
     prompt group, and a group is wholly labeled or wholly unlabeled, so the two reward scales never mix
@@ -59,12 +80,8 @@ class ConfidenceMethod(MonitoredState, OnlineMethod):
     score_name = "confidence"
     mechanism_metrics = frozenset({"reward_auroc"})
 
-    def __init__(self, config: ConfidenceConfig | None = None):
-        super().__init__(config)
-        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
-
-    def sequence_score(self, batch: RolloutBatch) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def sequence_score(self, batch: RolloutBatch) -> np.ndarray:
+        return confidence_score(batch, self.score_name)
 
     def construct_rewards(self, batch: RolloutBatch) -> np.ndarray:
         score = np.asarray(self.sequence_score(batch), dtype=np.float64)

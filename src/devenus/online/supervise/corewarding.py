@@ -38,11 +38,8 @@ class CoRewardingConfig(VotingConfig):
 def pair_keys(batch: RolloutBatch) -> np.ndarray:
     """``extra_info.pair_key`` per row (the row's own sample key when it has none)."""
     infos = batch.fields.get("extra_info")
-    out = np.empty(len(batch), dtype=object)
-    for i in range(len(batch)):
-        pk = (infos[i] or {}).get("pair_key") if infos is not None else None
-        out[i] = str(pk) if pk not in (None, "") else str(batch.key[i])
-    return out
+    pks = [None if infos is None else (infos[i] or {}).get("pair_key") for i in range(len(batch))]
+    return np.array([str(pk) if pk not in (None, "") else str(k) for pk, k in zip(pks, batch.key)], dtype=object)
 
 
 @WeakTrainerInterface.register

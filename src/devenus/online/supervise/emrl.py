@@ -13,13 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from devenus.online.config import option
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod, token_stat
-from devenus.signals import mean_log_prob, negative_mean_entropy, sum_log_prob
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod
 
 VARIANTS = ("token_entropy", "trajectory", "sequence_prob")
 
@@ -36,13 +32,5 @@ class EMRL(ConfidenceMethod):
     config_class = EMRLConfig
 
     @property
-    def score_name(self) -> str:  # metric prefix names what is scored
+    def score_name(self) -> str:  # the metric prefix and the score (CONFIDENCE_SCORES) of the variant
         return {"token_entropy": "neg_entropy", "trajectory": "mean_logp", "sequence_prob": "sum_logp"}[self.config.variant]
-
-    def sequence_score(self, batch: RolloutBatch) -> np.ndarray:
-        mask = token_stat(batch, "response_mask")
-        if self.config.variant == "token_entropy":
-            return negative_mean_entropy(token_stat(batch, "entropy"), mask)
-        if self.config.variant == "trajectory":
-            return mean_log_prob(token_stat(batch, "log_probs"), mask)
-        return sum_log_prob(token_stat(batch, "log_probs"), mask)

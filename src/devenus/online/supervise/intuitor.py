@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from devenus.online.config import option
 from devenus.online.registry import WeakTrainerInterface
-from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod, token_stat
-from devenus.signals import DEFAULT_CHUNK_SIZE, mean_self_certainty
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, ConfidenceMethod
+from devenus.signals import DEFAULT_CHUNK_SIZE
 
 
 @dataclass
@@ -34,6 +31,3 @@ class Intuitor(ConfidenceMethod):
 
     def logits_chunk_size(self) -> int:
         return self.config.chunk_size
-
-    def sequence_score(self, batch: RolloutBatch) -> np.ndarray:
-        return mean_self_certainty(token_stat(batch, "self_certainty"), token_stat(batch, "response_mask"))

@@ -32,21 +32,16 @@ from devenus.online.config import ConfigError, option
 from devenus.online.method import OnlineMethod
 from devenus.online.registry import WeakTrainerInterface
 from devenus.online.rollouts import RolloutBatch
-from devenus.online.supervise.confidence_reward import ConfidenceConfig, MonitoredState, token_stat
+from devenus.online.supervise.confidence_reward import ConfidenceConfig, MonitoredState, confidence_score
 from devenus.signals import (
     DEFAULT_CHUNK_SIZE,
     NORMALIZATIONS,
-    CollapseMonitor,
     VoteStats,
     auroc,
     fill_missing,
     group_normalize,
     majority_agreement,
-    mean_log_prob,
-    mean_self_certainty,
-    negative_mean_entropy,
     pearson,
-    sum_log_prob,
 )
 
 #: weight key -> signal name (the metric prefix); the order is the order of computation and of metrics
@@ -109,20 +104,10 @@ class Unsupervised(MonitoredState, OnlineMethod):
     data_needs = frozenset({"unlabeled"})
     step_needs = frozenset({"token_stats", "self_certainty", "self_verification"})  # the most; see step_needs_from_config
 
-    def __init__(self, config: UnsupervisedConfig | None = None):
-        super().__init__(config)
-        self.monitor = CollapseMonitor(self.config.collapse_baseline_steps, self.config.collapse_length_ratio)
-
     def step_needs_from_config(self) -> frozenset[str]:
         w = self.config.weights
-        needs = set()
-        if any(s in w for s in CONFIDENCE_SIGNALS):
-            needs.add("token_stats")
-        if "self_certainty" in w:
-            needs.add("self_certainty")
-        if "self_verification" in w:
-            needs.add("self_verification")
-        return frozenset(needs)
+        needs = {"token_stats"} if any(s in w for s in CONFIDENCE_SIGNALS) else set()
+        return frozenset(needs | ({"self_certainty", "self_verification"} & set(w)))
 
     def verification_prompt(self) -> tuple[str, tuple[str, str]]:
         return self.config.verification_template, tuple(self.config.verdicts)
@@ -135,16 +120,10 @@ class Unsupervised(MonitoredState, OnlineMethod):
         """Raw per-row values of the signals with a non-zero weight (NaN = no value)."""
         out: dict[str, np.ndarray] = {}
         w = self.config.weights
-        ts = token_stat
-        if any(s in w for s in CONFIDENCE_SIGNALS):
-            mask = ts(batch, "response_mask")
-            if "self_certainty" in w:
-                out["self_certainty"] = mean_self_certainty(ts(batch, "self_certainty"), mask)
-            if "neg_entropy" in w:
-                out["neg_entropy"] = negative_mean_entropy(ts(batch, "entropy"), mask)
-            if "seq_logprob" in w:
-                f = sum_log_prob if self.config.seq_prob == "sum" else mean_log_prob
-                out["seq_logprob"] = f(ts(batch, "log_probs"), mask)
+        seq = "sum_logp" if self.config.seq_prob == "sum" else "mean_logp"
+        for name, score in (("self_certainty", "self_certainty"), ("neg_entropy", "neg_entropy"), ("seq_logprob", seq)):
+            if name in w:
+                out[name] = confidence_score(batch, score)
         if "agreement" in w:
             out["agreement"] = self.agreement(batch, votes)
         if "self_verification" in w:

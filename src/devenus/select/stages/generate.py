@@ -49,22 +49,16 @@ def generate_shard(gen, part: list[dict], path: Path) -> int:
 
     keys = [r["extra_info"]["index"] for r in part]
     samples = gen.generate([r["prompt"] for r in part], keys)
-    cols: dict[str, list] = {"index": [], "sample": [], "response_ids": [], "response": [], "truncated": [], "n_tokens": []}
-    for k, ss in zip(keys, samples):
-        for j, smp in enumerate(ss):
-            cols["index"].append(k)
-            cols["sample"].append(j)
-            cols["response_ids"].append(smp.response_ids)
-            cols["response"].append(smp.text)
-            cols["truncated"].append(smp.truncated)
-            cols["n_tokens"].append(len(smp.response_ids))
-    table = pa.table({"index": pa.array(cols["index"], pa.string()), "sample": pa.array(cols["sample"], pa.int32()),
-                      "response_ids": pa.array(cols["response_ids"], pa.list_(pa.int32())),
-                      "response": pa.array(cols["response"], pa.string()),
-                      "truncated": pa.array(cols["truncated"], pa.bool_()),
-                      "n_tokens": pa.array(cols["n_tokens"], pa.int32())})
+    rows = [(k, j, smp) for k, ss in zip(keys, samples) for j, smp in enumerate(ss)]
+    n_tokens = [len(smp.response_ids) for _, _, smp in rows]
+    table = pa.table({"index": pa.array([k for k, _, _ in rows], pa.string()),
+                      "sample": pa.array([j for _, j, _ in rows], pa.int32()),
+                      "response_ids": pa.array([smp.response_ids for _, _, smp in rows], pa.list_(pa.int32())),
+                      "response": pa.array([smp.text for _, _, smp in rows], pa.string()),
+                      "truncated": pa.array([smp.truncated for _, _, smp in rows], pa.bool_()),
+                      "n_tokens": pa.array(n_tokens, pa.int32())})
     write_table(table, path)
-    return sum(cols["n_tokens"])
+    return sum(n_tokens)
 
 
 class GenerateWork:
@@ -79,7 +73,7 @@ class GenerateWork:
         return generate_shard(self.gen, self.run.part(i), self.st.shard_path(i))
 
     def close(self) -> None:
-        getattr(self.gen, "close", lambda: None)()
+        self.gen.close()
 
 
 def run_generate(run: SelectionRun | SelectConfig, *, force: bool = False, progress: bool | None = None, model=None,

@@ -43,15 +43,6 @@ def _decisions(route_st: Stage, pool):
     return dec.column("decision").take(at), dec.column("label").take(at)
 
 
-def _scatter(n: int, at: np.ndarray, values):
-    """A string array of length ``n``: ``values`` at positions ``at``, null elsewhere."""
-    import pyarrow as pa
-
-    pos = np.full(n, -1, dtype=np.int64)
-    pos[at] = np.arange(len(at))
-    return values.take(pa.array(pos, mask=pos < 0))
-
-
 def _edits(cfg: SelectConfig, pool, decision, known):
     """``(edited table, change lines, discard mask)``: annotated and weak rows relabeled by the label
     vocabulary's table edits, the discarded rows' removal lines, all lines in row order."""
@@ -61,6 +52,7 @@ def _edits(cfg: SelectConfig, pool, decision, known):
     from devenus.records import labels
     from devenus.records.versions import removal_lines
     from devenus.select.annotate import annotate_table
+    from devenus.select.stages.route import scatter
 
     n = pool.num_rows
     extra = pool.column("extra_info")
@@ -72,7 +64,7 @@ def _edits(cfg: SelectConfig, pool, decision, known):
     ask = np.flatnonzero(pc.and_(relabel, pc.is_null(known)).to_numpy(zero_copy_only=False))
     answers = pa.nulls(n, pa.string())
     if ask.size:
-        answers = _scatter(n, ask, annotate_table(cfg.materialize.annotation, pool.take(pa.array(ask))))
+        answers = scatter(n, ask, annotate_table(cfg.materialize.annotation, pool.take(pa.array(ask))))
     answers = pc.coalesce(known, answers)  # triage probes were annotated while routing
     r = cfg.route
     why_ann = (f"annotated (chosen at random, seed {r.seed})" if r.signal == "random"
@@ -109,8 +101,7 @@ def run_materialize(run: SelectionRun | SelectConfig, *, force: bool = False, pr
 
     run = SelectionRun.of(run)
     cfg = run.cfg
-    route_st = run.stage("route").check()
-    route_st.require_done("materialize")
+    route_st = run.stage("route").check().require_done("materialize")
     out = output_path(cfg)
     check_output(out, [run.parent], force=force)
     full = run.pool_table

@@ -70,6 +70,15 @@ def _floats(col) -> np.ndarray:
     return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
 
 
+def scatter(n: int, at: np.ndarray, values):
+    """An array of length ``n`` of ``values``' type: ``values`` at positions ``at``, null elsewhere."""
+    import pyarrow as pa
+
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[at] = np.arange(len(at))
+    return values.take(pa.array(pos, mask=pos < 0))
+
+
 def _route_table(qt, dec: np.ndarray, u: np.ndarray, ties: np.ndarray, probes, labels):
     """The stage's table: decision, routing score, uncertainty rank and any probe label per question."""
     import pyarrow as pa
@@ -77,11 +86,7 @@ def _route_table(qt, dec: np.ndarray, u: np.ndarray, ties: np.ndarray, probes, l
     from devenus.select.route import DECISIONS, uncertainty_order
 
     n = qt.num_rows
-    label = pa.nulls(n, pa.string())
-    if len(probes):
-        at = np.full(n, -1, dtype=np.int64)
-        at[np.asarray(probes, dtype=np.int64)] = np.arange(len(probes))
-        label = pa.array(list(labels), pa.string()).take(pa.array(at, mask=at < 0))
+    label = scatter(n, np.asarray(probes, dtype=np.int64), pa.array(list(labels), pa.string()))
     rank = np.empty(n, dtype=np.int64)  # 0 = the most uncertain
     rank[uncertainty_order(np.nan_to_num(u, nan=-np.inf), ties)] = np.arange(n)
     return pa.table({"index": qt.column("index").combine_chunks().cast(pa.string()),
@@ -95,8 +100,7 @@ def run_route(run: SelectionRun | SelectConfig, *, force: bool = False, progress
 
     run = SelectionRun.of(run)
     cfg = run.cfg
-    score_st = run.stage("score").check()
-    score_st.require_done("route")
+    score_st = run.stage("score").check().require_done("route")
     qt = read_questions(score_st)
     keys = qt.column("index").to_pylist()
     cols = {name: _floats(qt.column(name)) for name in qt.column_names

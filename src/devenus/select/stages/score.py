@@ -21,11 +21,7 @@ def questions_path(st: Stage, i: int) -> Path:
 
 def read_questions(st: Stage):
     """The question tables of a score stage, concatenated in shard order."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    paths = sorted(st.folder.glob("questions-*.parquet"))
-    return pa.concat_tables([pq.read_table(str(p)) for p in paths])
+    return st.read_all(table="questions")
 
 
 def _generated(path: Path, part: list[dict], g: int, i: int) -> dict[str, list]:

@@ -77,10 +77,9 @@ class ShardWorker:
     def __call__(self, batch):
         import numpy as np
 
-        done = []
-        for i in np.asarray(batch["shard"]).tolist():
+        done = np.asarray(batch["shard"]).tolist()
+        for i in done:
             self.work(i)
-            done.append(i)
         return {"shard": np.asarray(done, dtype=np.int64)}
 
 
