@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import operator
 import types
 import typing
 from pathlib import Path
@@ -138,12 +139,12 @@ def _type_name(tp) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+#: bound key -> (its sign in messages, the test a value within it passes)
+_BOUNDS = {"gt": (">", operator.gt), "ge": (">=", operator.ge), "lt": ("<", operator.lt), "le": ("<=", operator.le)}
+
+
 def _bounds(meta: Mapping[str, Any]) -> str:
-    parts = []
-    for key, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-        if meta.get(key) is not None:
-            parts.append(f"{sign} {meta[key]}")
-    return " and ".join(parts)
+    return " and ".join(f"{sign} {meta[key]}" for key, (sign, _) in _BOUNDS.items() if meta.get(key) is not None)
 
 
 def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -164,12 +165,8 @@ def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
             return value, "a finite number" + bounds
     elif not isinstance(value, tp):
         return value, "a string" if tp is str else f"a {_type_name(tp)}"
-    if tp in (int, float):
-        m = meta
-        bad = ((m.get("ge") is not None and value < m["ge"]) or (m.get("le") is not None and value > m["le"])
-               or (m.get("gt") is not None and value <= m["gt"]) or (m.get("lt") is not None and value >= m["lt"]))
-        if bad:
-            return value, f"{'an integer' if tp is int else 'a number'}{bounds}"
+    if tp in (int, float) and any(meta.get(k) is not None and not ok(value, meta[k]) for k, (_, ok) in _BOUNDS.items()):
+        return value, f"{'an integer' if tp is int else 'a number'}{bounds}"
     if meta.get("choices") is not None and value not in meta["choices"]:
         return value, f"one of {list(meta['choices'])}"
     return value, None
