@@ -266,9 +266,7 @@ def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], No
 
 def evaluate_splits(model, tok, qs: dict, cfg: TestbedConfig) -> dict:
     """Sampled (T=1, avg@k) and greedy accuracy on the held-out splits, by split and family."""
-    from devenus.testbed.evaluate import accuracy
-
-    from devenus.testbed.evaluate import summarize
+    from devenus.testbed.evaluate import accuracy, summarize
 
     groups = {"ID": qs["test_id"]} | {f"OOD/{f}": [q for q in qs["test_ood"] if q.family == f] for f in cfg.ood_families}
     per_q: dict[str, dict[str, tuple]] = {}
