@@ -33,7 +33,6 @@ from devenus.testbed import tasks
 from devenus.testbed.build import Testbed, question_rows, question_sets
 
 VERSION = 1  # bump when what this module generates changes
-NEAR_OOD_FAMILIES = ("add_long", "add_mixed")
 LONG_DIGITS = 5
 MIXED_DIGITS = (1, 2, 3, 4)
 PER_FAMILY = 128

@@ -172,8 +172,6 @@ FAMILIES: dict[str, Callable[[random.Random, int], Question]] = {
     "max": make_max,
     "add_long": make_add_long,
 }
-ID_FAMILIES = ("add",)
-OOD_FAMILIES = ("count", "max")
 
 
 def generate(
