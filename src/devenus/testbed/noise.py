@@ -127,12 +127,8 @@ def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int 
     out: dict[str, list[str]] = {}
     for row, cs in zip(rows, comps):
         truth = (row.get("simulation") or {}).get("hidden_answer") or row["reward_model"]["ground_truth"]
-        wrong = []
-        for c in cs:
-            a = extract_answer(c.text, truncated=c.truncated)
-            if a is not None and not verifier.equivalent(a, truth):
-                wrong.append(a)
-        out[row["extra_info"]["index"]] = wrong
+        answers = [extract_answer(c.text, truncated=c.truncated) for c in cs]
+        out[row["extra_info"]["index"]] = [a for a in answers if a is not None and not verifier.equivalent(a, truth)]
     return out
 
 
