@@ -196,13 +196,12 @@ def _coerce(root: type, rel: str, tp, value, meta: Mapping[str, Any]):
             raise _Bad(f"a list of {meta['length']} items")
         if _is_section(item):  # a list of sections: each built on its own, errors name `key[i].sub`
             out = [_field_value(root, f"{rel}[{i}]", item, {}, v) for i, v in enumerate(value)]
-            return tuple(out) if origin is tuple else out
-        out = []
-        for v in value:
-            v, error = _check_scalar(item, v, meta)
+        else:
+            checked = [_check_scalar(item, v, meta) for v in value]  # (value, what was expected or None)
+            error = next((e for _, e in checked if e), None)
             if error:
                 raise _Bad(f"a list of items each {error}")
-            out.append(v)
+            out = [v for v, _ in checked]
         return tuple(out) if origin is tuple else out
     if origin is dict:
         key_tp, value_tp = args if args else (Any, Any)
@@ -296,15 +295,13 @@ def describe(config_cls: type, _root: str | None = None, _prefix: str = "") -> l
         if _is_section(tp):
             out += describe(tp, root, rel)
             continue
+        allowed = f"one of {list(meta['choices'])}" if meta.get("choices") else _bounds(meta)
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         else:
-            default = None
-        allowed = f"one of {list(meta['choices'])}" if meta.get("choices") else _bounds(meta)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            allowed = _join("required", allowed)
+            default, allowed = None, _join("required", allowed)
         out.append(KeyDoc(rel, _join(root, rel), _type_name(tp), default, meta.get("help", ""), allowed))
     return out
 
