@@ -148,8 +148,8 @@ def cmd_model_path(args) -> int:
 def cmd_model_list(args) -> int:
     from devenus.sources import model_sources
 
-    for src in model_sources():
-        print(f"{src.name}: {src.help}")
+    for name, help in model_sources():
+        print(f"{name}: {help}")
     return 0
 
 

@@ -14,20 +14,10 @@ with other weights (a folder rewritten in place) is never reused.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from devenus.registry import Registry
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """A named model: ``folder()`` gives its HF folder (built or installed on first use)."""
-
-    name: str
-    folder: Callable[[], Path]
-    help: str
 
 
 def _testbed_model() -> Path:
@@ -73,9 +63,9 @@ def model_names() -> list[str]:
     return MODELS.names()
 
 
-def model_sources() -> list[ModelSource]:
-    """Every named model (imports their modules)."""
-    return [ModelSource(n, f, _HELP.get(("model", n), "")) for n, f in MODELS.items()]
+def model_sources() -> list[tuple[str, str]]:
+    """(name, one line of help) of every named model (imports their modules)."""
+    return [(n, _HELP.get(("model", n), "")) for n, _ in MODELS.items()]
 
 
 def resolve_pool(name: str) -> Path:

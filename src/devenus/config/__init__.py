@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import operator
 import types
 import typing
 from pathlib import Path
@@ -138,12 +139,12 @@ def _type_name(tp) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+#: bound key -> (its sign in messages, the test a value within it passes)
+_BOUNDS = {"gt": (">", operator.gt), "ge": (">=", operator.ge), "lt": ("<", operator.lt), "le": ("<=", operator.le)}
+
+
 def _bounds(meta: Mapping[str, Any]) -> str:
-    parts = []
-    for key, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-        if meta.get(key) is not None:
-            parts.append(f"{sign} {meta[key]}")
-    return " and ".join(parts)
+    return " and ".join(f"{sign} {meta[key]}" for key, (sign, _) in _BOUNDS.items() if meta.get(key) is not None)
 
 
 def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -164,12 +165,8 @@ def _check_scalar(tp, value, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
             return value, "a finite number" + bounds
     elif not isinstance(value, tp):
         return value, "a string" if tp is str else f"a {_type_name(tp)}"
-    if tp in (int, float):
-        m = meta
-        bad = ((m.get("ge") is not None and value < m["ge"]) or (m.get("le") is not None and value > m["le"])
-               or (m.get("gt") is not None and value <= m["gt"]) or (m.get("lt") is not None and value >= m["lt"]))
-        if bad:
-            return value, f"{'an integer' if tp is int else 'a number'}{bounds}"
+    if tp in (int, float) and any(meta.get(k) is not None and not ok(value, meta[k]) for k, (_, ok) in _BOUNDS.items()):
+        return value, f"{'an integer' if tp is int else 'a number'}{bounds}"
     if meta.get("choices") is not None and value not in meta["choices"]:
         return value, f"one of {list(meta['choices'])}"
     return value, None
@@ -199,13 +196,12 @@ def _coerce(root: type, rel: str, tp, value, meta: Mapping[str, Any]):
             raise _Bad(f"a list of {meta['length']} items")
         if _is_section(item):  # a list of sections: each built on its own, errors name `key[i].sub`
             out = [_field_value(root, f"{rel}[{i}]", item, {}, v) for i, v in enumerate(value)]
-            return tuple(out) if origin is tuple else out
-        out = []
-        for v in value:
-            v, error = _check_scalar(item, v, meta)
+        else:
+            checked = [_check_scalar(item, v, meta) for v in value]  # (value, what was expected or None)
+            error = next((e for _, e in checked if e), None)
             if error:
                 raise _Bad(f"a list of items each {error}")
-            out.append(v)
+            out = [v for v, _ in checked]
         return tuple(out) if origin is tuple else out
     if origin is dict:
         key_tp, value_tp = args if args else (Any, Any)
@@ -299,15 +295,13 @@ def describe(config_cls: type, _root: str | None = None, _prefix: str = "") -> l
         if _is_section(tp):
             out += describe(tp, root, rel)
             continue
+        allowed = f"one of {list(meta['choices'])}" if meta.get("choices") else _bounds(meta)
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         else:
-            default = None
-        allowed = f"one of {list(meta['choices'])}" if meta.get("choices") else _bounds(meta)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            allowed = _join("required", allowed)
+            default, allowed = None, _join("required", allowed)
         out.append(KeyDoc(rel, _join(root, rel), _type_name(tp), default, meta.get("help", ""), allowed))
     return out
 

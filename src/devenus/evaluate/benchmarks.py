@@ -21,7 +21,7 @@ Three protocols ship:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -90,9 +90,6 @@ class Protocol:
                 return b
         raise KeyError(f"benchmark {name!r} is not in protocol {self.name!r}; it has: "
                        f"{', '.join(b.name for b in self.benchmarks)}")
-
-    def select(self, names: Sequence[str] | None) -> "Protocol":
-        return self if not names else replace(self, benchmarks=tuple(self.benchmark(n) for n in names))
 
 
 # ----------------------------------------------------------------------------------------- helpers

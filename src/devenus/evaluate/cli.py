@@ -236,9 +236,9 @@ def _protocol_and_names(args) -> tuple[Protocol, dict[str, str], dict[str, int]]
             raise ValueError(f"--benchmarks names {', '.join(unknown)}, not among this run's benchmarks: "
                              f"{', '.join([b.name for b in protocol.benchmarks] + list(own))}")
         protocol = replace(protocol, benchmarks=tuple(protocol.benchmark(n) for n in names if n not in own))
-    extra = [(record_benchmark(name, group, 4), path) for group, name, path in records]
-    protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(b for b, _ in extra))
-    files = _pairs(args.file, "--file") | {b.name: p for b, p in extra}
+    protocol = replace(protocol, benchmarks=protocol.benchmarks + tuple(record_benchmark(name, group, 4)
+                                                                        for group, name, _ in records))
+    files = _pairs(args.file, "--file") | own
     ks = {}
     for n, v in _pairs(args.k, "--k").items():
         try:

@@ -6,22 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Callable
 
 from devenus.evaluate.run import EvalResult
 from devenus.tables import table
 
-__all__ = ["format_table", "to_json", "write_outputs", "atomic_write"]
-
-
-def atomic_write(path: Path, write: Callable[[str], None], suffix: str = "") -> Path:
-    """``write(tmp_path)`` fills a temporary file beside ``path``, which then replaces ``path``."""
-    from devenus.atomic import atomic_write as _atomic  # the tree's one atomic-write helper
-
-    path = Path(path)
-    with _atomic(path, suffix=suffix or ".tmp") as tmp:
-        write(str(tmp))
-    return path
+__all__ = ["format_table", "to_json", "write_outputs"]
 
 
 def _pm(d: dict) -> str:
@@ -88,23 +77,23 @@ def _plot(res: EvalResult, tmp: str, label: str) -> None:
 
 def write_outputs(res: EvalResult, out_dir: str | Path, plot: bool = True) -> dict[str, Path]:
     """results.json, samples.jsonl (every graded sample) and accuracy.png (if matplotlib is installed)."""
+    from devenus.atomic import atomic_write, write_text_atomic
+
     out = Path(out_dir)
-    paths = {"json": atomic_write(out / "results.json",
-                                  lambda t: Path(t).write_text(json.dumps(to_json(res), indent=2) + "\n"))}
-
-    def write_samples(t: str) -> None:
-        with open(t, "w") as f:
-            for b in res.benchmarks:
-                for q in b.questions:
-                    f.write(json.dumps({"benchmark": b.name, "key": q.key, "target": q.target, "preds": list(q.preds),
-                                        "scores": list(q.scores), "truncated": list(q.truncated),
-                                        "responses": list(q.responses)}) + "\n")
-
-    paths["samples"] = atomic_write(out / "samples.jsonl", write_samples)
+    paths = {"json": write_text_atomic(out / "results.json", json.dumps(to_json(res), indent=2) + "\n"),
+             "samples": out / "samples.jsonl"}
+    with atomic_write(paths["samples"]) as tmp, open(tmp, "w") as f:
+        for b in res.benchmarks:
+            for q in b.questions:
+                f.write(json.dumps({"benchmark": b.name, "key": q.key, "target": q.target, "preds": list(q.preds),
+                                    "scores": list(q.scores), "truncated": list(q.truncated),
+                                    "responses": list(q.responses)}) + "\n")
     if plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             return paths  # the 'plot' extra is optional; the table and JSON carry the same numbers
-        paths["plot"] = atomic_write(out / "accuracy.png", lambda t: _plot(res, t, out.name), suffix=".png")
+        paths["plot"] = out / "accuracy.png"
+        with atomic_write(paths["plot"], suffix=".png") as tmp:
+            _plot(res, str(tmp), out.name)
     return paths

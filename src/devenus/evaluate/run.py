@@ -80,18 +80,14 @@ def score_benchmark(name: str, headline: str, questions: list[QuestionResult], n
     if not questions:
         raise ValueError(f"{name}: no questions to score")
     k = min(q.n for q in questions)
-    per_q = {
+    per_q = {  # (k = 1: pass@k is pass@1, one key)
         f"avg@{k}": [avg_score(q.scores) for q in questions],
         "pass@1": [pass_at_k(q.n, q.correct, 1) for q in questions],
         f"pass@{k}": [pass_at_k(q.n, q.correct, k) for q in questions],
         f"maj@{k}": [majority_correct(q.preds, q.scores, verifier) for q in questions],
     }
-    out: dict = {}
-    for metric, vals in per_q.items():
-        if metric in out:  # k = 1: pass@k is pass@1
-            continue
-        iv = bootstrap_interval(vals, n_boot, seed)
-        out[metric] = {**iv.as_dict(), "normal_ci95": normal_half_width(vals)}
+    out: dict = {metric: {**bootstrap_interval(vals, n_boot, seed).as_dict(), "normal_ci95": normal_half_width(vals)}
+                 for metric, vals in per_q.items()}
     out["headline"] = f"avg@{k}" if headline == "avg@k" else "pass@1"
     out["k"] = k
     out["n_questions"] = len(questions)

@@ -158,12 +158,9 @@ class HFBackend:
     def tokenizer(self):
         return self._load()[1]
 
-    def prompt_text(self, messages: Sequence[dict]) -> str:
-        return prompt_text(self.tokenizer, messages)
-
     def prompt_ids(self, messages: Sequence[dict]) -> list[int]:
         """The prompt's token ids, as the score stage and verl's dataset tokenize it."""
-        return list(self.tokenizer(self.prompt_text(messages))["input_ids"])
+        return list(self.tokenizer(prompt_text(self.tokenizer, messages))["input_ids"])
 
     def generate(self, prompts, keys, n, sampling: Sampling, progress=None) -> list[list[Sample]]:
         if len(prompts) != len(keys):

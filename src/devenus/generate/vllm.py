@@ -20,6 +20,7 @@ prompt string would be tokenized again by vLLM, with a second BOS on some models
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 from devenus.generate import Sample, Sampling, row_seed
@@ -159,9 +160,5 @@ class VLLMBackend:
         if progress:
             progress(len(prompts))
         eos = self.tokenizer.eos_token_id
-        eos_ids = [] if eos is None else [int(eos)]
-
-        def decode(ids):
-            return self.tokenizer.decode(ids, skip_special_tokens=True)
-
-        return [to_samples(r, n, eos_ids, decode) for r in results]
+        decode = functools.partial(self.tokenizer.decode, skip_special_tokens=True)
+        return [to_samples(r, n, [] if eos is None else [int(eos)], decode) for r in results]

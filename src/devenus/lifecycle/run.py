@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,12 +56,9 @@ def label_counts(path: Path) -> dict[str, int]:
     from devenus.records.io import read_records
 
     rows = read_records(path)
-    out = {"rows": len(rows), "labeled": sum(bool(r["extra_info"].get("labeled")) for r in rows)}
-    out["unlabeled"] = out["rows"] - out["labeled"]
-    for r in rows:
-        s = f"source/{r['extra_info'].get('label_source')}"
-        out[s] = out.get(s, 0) + 1
-    return out
+    labeled = sum(bool(r["extra_info"].get("labeled")) for r in rows)
+    return {"rows": len(rows), "labeled": labeled, "unlabeled": len(rows) - labeled,
+            **Counter(f"source/{r['extra_info'].get('label_source')}" for r in rows)}
 
 
 def make_d0(cfg: LifecycleConfig) -> Path:

@@ -134,8 +134,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from devenus.sources import resolve_model
 
     extra = [o for o in args.overrides if o != "--"]
-    if args.steps is not None and args.steps < 1:
-        raise ValueError(f"--steps {args.steps}: at least 1")
     out = Path(args.out).resolve()
     ov = train_overrides(model=args.model, model_path=resolve_model(args.model), train=args.train, val=args.val,
                          method=args.method, size=args.size, out_dir=out, steps=args.steps, seed=args.seed,

@@ -70,10 +70,7 @@ class RunResult:
     def error_line(self) -> str:
         """The last line of the log that reads like the error the run ended with (else its last line)."""
         lines = [ln.strip() for ln in self.tail(400).splitlines() if ln.strip()]
-        for ln in reversed(lines):
-            if _ERROR.search(ln):
-                return ln
-        return lines[-1] if lines else "(empty log)"
+        return next((ln for ln in reversed(lines) if _ERROR.search(ln)), lines[-1] if lines else "(empty log)")
 
     def check(self, what: str = "devenus.train") -> "RunResult":
         """This result, or :class:`RunFailed` naming why the run ended and where its log is."""
@@ -171,9 +168,9 @@ def launch(overrides: Sequence[str], out_dir: str | Path, *, timeout_s: float | 
         first = time.perf_counter() - t0  # the run wrote its metrics and ended between two polls
     if on_step is not None:
         _deliver(metrics_path, delivered, on_step)
-    val_dir = _validation_dir(ov)
+    val_dir = last_value(ov, "trainer.validation_data_dir")
     return RunResult(rc, time.perf_counter() - t0, out, log, read_metrics(metrics_files(out)), read_metrics(metrics_path),
-                     validation_dumps(val_dir) if val_dir is not None else {}, timed_out, stopped, first, offset)
+                     validation_dumps(Path(val_dir)) if val_dir is not None else {}, timed_out, stopped, first, offset)
 
 
 def _deliver(path: Path, delivered: int, on_step: Callable[[dict], None]) -> int:
@@ -182,11 +179,6 @@ def _deliver(path: Path, delivered: int, on_step: Callable[[dict], None]) -> int
     for m in rows[delivered:]:
         on_step(m)
     return len(rows)
-
-
-def _validation_dir(overrides: Sequence[str]) -> Path | None:
-    at = last_value(overrides, "trainer.validation_data_dir")
-    return Path(at) if at is not None else None
 
 
 _GUARD = """

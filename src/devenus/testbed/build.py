@@ -210,22 +210,23 @@ def _build_into(out: Path, cfg: TestbedConfig, log: Callable[[str], None], train
         write_records(question_rows(qs[split], split), out / "data" / f"{split}.parquet")
     write_records(question_rows(qs["train"], "train", view="paraphrase"), out / "data" / "train_paraphrase.parquet")
     if train:
-        report = _train_base(out, cfg, qs, log)
-        report["base_model"] = {"hash": model_hash(out / "model"), "source": "sft"}
+        sft, base_accuracy = _train_base(out, cfg, qs, log)
+        base = {"hash": model_hash(out / "model"), "source": "sft"}
     else:
         rec = install(cfg.key(), qs, out / "model", cfg.answer_style)
         log(f"[testbed] base model = shipped weights {rec['base_model']} (SFT step {rec['sft']['chosen_step']}, "
             f"built on {rec['built_on'].split(',')[0]}); no SFT run")
         # the accuracies are those the weights' own build measured; `--rebuild` re-measures the recipe
-        report = {"config_key": cfg.key(), "config": dataclasses.asdict(cfg), "sft": rec["sft"],
-                  "base_accuracy": rec["base_accuracy"],
-                  "base_model": {"hash": rec["base_model"], "source": "shipped", "built_on": rec["built_on"]}}
-    report["build_seconds"] = round(time.perf_counter() - t0, 1)
+        sft, base_accuracy = rec["sft"], rec["base_accuracy"]
+        base = {"hash": rec["base_model"], "source": "shipped", "built_on": rec["built_on"]}
+    report = {"config_key": cfg.key(), "config": dataclasses.asdict(cfg), "sft": sft, "base_accuracy": base_accuracy,
+              "base_model": base, "build_seconds": round(time.perf_counter() - t0, 1)}
     (out / "report.json").write_text(json.dumps(report, indent=2, default=list))
 
 
-def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], None]) -> dict:
-    """The SFT recipe: tokenizer from the SFT corpus, the tiny model, SFT stopped by dev accuracy."""
+def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], None]) -> tuple[dict, dict]:
+    """The SFT recipe: tokenizer from the SFT corpus, the tiny model, SFT stopped by dev accuracy; returns the
+    SFT record (chosen step, its dev accuracy, the curve) and the base model's held-out accuracy."""
     import torch
 
     from devenus.testbed.evaluate import accuracy
@@ -256,19 +257,12 @@ def _train_base(out: Path, cfg: TestbedConfig, qs: dict, log: Callable[[str], No
     log(f"[testbed] base model = SFT step {res.step} (dev sampled pass@1 {res.dev_acc:.3f})")
     model.save_pretrained(out / "model")
     tok.save_pretrained(out / "model")
-    return {
-        "config_key": cfg.key(),
-        "config": dataclasses.asdict(cfg),
-        "sft": {"chosen_step": res.step, "dev_acc": res.dev_acc, "curve": res.curve},
-        "base_accuracy": evaluate_splits(model, tok, qs, cfg),
-    }
+    return {"chosen_step": res.step, "dev_acc": res.dev_acc, "curve": res.curve}, evaluate_splits(model, tok, qs, cfg)
 
 
 def evaluate_splits(model, tok, qs: dict, cfg: TestbedConfig) -> dict:
     """Sampled (T=1, avg@k) and greedy accuracy on the held-out splits, by split and family."""
-    from devenus.testbed.evaluate import accuracy
-
-    from devenus.testbed.evaluate import summarize
+    from devenus.testbed.evaluate import accuracy, summarize
 
     groups = {"ID": qs["test_id"]} | {f"OOD/{f}": [q for q in qs["test_ood"] if q.family == f] for f in cfg.ood_families}
     per_q: dict[str, dict[str, tuple]] = {}

@@ -46,7 +46,5 @@ def accuracy(
     from devenus.verify import grade
 
     completions = sample(model, tokenizer, questions, n_samples, temperature, max_new_tokens, seed=seed)
-    per_q = []
-    for comps, ans in zip(completions, answers):
-        per_q.append(sum(grade(c.text, ans, truncated=c.truncated).score for c in comps) / len(comps))
-    return summarize(per_q, n_samples)
+    return summarize([sum(grade(c.text, ans, truncated=c.truncated).score for c in comps) / len(comps)
+                      for comps, ans in zip(completions, answers)], n_samples)

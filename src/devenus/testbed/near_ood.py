@@ -26,34 +26,18 @@ from __future__ import annotations
 import fcntl
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 from devenus.testbed import tasks
 from devenus.testbed.build import Testbed, question_rows, question_sets
 
 VERSION = 1  # bump when what this module generates changes
-NEAR_OOD_FAMILIES = ("add_long", "add_mixed")
 LONG_DIGITS = 5
 MIXED_DIGITS = (1, 2, 3, 4)
 PER_FAMILY = 128
 ID_EXTRA = 256
 FILES = ("near_ood", "test_id_extra")
-
-
-def _add(family: str, x: int, y: int, difficulty: int) -> tasks.Question:
-    """An addition question in the testbed's own wording and worked-solution format (``tasks.make_add``)."""
-    return tasks.Question(
-        family=family,
-        difficulty=difficulty,
-        key=f"add:{x}+{y}",
-        answer=str(x + y),
-        views={"original": f"Compute {x} + {y}.", "paraphrase": f"What is the sum of {y} and {x}?"},
-        solutions={"original": tasks._add_solution(x, y), "paraphrase": tasks._add_solution(y, x)},
-    )
-
-
-def _digits(rng: random.Random, d: int) -> int:
-    return rng.randint(0 if d == 1 else 10 ** (d - 1), 10**d - 1)
 
 
 def generate(tb_questions: dict[str, list[tasks.Question]], seed: int) -> dict[str, list[tasks.Question]]:
@@ -76,15 +60,16 @@ def generate(tb_questions: dict[str, list[tasks.Question]], seed: int) -> dict[s
         raise ValueError(f"cannot draw {n} distinct questions for {bucket}")
 
     def long() -> tasks.Question:
-        return _add("add_long", _digits(rng, LONG_DIGITS), _digits(rng, LONG_DIGITS), LONG_DIGITS)
+        return tasks.add_question("add_long", tasks.operand(rng, LONG_DIGITS), tasks.operand(rng, LONG_DIGITS),
+                                  LONG_DIGITS)
 
     def mixed() -> tasks.Question:
         dx, dy = rng.sample(MIXED_DIGITS, 2)  # two different lengths, in either order
-        return _add("add_mixed", _digits(rng, dx), _digits(rng, dy), max(dx, dy))
+        return tasks.add_question("add_mixed", tasks.operand(rng, dx), tasks.operand(rng, dy), max(dx, dy))
 
     def id_mid() -> tasks.Question:
         d = tb_questions["test_id"][0].difficulty
-        return _add("add", _digits(rng, d), _digits(rng, d), d)
+        return tasks.add_question("add", tasks.operand(rng, d), tasks.operand(rng, d), d)
 
     take(long, PER_FAMILY, "near_ood")
     take(mixed, PER_FAMILY, "near_ood")
@@ -114,10 +99,7 @@ def build_heldout(tb: Testbed) -> dict[str, Path]:
         with atomic_dir(folder) as tmp:  # a partial folder from an older layout is replaced whole
             for name in FILES:
                 write_records(question_rows(qs[name], name), tmp / f"{name}.parquet")
-            counts = {name: {} for name in FILES}
-            for name in FILES:
-                for q in qs[name]:
-                    counts[name][q.family] = counts[name].get(q.family, 0) + 1
+            counts = {name: dict(Counter(q.family for q in qs[name])) for name in FILES}
             (tmp / "manifest.json").write_text(json.dumps({"version": VERSION, "testbed": tb.config.key(),
                                                            "seed": tb.config.seed, "counts": counts}, indent=1))
     return paths

@@ -36,11 +36,6 @@ REGIMES = ("inactive", "active", "sentinel", "redraw")
 NEEDS_WRONG_ANSWERS = ("active",)
 
 
-def check_regime(regime: str) -> None:
-    if regime not in REGIMES:
-        raise ValueError(f"unknown noise regime {regime!r}; expected one of {', '.join(REGIMES)}")
-
-
 def inactive_target(true_answer: str, rng: random.Random) -> str:
     digits = max(1, len(true_answer.lstrip("-")))
     lo = 0 if digits == 1 else 10 ** (digits - 1)
@@ -67,7 +62,8 @@ def inject_noise(
     """
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"rho must lie in [0, 1], got {rho}")
-    check_regime(regime)
+    if regime not in REGIMES:
+        raise ValueError(f"unknown noise regime {regime!r}; expected one of {', '.join(REGIMES)}")
     if regime == "active" and wrong_answers is None:
         raise ValueError("active noise needs wrong_answers sampled from the base policy")
     # the reference's two regimes share one file's noisy rows (its weak and strong runs read the same Parquet)
@@ -131,12 +127,8 @@ def sample_wrong_answers(model, tokenizer, rows: Sequence[dict], n_samples: int 
     out: dict[str, list[str]] = {}
     for row, cs in zip(rows, comps):
         truth = (row.get("simulation") or {}).get("hidden_answer") or row["reward_model"]["ground_truth"]
-        wrong = []
-        for c in cs:
-            a = extract_answer(c.text, truncated=c.truncated)
-            if a is not None and not verifier.equivalent(a, truth):
-                wrong.append(a)
-        out[row["extra_info"]["index"]] = wrong
+        answers = [extract_answer(c.text, truncated=c.truncated) for c in cs]
+        out[row["extra_info"]["index"]] = [a for a in answers if a is not None and not verifier.equivalent(a, truth)]
     return out
 
 

@@ -79,17 +79,25 @@ def _add_solution(x: int, y: int) -> str:
     return "\n".join(lines)
 
 
-def make_add(rng: random.Random, digits: int) -> Question:
-    lo, hi = (0 if digits == 1 else 10 ** (digits - 1)), 10**digits - 1
-    x, y = rng.randint(lo, hi), rng.randint(lo, hi)
+def operand(rng: random.Random, digits: int) -> int:
+    """A number of exactly ``digits`` digits (0-9 for one digit)."""
+    return rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1)
+
+
+def add_question(family: str, x: int, y: int, difficulty: int) -> Question:
+    """``x + y`` in the addition families' wording and worked-solution format (the paraphrase swaps the operands)."""
     return Question(
-        family="add",
-        difficulty=digits,
+        family=family,
+        difficulty=difficulty,
         key=f"add:{x}+{y}",
         answer=str(x + y),
         views={"original": f"Compute {x} + {y}.", "paraphrase": f"What is the sum of {y} and {x}?"},
         solutions={"original": _add_solution(x, y), "paraphrase": _add_solution(y, x)},
     )
+
+
+def make_add(rng: random.Random, digits: int) -> Question:
+    return add_question("add", operand(rng, digits), operand(rng, digits), digits)  # (x drawn first)
 
 
 # ---------------------------------------------------------------- count (OOD)
@@ -164,8 +172,6 @@ FAMILIES: dict[str, Callable[[random.Random, int], Question]] = {
     "max": make_max,
     "add_long": make_add_long,
 }
-ID_FAMILIES = ("add",)
-OOD_FAMILIES = ("count", "max")
 
 
 def generate(

@@ -8,8 +8,3 @@ checks a recipe without a GPU (``run NAME --dry-run``: the full Hydra config com
 check of ``devenus.train``, no Ray) and launches it through the run component (devenus.runs.launch).
 See docs/gpu.md.
 """
-
-from devenus.recipes.gpu.launch import (Recipe, RecipeError, Variables, load_common, load_recipe, recipe_names,
-                                        recipe_overrides)
-
-__all__ = ["Recipe", "RecipeError", "Variables", "load_common", "load_recipe", "recipe_names", "recipe_overrides"]

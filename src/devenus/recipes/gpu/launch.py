@@ -194,24 +194,24 @@ def prepare(data_dir: Path, dapo: str | None, math: str | None, math500: str | N
     data_dir.mkdir(parents=True, exist_ok=True)
     f = ["--force"] if force else []
     made = []
+
+    def hide_labels(src, fraction: str, name: str) -> Path:
+        out = data_dir / f"{name}.parquet"
+        _devenus("data", "hide-labels", str(src), "--labeled-fraction", fraction, "--out", str(out), *f)
+        return out
+
     if dapo:
         full = data_dir / "dapo_math17k.parquet"
         # (the source file repeats each problem ~100 times: one row per problem, not 100 keys for one question)
         _devenus("import", dapo, "--from-verl", "--dedupe", "exact", "--source", "dapo_math17k", "--out", str(full), *f)
-        for frac, name in ((0.0, "unlabeled"), (0.1, "10pct")):
-            _devenus("data", "hide-labels", str(full), "--labeled-fraction", str(frac), "--out",
-                     str(data_dir / f"dapo_math17k_{name}.parquet"), *f)
-        made += [full, data_dir / "dapo_math17k_unlabeled.parquet", data_dir / "dapo_math17k_10pct.parquet"]
+        made += [full, hide_labels(full, "0.0", "dapo_math17k_unlabeled"),
+                 hide_labels(full, "0.1", "dapo_math17k_10pct")]
     if dapo_paired:  # originals and rewrites merged by `devenus data pair-views`
-        _devenus("data", "hide-labels", dapo_paired, "--labeled-fraction", "0", "--out",
-                 str(data_dir / "dapo_math17k_paired.parquet"), *f)
-        made.append(data_dir / "dapo_math17k_paired.parquet")
+        made.append(hide_labels(dapo_paired, "0", "dapo_math17k_paired"))
     if math:
         full = data_dir / "math.parquet"
         _devenus("import", math, "--source", "math", "--out", str(full), *f)
-        _devenus("data", "hide-labels", str(full), "--labeled-fraction", "0", "--out",
-                 str(data_dir / "math_unlabeled.parquet"), *f)
-        made += [full, data_dir / "math_unlabeled.parquet"]
+        made += [full, hide_labels(full, "0", "math_unlabeled")]
     if math500:
         _devenus("import", math500, "--source", "math500", "--split", "test", "--out",
                  str(data_dir / "math500.parquet"), *f)
