@@ -23,7 +23,6 @@ responses and thousands of unbalanced ``\\boxed{`` are cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -210,9 +209,7 @@ def _strip_answer(s: str) -> str:
         s = s.strip().rstrip(".").strip()
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$")
-        elif s.startswith("\\(") and s.endswith("\\)"):
-            s = s[2:-2]
-        elif s.startswith("\\[") and s.endswith("\\]"):
+        elif (s[:2], s[-2:]) in (("\\(", "\\)"), ("\\[", "\\]")):
             s = s[2:-2]
     return s.strip()
 
@@ -268,10 +265,6 @@ def _final_statement(text: str) -> tuple[str, int] | None:
     return found
 
 
-def _after_answer_is(text: str) -> tuple[str, int] | None:
-    return _sentence_after(text, _ANSWER_IS)
-
-
 def _extra(text: str, cfg: ExtractConfig) -> tuple[str, int] | None:
     tail = text[-cfg.fallback_window :] if cfg.fallback_window > 0 else text
     for pat in _compile_extra(cfg.extra_patterns):
@@ -323,19 +316,16 @@ def _last_statement(
     The one that starts last wins, so a response never gets two shots (a box, then "The final answer is"
     something else, is graded on the final statement). "the answer is" and the extra patterns are read
     only when the response makes no such statement (:func:`_weak_answer`)."""
-    strong: list[tuple[Callable[[], tuple[str, int] | None | object], bool]] = []
-    if cfg.use_boxed:
-        strong.append((lambda: _last_boxed(text, cfg), False))
-    if cfg.use_answer_is:
-        strong.append((lambda: _final_statement(text), True))
-    if cfg.use_hash:
-        strong.append((lambda: _after_hash(text), False))
-    if cfg.use_answer_line:
-        strong.append((lambda: _answer_line(text), True))
+    strong = (  # (enabled, finder, is a stated sentence)
+        (cfg.use_boxed, lambda: _last_boxed(text, cfg), False),
+        (cfg.use_answer_is, lambda: _final_statement(text), True),
+        (cfg.use_hash, lambda: _after_hash(text), False),
+        (cfg.use_answer_line, lambda: _answer_line(text), True),
+    )
     best: tuple[str, int] | object | None = None
     best_at, best_sentence = -1, False
-    for get, sentence in strong:
-        found = get()
+    for enabled, get, sentence in strong:
+        found = get() if enabled else None
         if found is None:
             continue
         if found is _OVERLONG:
@@ -353,16 +343,15 @@ def _last_statement(
 def _weak_answer(text: str, cfg: ExtractConfig, empty_box: re.Pattern) -> str | None:
     """The answer of a response that makes no answer statement: after "the answer is", else the first
     extra pattern that matches."""
-    weak: list[tuple[Callable[[], tuple[str, int] | None], bool]] = []
-    if cfg.use_answer_is:
-        weak.append((lambda: _after_answer_is(text), True))
-    if cfg.extra_patterns:
-        weak.append((lambda: _extra(text, cfg), False))
-    for get_weak, sentence in weak:
-        found_weak = get_weak()
-        if found_weak is None or empty_box.search(found_weak[0]):
+    weak = (  # (enabled, finder, is a stated sentence), the first that finds an answer wins
+        (cfg.use_answer_is, lambda: _sentence_after(text, _ANSWER_IS), True),
+        (cfg.extra_patterns, lambda: _extra(text, cfg), False),
+    )
+    for enabled, get, sentence in weak:
+        found = get() if enabled else None
+        if found is None or empty_box.search(found[0]):
             continue
-        return _final(found_weak[0], sentence, cfg)
+        return _final(found[0], sentence, cfg)
     return None
 
 
