@@ -83,9 +83,7 @@ class _FloatAlgebra:
         return a / b
 
     def power(self, base: float, exp: float) -> float:
-        if base < 0 and exp != int(exp):
-            raise _Unsupported
-        if abs(exp) > 1e4:
+        if (base < 0 and exp != int(exp)) or abs(exp) > 1e4:
             raise _Unsupported
         try:
             return math.pow(base, exp)
@@ -274,12 +272,9 @@ class _Reader:
             return base
         self.take()
         t = self.peek()
-        if t == "{":
-            exp = self.atom()
-        elif t is not None and len(t) == 1 and (t.isdigit() or t.isalpha()):
-            exp = self.atom()
-        else:
+        if t != "{" and not (t is not None and len(t) == 1 and (t.isdigit() or t.isalpha())):
             raise _Unsupported  # x^23 (LaTeX means x^2 * 3), x^-1, ...
+        exp = self.atom()
         if self.peek() == "^":
             raise _Unsupported  # a^b^c is not valid LaTeX
         return self.alg.power(base, exp)
@@ -294,13 +289,9 @@ class _Reader:
         t = self.take()
         if t[0].isdigit() or t[0] == ".":
             return self.alg.number(t)
-        if t == "(":
+        if t in ("(", "{"):
             v = self.expr()
-            self.take(")")
-            return v
-        if t == "{":
-            v = self.expr()
-            self.take("}")
+            self.take(")" if t == "(" else "}")
             return v
         if t == "\\frac":
             num = self.braced()
