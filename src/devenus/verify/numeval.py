@@ -27,7 +27,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["safe_eval", "decide", "polynomial"]
+__all__ = ["safe_eval", "decide", "polynomial", "poly_add"]
 
 _MAX_LEN = 256
 _MAX_DEPTH = 64
@@ -103,6 +103,18 @@ _POLY_MAX_DEGREE = 12
 _POLY_MAX_BITS = 256
 
 
+def poly_add(a: Poly, b: Poly) -> Poly:
+    """``a + b``, zero coefficients dropped (no size bound: :class:`_PolyAlgebra` checks its own)."""
+    out = dict(a)
+    for m, c in b.items():
+        s = out.get(m, 0) + c
+        if s:
+            out[m] = s
+        else:
+            out.pop(m, None)
+    return out
+
+
 class _PolyAlgebra:
     """Values of the reader as exact polynomials with rational coefficients (variables folded to
     lower case, as math-verify folds them). Anything that is not such a polynomial (a root, pi, a
@@ -136,14 +148,7 @@ class _PolyAlgebra:
         return p
 
     def add(self, a: Poly, b: Poly) -> Poly:
-        out = dict(a)
-        for m, c in b.items():
-            s = out.get(m, 0) + c
-            if s:
-                out[m] = s
-            else:
-                out.pop(m, None)
-        return self._check(out)
+        return self._check(poly_add(a, b))
 
     def neg(self, a: Poly) -> Poly:
         return {m: -c for m, c in a.items()}
