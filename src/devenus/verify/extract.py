@@ -236,11 +236,16 @@ def _answer_line(text: str) -> tuple[str, int] | None:
     return (ans, start) if ans else None
 
 
-def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
-    """The rest of the sentence after the last match of ``pattern`` (and where that match starts)."""
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     last = None
     for last in pattern.finditer(text):
         pass
+    return last
+
+
+def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
+    """The rest of the sentence after the last match of ``pattern`` (and where that match starts)."""
+    last = _last_match(pattern, text)
     if last is None:
         return None
     end = _SENTENCE_END.search(text, last.end())
@@ -268,9 +273,7 @@ def _final_statement(text: str) -> tuple[str, int] | None:
 def _extra(text: str, cfg: ExtractConfig) -> tuple[str, int] | None:
     tail = text[-cfg.fallback_window :] if cfg.fallback_window > 0 else text
     for pat in _compile_extra(cfg.extra_patterns):
-        last = None
-        for last in pat.finditer(tail):
-            pass
+        last = _last_match(pat, tail)
         if last is not None:
             ans = last.group(1) if pat.groups else last.group(0)
             ans = _strip_answer(ans or "")
@@ -328,8 +331,8 @@ def _last_statement(
         found = get() if enabled else None
         if found is None:
             continue
-        if found is _OVERLONG:
-            at = _last_box_start(text, cfg)
+        if found is _OVERLONG:  # graded at the last box command (there is one: a box was too long)
+            at = _last_match(_box_regex(cfg.boxed_commands), text).start()  # type: ignore[union-attr]
         else:
             assert isinstance(found, tuple)
             if empty_box.search(found[0]):
@@ -360,9 +363,3 @@ def _final(ans: str, sentence: bool, cfg: ExtractConfig) -> str | None:
         return None  # checked before a sentence is cut down to its answer
     return _sentence_answer(ans) if sentence else ans
 
-
-def _last_box_start(text: str, cfg: ExtractConfig) -> int:
-    last = None
-    for last in _box_regex(cfg.boxed_commands).finditer(text):
-        pass
-    return -1 if last is None else last.start()
