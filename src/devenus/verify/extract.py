@@ -331,7 +331,7 @@ def _last_statement(
         found = get() if enabled else None
         if found is None:
             continue
-        if found is _OVERLONG:  # graded at the last box command (there is one: a box was too long)
+        if found is _OVERLONG:  # placed at the last box command (there is one: a box was too long)
             at = _last_match(_box_regex(cfg.boxed_commands), text).start()  # type: ignore[union-attr]
         else:
             assert isinstance(found, tuple)
