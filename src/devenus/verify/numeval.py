@@ -22,6 +22,7 @@ and coefficient size; roots, ``\\pi`` and divisions by a variable are outside it
 from __future__ import annotations
 
 import math
+import operator
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -52,11 +53,14 @@ def _var_value(name: str) -> float:
 class _FloatAlgebra:
     """Values of the reader as floats at the fixed variable point."""
 
+    number = staticmethod(float)
+    add = staticmethod(operator.add)
+    sub = staticmethod(operator.sub)
+    neg = staticmethod(operator.neg)
+    mul = staticmethod(operator.mul)
+
     def __init__(self) -> None:
         self.has_vars = False
-
-    def number(self, t: str) -> float:
-        return float(t)
 
     def var(self, name: str) -> float:
         self.has_vars = True
@@ -64,18 +68,6 @@ class _FloatAlgebra:
 
     def pi(self) -> float:
         return math.pi
-
-    def add(self, a: float, b: float) -> float:
-        return a + b
-
-    def sub(self, a: float, b: float) -> float:
-        return a - b
-
-    def neg(self, a: float) -> float:
-        return -a
-
-    def mul(self, a: float, b: float) -> float:
-        return a * b
 
     def div(self, a: float, b: float) -> float:
         if b == 0:
