@@ -182,13 +182,8 @@ def _as_matrix(s: str) -> list[list[ParsedNumber]] | None:
     rows = m.group(2).split("\\\\")
     if rows and rows[-1] == "":
         rows.pop()  # a trailing "\\" ends the last row
-    out = []
-    for r in rows:
-        cells = _numbers(r.split("&"))
-        if cells is None:
-            return None
-        out.append(cells)
-    return out or None
+    out = [_numbers(r.split("&")) for r in rows]
+    return out if out and None not in out else None  # type: ignore[return-value]
 
 
 def _match_matrices(a: list[list[ParsedNumber]], b: list[list[ParsedNumber]], fr: int) -> bool:
