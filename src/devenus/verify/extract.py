@@ -265,9 +265,7 @@ def _sentence_answer(ans: str) -> str:
 
 def _final_statement(text: str) -> tuple[str, int] | None:
     found = _sentence_after(text, _FINAL_IS)
-    if found is None or _PROSE_FINAL.match(found[0]):
-        return None
-    return found
+    return None if found is None or _PROSE_FINAL.match(found[0]) else found
 
 
 def _extra(text: str, cfg: ExtractConfig) -> tuple[str, int] | None:

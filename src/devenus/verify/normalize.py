@@ -102,15 +102,10 @@ _COMMAND_NAME = re.compile(r"\\[A-Za-z]+")
 _LETTER = re.compile(r"[A-Za-z]")
 
 
-def _closes_at_end(s: str, open_pos: int) -> bool:
-    """Does the brace at ``s[open_pos]`` close exactly at the last character?"""
-    return match_brace(s, open_pos, len(s)) == len(s) - 1
-
-
 def _peel(s: str) -> str:
     """Remove one whole-string wrapper: \\boxed{..}, \\text{..}, \\(..\\), \\[..\\]."""
     m = _BOX_HEAD.match(s)
-    if m and _closes_at_end(s, m.end() - 1):
+    if m and match_brace(s, m.end() - 1, len(s)) == len(s) - 1:  # the box's brace closes at the end
         return s[m.end() : -1].strip()
     m = _TEXT_WHOLE.match(s)
     if m:
