@@ -195,11 +195,7 @@ def _last_boxed(text: str, cfg: ExtractConfig) -> tuple[str, int] | None | objec
         group_start = m.start()
     if not group:
         return None
-    items: list[str] = []
-    for c in reversed(group):
-        if c not in items:  # the same root boxed twice is one answer
-            items.append(c)
-    return ", ".join(items), group_start
+    return ", ".join(dict.fromkeys(reversed(group))), group_start  # the same root boxed twice is one answer
 
 
 def _strip_answer(s: str) -> str:
