@@ -116,9 +116,6 @@ class _LRU:
     def reset_lock(self) -> None:
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._d)
-
 
 _LIVE: "weakref.WeakSet[Verifier]" = weakref.WeakSet()
 

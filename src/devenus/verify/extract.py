@@ -23,7 +23,6 @@ responses and thousands of unbalanced ``\\boxed{`` are cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -196,11 +195,7 @@ def _last_boxed(text: str, cfg: ExtractConfig) -> tuple[str, int] | None | objec
         group_start = m.start()
     if not group:
         return None
-    items: list[str] = []
-    for c in reversed(group):
-        if c not in items:  # the same root boxed twice is one answer
-            items.append(c)
-    return ", ".join(items), group_start
+    return ", ".join(dict.fromkeys(reversed(group))), group_start  # the same root boxed twice is one answer
 
 
 def _strip_answer(s: str) -> str:
@@ -210,9 +205,7 @@ def _strip_answer(s: str) -> str:
         s = s.strip().rstrip(".").strip()
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$")
-        elif s.startswith("\\(") and s.endswith("\\)"):
-            s = s[2:-2]
-        elif s.startswith("\\[") and s.endswith("\\]"):
+        elif (s[:2], s[-2:]) in (("\\(", "\\)"), ("\\[", "\\]")):
             s = s[2:-2]
     return s.strip()
 
@@ -239,11 +232,16 @@ def _answer_line(text: str) -> tuple[str, int] | None:
     return (ans, start) if ans else None
 
 
-def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
-    """The rest of the sentence after the last match of ``pattern`` (and where that match starts)."""
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     last = None
     for last in pattern.finditer(text):
         pass
+    return last
+
+
+def _sentence_after(text: str, pattern: re.Pattern[str]) -> tuple[str, int] | None:
+    """The rest of the sentence after the last match of ``pattern`` (and where that match starts)."""
+    last = _last_match(pattern, text)
     if last is None:
         return None
     end = _SENTENCE_END.search(text, last.end())
@@ -263,21 +261,13 @@ def _sentence_answer(ans: str) -> str:
 
 def _final_statement(text: str) -> tuple[str, int] | None:
     found = _sentence_after(text, _FINAL_IS)
-    if found is None or _PROSE_FINAL.match(found[0]):
-        return None
-    return found
-
-
-def _after_answer_is(text: str) -> tuple[str, int] | None:
-    return _sentence_after(text, _ANSWER_IS)
+    return None if found is None or _PROSE_FINAL.match(found[0]) else found
 
 
 def _extra(text: str, cfg: ExtractConfig) -> tuple[str, int] | None:
     tail = text[-cfg.fallback_window :] if cfg.fallback_window > 0 else text
     for pat in _compile_extra(cfg.extra_patterns):
-        last = None
-        for last in pat.finditer(tail):
-            pass
+        last = _last_match(pat, tail)
         if last is not None:
             ans = last.group(1) if pat.groups else last.group(0)
             ans = _strip_answer(ans or "")
@@ -323,23 +313,20 @@ def _last_statement(
     The one that starts last wins, so a response never gets two shots (a box, then "The final answer is"
     something else, is graded on the final statement). "the answer is" and the extra patterns are read
     only when the response makes no such statement (:func:`_weak_answer`)."""
-    strong: list[tuple[Callable[[], tuple[str, int] | None | object], bool]] = []
-    if cfg.use_boxed:
-        strong.append((lambda: _last_boxed(text, cfg), False))
-    if cfg.use_answer_is:
-        strong.append((lambda: _final_statement(text), True))
-    if cfg.use_hash:
-        strong.append((lambda: _after_hash(text), False))
-    if cfg.use_answer_line:
-        strong.append((lambda: _answer_line(text), True))
+    strong = (  # (enabled, finder, is a stated sentence)
+        (cfg.use_boxed, lambda: _last_boxed(text, cfg), False),
+        (cfg.use_answer_is, lambda: _final_statement(text), True),
+        (cfg.use_hash, lambda: _after_hash(text), False),
+        (cfg.use_answer_line, lambda: _answer_line(text), True),
+    )
     best: tuple[str, int] | object | None = None
     best_at, best_sentence = -1, False
-    for get, sentence in strong:
-        found = get()
+    for enabled, get, sentence in strong:
+        found = get() if enabled else None
         if found is None:
             continue
-        if found is _OVERLONG:
-            at = _last_box_start(text, cfg)
+        if found is _OVERLONG:  # placed at the last box command (there is one: a box was too long)
+            at = _last_match(_box_regex(cfg.boxed_commands), text).start()  # type: ignore[union-attr]
         else:
             assert isinstance(found, tuple)
             if empty_box.search(found[0]):
@@ -353,16 +340,15 @@ def _last_statement(
 def _weak_answer(text: str, cfg: ExtractConfig, empty_box: re.Pattern) -> str | None:
     """The answer of a response that makes no answer statement: after "the answer is", else the first
     extra pattern that matches."""
-    weak: list[tuple[Callable[[], tuple[str, int] | None], bool]] = []
-    if cfg.use_answer_is:
-        weak.append((lambda: _after_answer_is(text), True))
-    if cfg.extra_patterns:
-        weak.append((lambda: _extra(text, cfg), False))
-    for get_weak, sentence in weak:
-        found_weak = get_weak()
-        if found_weak is None or empty_box.search(found_weak[0]):
+    weak = (  # (enabled, finder, is a stated sentence), the first that finds an answer wins
+        (cfg.use_answer_is, lambda: _sentence_after(text, _ANSWER_IS), True),
+        (cfg.extra_patterns, lambda: _extra(text, cfg), False),
+    )
+    for enabled, get, sentence in weak:
+        found = get() if enabled else None
+        if found is None or empty_box.search(found[0]):
             continue
-        return _final(found_weak[0], sentence, cfg)
+        return _final(found[0], sentence, cfg)
     return None
 
 
@@ -371,9 +357,3 @@ def _final(ans: str, sentence: bool, cfg: ExtractConfig) -> str | None:
         return None  # checked before a sentence is cut down to its answer
     return _sentence_answer(ans) if sentence else ans
 
-
-def _last_box_start(text: str, cfg: ExtractConfig) -> int:
-    last = None
-    for last in _box_regex(cfg.boxed_commands).finditer(text):
-        pass
-    return -1 if last is None else last.start()

@@ -102,15 +102,10 @@ _COMMAND_NAME = re.compile(r"\\[A-Za-z]+")
 _LETTER = re.compile(r"[A-Za-z]")
 
 
-def _closes_at_end(s: str, open_pos: int) -> bool:
-    """Does the brace at ``s[open_pos]`` close exactly at the last character?"""
-    return match_brace(s, open_pos, len(s)) == len(s) - 1
-
-
 def _peel(s: str) -> str:
     """Remove one whole-string wrapper: \\boxed{..}, \\text{..}, \\(..\\), \\[..\\]."""
     m = _BOX_HEAD.match(s)
-    if m and _closes_at_end(s, m.end() - 1):
+    if m and match_brace(s, m.end() - 1, len(s)) == len(s) - 1:  # the box's brace closes at the end
         return s[m.end() : -1].strip()
     m = _TEXT_WHOLE.match(s)
     if m:
@@ -164,10 +159,7 @@ def _canon_impl(ans: str) -> tuple[str | None, str]:
     return var, s
 
 
-@lru_cache(maxsize=65536)
-def _canon_cached(ans: str) -> tuple[str | None, str]:
-    return _canon_impl(ans)
-
+_canon_cached = lru_cache(maxsize=65536)(_canon_impl)
 
 def _canon(ans: str) -> tuple[str | None, str]:
     return _canon_impl(ans) if len(ans) > _CACHE_MAX_LEN else _canon_cached(ans)
@@ -195,8 +187,9 @@ class ParsedNumber:
 
 _INT = re.compile(r"^-?\d+$")
 _DEC = re.compile(r"^-?(?:\d+\.\d*|\.\d+)$")
-_SLASH = re.compile(r"^(-?)(\d+)/(\d+)$")
-_FRAC = re.compile(r"^(-?)\\frac\{(-?)(\d+)\}\{(-?)(\d+)\}$")
+# In both fraction forms every "-" is a sign: the value is negative when they are odd in number.
+_SLASH = re.compile(r"^-?(?P<num>\d+)/(?P<den>\d+)$")
+_FRAC = re.compile(r"^-?\\frac\{-?(?P<num>\d+)\}\{-?(?P<den>\d+)\}$")
 # A mixed number "2\frac{1}{6}" (= 13/6, the answer convention math-verify reads too); only a proper
 # fraction: "2\frac{3}{2}" is left to the symbolic check.
 _MIXED = re.compile(r"^(-?)(\d+)\\frac\{(\d+)\}\{(\d+)\}$")
@@ -210,21 +203,13 @@ def parse_plain(s: str) -> ParsedNumber | None:
         return ParsedNumber(Fraction(int(s)), True)
     if _DEC.match(s):
         return ParsedNumber(Fraction(s), False)
-    m = _SLASH.match(s)
+    m = _SLASH.match(s) or _FRAC.match(s)
     if m:
-        den = int(m.group(3))
+        den = int(m["den"])
         if den == 0:
             return None
-        val = Fraction(int(m.group(2)), den)
-        return ParsedNumber(-val if m.group(1) else val, True)
-    m = _FRAC.match(s)
-    if m:
-        den = int(m.group(5))
-        if den == 0:
-            return None
-        val = Fraction(int(m.group(3)), den)
-        negs = (m.group(1), m.group(2), m.group(4)).count("-")
-        return ParsedNumber(-val if negs % 2 else val, True)
+        val = Fraction(int(m["num"]), den)
+        return ParsedNumber(-val if s.count("-") % 2 else val, True)
     m = _MIXED.match(s)
     if m:
         num, den = int(m.group(3)), int(m.group(4))
@@ -238,9 +223,7 @@ def parse_plain(s: str) -> ParsedNumber | None:
 @lru_cache(maxsize=65536)
 def _parse_number_cached(ans: str, percent: bool) -> ParsedNumber | None:
     s = normalize(ans)
-    if not s or len(s) > _NUMBER_MAX_LEN:
-        return None
-    if s.startswith("--"):
+    if not s or len(s) > _NUMBER_MAX_LEN or s.startswith("--"):
         return None
     if s.endswith("%"):
         if not percent:

@@ -22,12 +22,13 @@ and coefficient size; roots, ``\\pi`` and divisions by a variable are outside it
 from __future__ import annotations
 
 import math
+import operator
 import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["safe_eval", "decide", "polynomial"]
+__all__ = ["safe_eval", "decide", "polynomial", "poly_add"]
 
 _MAX_LEN = 256
 _MAX_DEPTH = 64
@@ -52,11 +53,14 @@ def _var_value(name: str) -> float:
 class _FloatAlgebra:
     """Values of the reader as floats at the fixed variable point."""
 
+    number = staticmethod(float)
+    add = staticmethod(operator.add)
+    sub = staticmethod(operator.sub)
+    neg = staticmethod(operator.neg)
+    mul = staticmethod(operator.mul)
+
     def __init__(self) -> None:
         self.has_vars = False
-
-    def number(self, t: str) -> float:
-        return float(t)
 
     def var(self, name: str) -> float:
         self.has_vars = True
@@ -65,27 +69,13 @@ class _FloatAlgebra:
     def pi(self) -> float:
         return math.pi
 
-    def add(self, a: float, b: float) -> float:
-        return a + b
-
-    def sub(self, a: float, b: float) -> float:
-        return a - b
-
-    def neg(self, a: float) -> float:
-        return -a
-
-    def mul(self, a: float, b: float) -> float:
-        return a * b
-
     def div(self, a: float, b: float) -> float:
         if b == 0:
             raise _Unsupported
         return a / b
 
     def power(self, base: float, exp: float) -> float:
-        if base < 0 and exp != int(exp):
-            raise _Unsupported
-        if abs(exp) > 1e4:
+        if (base < 0 and exp != int(exp)) or abs(exp) > 1e4:
             raise _Unsupported
         try:
             return math.pow(base, exp)
@@ -103,6 +93,18 @@ Poly = dict[tuple[tuple[str, int], ...], Fraction]
 _POLY_MAX_TERMS = 64
 _POLY_MAX_DEGREE = 12
 _POLY_MAX_BITS = 256
+
+
+def poly_add(a: Poly, b: Poly) -> Poly:
+    """``a + b``, zero coefficients dropped (no size bound: :class:`_PolyAlgebra` checks its own)."""
+    out = dict(a)
+    for m, c in b.items():
+        s = out.get(m, 0) + c
+        if s:
+            out[m] = s
+        else:
+            out.pop(m, None)
+    return out
 
 
 class _PolyAlgebra:
@@ -138,14 +140,7 @@ class _PolyAlgebra:
         return p
 
     def add(self, a: Poly, b: Poly) -> Poly:
-        out = dict(a)
-        for m, c in b.items():
-            s = out.get(m, 0) + c
-            if s:
-                out[m] = s
-            else:
-                out.pop(m, None)
-        return self._check(out)
+        return self._check(poly_add(a, b))
 
     def neg(self, a: Poly) -> Poly:
         return {m: -c for m, c in a.items()}
@@ -274,12 +269,9 @@ class _Reader:
             return base
         self.take()
         t = self.peek()
-        if t == "{":
-            exp = self.atom()
-        elif t is not None and len(t) == 1 and (t.isdigit() or t.isalpha()):
-            exp = self.atom()
-        else:
+        if t != "{" and not (t is not None and len(t) == 1 and (t.isdigit() or t.isalpha())):
             raise _Unsupported  # x^23 (LaTeX means x^2 * 3), x^-1, ...
+        exp = self.atom()
         if self.peek() == "^":
             raise _Unsupported  # a^b^c is not valid LaTeX
         return self.alg.power(base, exp)
@@ -294,13 +286,9 @@ class _Reader:
         t = self.take()
         if t[0].isdigit() or t[0] == ".":
             return self.alg.number(t)
-        if t == "(":
+        if t in ("(", "{"):
             v = self.expr()
-            self.take(")")
-            return v
-        if t == "{":
-            v = self.expr()
-            self.take("}")
+            self.take(")" if t == "(" else "}")
             return v
         if t == "\\frac":
             num = self.braced()

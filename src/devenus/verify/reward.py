@@ -33,9 +33,7 @@ def _text(value: Any) -> str | None:
         return bytes(value).decode("utf-8", errors="replace")
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalars
         value = value.item()
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return None
 

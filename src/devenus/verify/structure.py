@@ -21,7 +21,7 @@ import re
 from fractions import Fraction
 
 from .normalize import ParsedNumber, numbers_equal, parse_plain
-from .numeval import polynomial
+from .numeval import poly_add, polynomial
 
 __all__ = ["decide_structure"]
 
@@ -64,13 +64,9 @@ def _split_top(s: str, sep: str) -> list[str] | None:
 def _numbers(items: list[str]) -> list[ParsedNumber] | None:
     if not 0 < len(items) <= _MAX_ELEMENTS:
         return None
-    out = []
-    for it in items:
-        p = parse_plain(it.strip())  # the canonical form keeps the space of ", 693" (a list, not thousands)
-        if p is None:
-            return None
-        out.append(p)
-    return out
+    # the canonical form keeps the space of ", 693" (a list, not thousands)
+    out = [parse_plain(it.strip()) for it in items]
+    return None if None in out else out  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------- sets
@@ -186,13 +182,8 @@ def _as_matrix(s: str) -> list[list[ParsedNumber]] | None:
     rows = m.group(2).split("\\\\")
     if rows and rows[-1] == "":
         rows.pop()  # a trailing "\\" ends the last row
-    out = []
-    for r in rows:
-        cells = _numbers(r.split("&"))
-        if cells is None:
-            return None
-        out.append(cells)
-    return out or None
+    out = [_numbers(r.split("&")) for r in rows]
+    return out if out and None not in out else None  # type: ignore[return-value]
 
 
 def _match_matrices(a: list[list[ParsedNumber]], b: list[list[ParsedNumber]], fr: int) -> bool:
@@ -212,13 +203,7 @@ def _as_equation(s: str):  # -> tuple[Poly, bool] | None
     if pl is None or pr is None:
         return None
     (l, dl), (r, dr) = pl, pr
-    f = dict(l)
-    for m, c in r.items():
-        v = f.get(m, 0) - c
-        if v:
-            f[m] = v
-        else:
-            f.pop(m, None)
+    f = poly_add(l, {m: -c for m, c in r.items()})  # L - R
     if not any(m for m in f):
         return None  # no variable left ("1 = 1", "x = x + 1"): not an equation in its variables
     return f, dl or dr

@@ -13,6 +13,7 @@ deterministic choice.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ def majority_vote(
     """
     g = len(answers)
     norms = [(normalize(a) if a is not None else "") or None for a in answers]
-    counts = _form_counts(norms)
+    counts = Counter(n for n in norms if n is not None)  # distinct forms in first-appearance order
     cluster_of_form, sizes = _cluster_forms(counts, verifier)
 
     cluster_of = tuple(cluster_of_form[n] if n is not None else None for n in norms)
@@ -87,15 +88,6 @@ def majority_vote(
         n_abstain=sum(1 for n in norms if n is None),
         agrees=tuple(winner is not None and c == winner for c in cluster_of),
     )
-
-
-def _form_counts(norms: Sequence[str | None]) -> dict[str, int]:
-    """Distinct normalised forms -> their count, in first-appearance order (abstentions left out)."""
-    counts: dict[str, int] = {}
-    for n in norms:
-        if n is not None:
-            counts[n] = counts.get(n, 0) + 1
-    return counts
 
 
 def _cluster_forms(counts: dict[str, int], verifier: Verifier | None) -> tuple[dict[str, int], list[int]]:
@@ -121,9 +113,5 @@ def _cluster_forms(counts: dict[str, int], verifier: Verifier | None) -> tuple[d
 
 def _most_frequent_raw(answers: Sequence[str | None], cluster_of: Sequence[int | None], winner: int) -> str:
     """The most frequent raw string of the winning cluster (first appearance breaks ties)."""
-    raw_counts: dict[str, int] = {}
-    for a, c in zip(answers, cluster_of):
-        if c == winner:
-            assert a is not None
-            raw_counts[a] = raw_counts.get(a, 0) + 1
+    raw_counts = Counter(a for a, c in zip(answers, cluster_of) if c == winner)
     return max(raw_counts, key=lambda r: raw_counts[r])
