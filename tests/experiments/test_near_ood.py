@@ -7,7 +7,7 @@ import pytest
 
 from devenus.testbed import TestbedConfig, tasks
 from devenus.testbed.build import question_sets
-from devenus.testbed.near_ood import LONG_DIGITS, MIXED_DIGITS, _add, generate
+from devenus.testbed.near_ood import LONG_DIGITS, MIXED_DIGITS, generate
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,24 @@ def test_families_share_the_skill_but_not_the_training_distribution(tb_questions
     assert {q.difficulty for q in qs["test_id_extra"]} == {3} and len(qs["test_id_extra"]) == 256
 
 
-def test_same_wording_and_worked_solution_as_the_testbed():
-    q = tasks.make_add(random.Random(7), 3)
-    x, y = map(int, q.key[4:].split("+"))
-    mine = _add("add", x, y, 3)
-    assert (mine.key, mine.answer, mine.views, mine.solutions) == (q.key, q.answer, q.views, q.solutions)
+def test_same_wording_and_worked_solution_as_the_testbed(tb_questions):
+    # each generated question reads (views) and is solved (worked solutions) as the testbed's own `add`
+    # question of the same operands, which make_add writes
+    qs = generate(tb_questions, 0)
+    for q in [*qs["near_ood"][:8], *qs["near_ood"][-8:], *qs["test_id_extra"][:8]]:
+        x, y = map(int, q.key[4:].split("+"))
+        digits = [len(str(x)), len(str(y))]
+        values = iter([x, y])
+        ref = tasks.make_add(_Fixed(values), max(digits))
+        assert (ref.key, ref.answer, ref.views, ref.solutions) == (q.key, q.answer, q.views, q.solutions)
+
+
+class _Fixed(random.Random):
+    """A generator whose randint returns the given numbers in turn (make_add draws x, then y)."""
+
+    def __init__(self, values):
+        super().__init__(0)
+        self.values = values
+
+    def randint(self, a, b):
+        return next(self.values)
