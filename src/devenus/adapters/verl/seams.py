@@ -114,8 +114,10 @@ SEAMS: tuple[Seam, ...] = (
          "cpu.register_rollout (the worker-side hf rollout adapter)"),
     Seam("verl.plugin.platform.platform_manager", "_current_platform", "member",
          "cpu.platform.activate_platform (replaces an already-resolved platform)"),
-    *(Seam("verl.workers.rollout.replica:RolloutReplica", member, "instance",
-           "cpu.hf_rollout.HFRolloutReplica (launches its own server)") for member in ("_server_handle", "_server_address")),
+    Seam("verl.workers.rollout.replica:RolloutReplica", "_server_handle", "instance",
+         "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
+    Seam("verl.workers.rollout.replica:RolloutReplica", "_server_address", "instance",
+         "cpu.hf_rollout.HFRolloutReplica (launches its own server)"),
     # the CPU backend's agent-loop workers (cpu.agent_loop): verl's per-sample body, minus the per-sample build
     Seam("verl.experimental.agent_loop.agent_loop:AgentLoopWorker", "_run_agent_loop", "source",
          "cpu.agent_loop.ReusingAgentLoopWorker (mirrors it around one agent-loop object per name)",
