@@ -458,8 +458,9 @@ class Experiment:
         for seed in seeds:
             need = {BASE} | set(wanted)
             need |= {self.arm(n).baseline for n in need}  # every arm's comparison needs its baseline of the same seed
-            # a two-round arm needs its source's run, and that run's baseline
-            need |= {m for n in need if (t := self.arm(n).transition) for m in (t.source, self.arm(t.source).baseline)}
+            for t in [self.arm(n).transition for n in need]:  # a two-round arm needs its source's run and baseline
+                if t is not None:
+                    need |= {t.source, self.arm(t.source).baseline}
             rerun = set()  # a source whose evidence is gone (another machine, a cleaned work dir) runs again
             for n in need:
                 t = self.arm(n).transition
