@@ -161,6 +161,7 @@ def _canon_impl(ans: str) -> tuple[str | None, str]:
 
 _canon_cached = lru_cache(maxsize=65536)(_canon_impl)
 
+
 def _canon(ans: str) -> tuple[str | None, str]:
     return _canon_impl(ans) if len(ans) > _CACHE_MAX_LEN else _canon_cached(ans)
 
